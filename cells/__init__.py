@@ -1,0 +1,1 @@
+"""Cell-mode controllers: WorkloadDeployment -> Instances -> Pods (arrive with later issues)."""

@@ -1,0 +1,46 @@
+"""Per-verb, per-resource request counters, so tests and benchmarks can assert facts like
+"zero writes at steady state" or "N API calls per converged object"."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from .registry import ResourceType
+
+WRITE_VERBS = frozenset({"create", "update", "patch", "delete", "deletecollection"})
+
+
+def resource_name(rt: ResourceType, subresource: str | None = None) -> str:
+    name = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
+    return f"{name}/{subresource}" if subresource else name
+
+
+class RequestCounters:
+    def __init__(self) -> None:
+        self._counts: Counter[tuple[str, str]] = Counter()
+
+    def count(self, verb: str, rt: ResourceType, subresource: str | None = None) -> None:
+        self._counts[(verb, resource_name(rt, subresource))] += 1
+
+    def get(self, verb: str, resource: str) -> int:
+        """Count for one verb on one resource ("configmaps", "workloaddeployments.compute.datumapis.com/status")."""
+        return self._counts[(verb, resource)]
+
+    def snapshot(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for (verb, resource), n in sorted(self._counts.items()):
+            out.setdefault(resource, {})[verb] = n
+        return out
+
+    def writes(self, resource: str | None = None) -> int:
+        return sum(
+            n
+            for (verb, res), n in self._counts.items()
+            if verb in WRITE_VERBS and (resource is None or res == resource or res.startswith(resource + "/"))
+        )
+
+    def total(self) -> int:
+        return sum(self._counts.values())
+
+    def reset(self) -> None:
+        self._counts.clear()

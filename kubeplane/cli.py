@@ -1,0 +1,50 @@
+"""`federation-manager apiserver`: run one embedded API server until SIGINT/SIGTERM."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+from pathlib import Path
+
+import anyio
+
+from .server import EmbeddedAPIServer
+
+log = logging.getLogger(__name__)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--port", type=int, required=True, help="TCP port to listen on (0 picks a free one)")
+    parser.add_argument("--kubeconfig", type=Path, required=True, help="where to write a kubeconfig for clients")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--name", default="embedded", help="cluster/context name in the kubeconfig")
+    parser.add_argument("--tls", action="store_true", help="serve HTTPS with a generated CA and a bearer token")
+    parser.add_argument(
+        "--bookmark-interval", type=float, default=60.0, help="seconds between watch BOOKMARK events (default 60)"
+    )
+
+
+async def serve(args: argparse.Namespace) -> None:
+    if not 0 <= args.port <= 65535:
+        raise SystemExit(f"--port: {args.port} is not a valid TCP port")
+    server = EmbeddedAPIServer(
+        name=args.name,
+        host=args.host,
+        port=args.port,
+        kubeconfig=args.kubeconfig,
+        tls=args.tls,
+        bookmark_interval=args.bookmark_interval,
+    )
+    try:
+        await server.start()
+    except OSError as exc:
+        raise SystemExit(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
+    print(f"embedded API server {args.name!r} serving at {server.url}; kubeconfig: {args.kubeconfig}", flush=True)
+    try:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                log.info("received %s, shutting down", signal.Signals(signum).name)
+                break
+    finally:
+        await server.stop()

@@ -1,0 +1,552 @@
+"""Field ownership (`metadata.managedFields`) and server-side apply.
+
+Semantics follow structured-merge-diff as the apiserver uses it:
+- A field set is the set of paths an object specifies. Scalars are members; items of
+  associative lists (`k:{...}`) and sets (`v:...`) are members besides their children;
+  atomic lists/maps are single members; map entries that are not declared schema fields
+  (labels, data, untyped subtrees) are members too, which is where `.` nodes come from.
+- Update (POST/PUT/PATCH): the writer gains the fields it added or changed; every other
+  manager loses those and any field that was removed.
+- Apply: the applied configuration is merged into the live object; fields this manager
+  applied before and no longer applies are removed unless another manager owns them;
+  changing a field another manager owns is a conflict (409) unless `force=true`, in which
+  case ownership moves.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from .errors import APIError, bad_request
+
+Obj = dict[str, Any]
+Path = tuple[str, ...]
+
+_CONTAINER = object()
+
+IGNORED_META = frozenset(
+    {
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "managedFields",
+        "selfLink",
+        "generateName",
+    }
+)
+STATUS: Path = ("f:status",)
+
+# metadata is always typed as ObjectMeta, whatever a CRD's schema says about it
+OBJECT_META_SCHEMA: Obj = {
+    "type": "object",
+    "properties": {
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "annotations": {"type": "object", "additionalProperties": {"type": "string"}},
+        "finalizers": {"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set"},
+        "ownerReferences": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {k: {"type": "string"} for k in ("apiVersion", "kind", "name", "uid")}
+                | {"controller": {"type": "boolean"}, "blockOwnerDeletion": {"type": "boolean"}},
+            },
+            "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["uid"],
+        },
+    },
+}
+
+
+# ------------------------------------------------------------ schema lookups
+
+
+def _child(schema: Obj | None, key: str) -> tuple[Obj | None, bool]:
+    """(schema of key, whether key is a declared struct field)."""
+    if schema is None:
+        return None, False
+    props = schema.get("properties")
+    if props and key in props:
+        return props[key], True
+    extra = schema.get("additionalProperties")
+    if isinstance(extra, dict):
+        return extra, False
+    return None, False
+
+
+def _list_type(schema: Obj | None) -> tuple[str, list[str]]:
+    if schema is None:
+        return "atomic", []
+    kind = schema.get("x-kubernetes-list-type")
+    if kind == "map":
+        return "map", list(schema.get("x-kubernetes-list-map-keys") or [])
+    if kind == "set":
+        return "set", []
+    return "atomic", []
+
+
+def _items(schema: Obj | None) -> Obj | None:
+    if schema is None:
+        return None
+    items = schema.get("items")
+    return items if isinstance(items, dict) else None
+
+
+def _is_atomic_map(schema: Obj | None) -> bool:
+    return bool(schema) and schema.get("x-kubernetes-map-type") == "atomic"  # type: ignore[union-attr]
+
+
+def _item_element(item: Any, kind: str, keys: list[str], index: int) -> str:
+    if kind == "map" and isinstance(item, dict) and all(k in item for k in keys):
+        return "k:" + orjson.dumps({k: item[k] for k in keys}, option=orjson.OPT_SORT_KEYS).decode()
+    if kind == "set":
+        return "v:" + orjson.dumps(item).decode()
+    return f"i:{index}"
+
+
+# ------------------------------------------------------------ field sets
+
+
+def members(obj: Obj, schema: Obj | None, *, scope: str = "main", has_status: bool = False) -> dict[Path, Any]:
+    """Member paths of `obj` mapped to their value (leaves) or a container marker."""
+    out: dict[Path, Any] = {}
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        sub, declared = _child(schema, key)
+        path: Path = ("f:" + key,)
+        if key == "metadata" and isinstance(value, dict):
+            for mkey, mval in value.items():
+                if mkey in IGNORED_META:
+                    continue
+                msub, mdeclared = _child(OBJECT_META_SCHEMA, mkey)
+                mpath = (*path, "f:" + mkey)
+                _walk(mval, msub, mpath, out)
+                if mval is None or mval == {} or not mdeclared:
+                    out.setdefault(mpath, _leaf(mval))
+            continue
+        _walk(value, sub, path, out)
+        if value is None or value == {} or not declared:
+            out.setdefault(path, _leaf(value))
+    if scope == "status":
+        return {p: v for p, v in out.items() if p[:1] == STATUS}
+    if has_status:
+        return {p: v for p, v in out.items() if p[:1] != STATUS}
+    return out
+
+
+def _leaf(value: Any) -> Any:
+    return _CONTAINER if isinstance(value, (dict, list)) and value else value
+
+
+def _walk(value: Any, schema: Obj | None, path: Path, out: dict[Path, Any]) -> None:
+    if isinstance(value, dict):
+        if _is_atomic_map(schema):
+            out[path] = value
+            return
+        for key, child in value.items():
+            sub, declared = _child(schema, key)
+            cpath = (*path, "f:" + key)
+            _walk(child, sub, cpath, out)
+            if child is None or child == {} or not declared:
+                out.setdefault(cpath, _leaf(child))
+    elif isinstance(value, list):
+        kind, keys = _list_type(schema)
+        if kind == "atomic":
+            out[path] = value
+            return
+        items = _items(schema)
+        for i, item in enumerate(value):
+            cpath = (*path, _item_element(item, kind, keys, i))
+            _walk(item, items, cpath, out)
+            out.setdefault(cpath, _leaf(item))
+    else:
+        out[path] = value
+
+
+def compare(old: dict[Path, Any], new: dict[Path, Any]) -> tuple[set[Path], set[Path], set[Path]]:
+    """(added, modified, removed) between two member maps."""
+    added = new.keys() - old.keys()
+    removed = old.keys() - new.keys()
+    modified = {
+        p for p in new.keys() & old.keys() if new[p] is not _CONTAINER and old[p] is not _CONTAINER and new[p] != old[p]
+    }
+    return set(added), modified, set(removed)
+
+
+# ------------------------------------------------------------ fieldsV1 coding
+
+
+def to_fields_v1(paths: set[Path]) -> Obj:
+    root: Obj = {}
+    member_nodes: list[Obj] = []
+    for path in sorted(paths):
+        node = root
+        for element in path:
+            node = node.setdefault(element, {})
+        member_nodes.append(node)
+    for node in member_nodes:
+        if node:
+            node["."] = {}
+    return _sorted_tree(root)
+
+
+def _sorted_tree(node: Obj) -> Obj:
+    return {k: _sorted_tree(node[k]) for k in sorted(node, key=lambda k: (k != ".", k))}
+
+
+def from_fields_v1(tree: Obj, prefix: Path = ()) -> set[Path]:
+    out: set[Path] = set()
+    for key, child in tree.items():
+        if key == ".":
+            continue
+        path = (*prefix, key)
+        if not isinstance(child, dict):
+            continue
+        if not child or "." in child:
+            out.add(path)
+        out |= from_fields_v1(child, path)
+    return out
+
+
+def path_string(path: Path) -> str:
+    out = []
+    for element in path:
+        kind, _, rest = element.partition(":")
+        if kind == "f":
+            out.append("." + rest)
+        elif kind == "k":
+            try:
+                keys = orjson.loads(rest)
+                out.append("[" + ",".join(f"{k}={orjson.dumps(v).decode()}" for k, v in keys.items()) + "]")
+            except orjson.JSONDecodeError:
+                out.append(f"[{rest}]")
+        elif kind == "v":
+            out.append(f"[={rest}]")
+        else:
+            out.append(f"[{rest}]")
+    return "".join(out)
+
+
+# ------------------------------------------------------------ managers
+
+
+@dataclass
+class Managed:
+    manager: str
+    operation: str
+    subresource: str
+    api_version: str
+    time: str
+    fields: set[Path] = field(default_factory=set)
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.manager, self.operation, self.subresource)
+
+
+def decode_managed(entries: Any) -> dict[tuple[str, str, str], Managed]:
+    out: dict[tuple[str, str, str], Managed] = {}
+    if not isinstance(entries, list):
+        return out
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        m = Managed(
+            manager=str(entry.get("manager", "")),
+            operation=str(entry.get("operation", "Update")),
+            subresource=str(entry.get("subresource", "")),
+            api_version=str(entry.get("apiVersion", "")),
+            time=str(entry.get("time", "")),
+            fields=from_fields_v1(entry.get("fieldsV1") or {}),
+        )
+        out[m.key] = m
+    return out
+
+
+def encode_managed(managers: dict[tuple[str, str, str], Managed]) -> list[Obj]:
+    ordered = sorted(managers.values(), key=lambda m: (m.operation != "Apply", m.time, m.manager))
+    out = []
+    for m in ordered:
+        entry: Obj = {
+            "manager": m.manager,
+            "operation": m.operation,
+            "apiVersion": m.api_version,
+            "time": m.time,
+            "fieldsType": "FieldsV1",
+            "fieldsV1": to_fields_v1(m.fields),
+        }
+        if m.subresource:
+            entry["subresource"] = m.subresource
+        out.append(entry)
+    return out
+
+
+def validate_managed_fields(entries: Any) -> None:
+    if entries is None:
+        return
+    if not isinstance(entries, list):
+        raise bad_request("metadata.managedFields must be a list")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise bad_request(f"metadata.managedFields[{i}] must be an object")
+        if entry.get("operation") not in ("Apply", "Update"):
+            raise bad_request(f"metadata.managedFields[{i}].operation must be Apply or Update")
+        if entry.get("fieldsType", "FieldsV1") != "FieldsV1":
+            raise bad_request(f"metadata.managedFields[{i}].fieldsType must be FieldsV1")
+
+
+# ------------------------------------------------------------ the manager
+
+
+class FieldManager:
+    """Field ownership for one resource type (its schema says which lists are associative)."""
+
+    def __init__(self, schema: Obj | None, *, has_status: bool) -> None:
+        self.schema = schema
+        self.has_status = has_status
+
+    def _members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
+        if obj is None:
+            return {}
+        scope = "status" if subresource == "status" else "main"
+        return members(obj, self.schema, scope=scope, has_status=self.has_status)
+
+    def update(
+        self,
+        old: Obj | None,
+        new: Obj,
+        *,
+        manager: str,
+        subresource: str,
+        api_version: str,
+        now: str,
+    ) -> None:
+        """Record an Update by `manager` in new.metadata.managedFields."""
+        meta = new["metadata"]
+        old_entries = old["metadata"].get("managedFields") if old else None
+        incoming = meta.get("managedFields")
+        if incoming is not None and incoming != old_entries:
+            validate_managed_fields(incoming)
+            if incoming == []:
+                # an explicit empty list resets ownership (then this writer owns what it wrote)
+                managers: dict[tuple[str, str, str], Managed] = {}
+                old = None
+            else:
+                meta["managedFields"] = incoming
+                return
+        else:
+            managers = decode_managed(old_entries)
+        old_m = self._members(old, subresource)
+        new_m = self._members(new, subresource)
+        added, modified, removed = compare(old_m, new_m)
+        changed = added | modified
+        key = (manager, "Update", subresource)
+        for k, m in managers.items():
+            if k != key:
+                m.fields -= changed
+                m.fields -= removed
+        mine = managers.get(key)
+        if mine is None:
+            mine = Managed(manager, "Update", subresource, api_version, now)
+        before = set(mine.fields)
+        mine.fields = (mine.fields - removed) | changed
+        if mine.fields != before or key not in managers:
+            mine.time = now
+            mine.api_version = api_version
+        managers[key] = mine
+        managers = {k: m for k, m in managers.items() if m.fields}
+        if managers:
+            meta["managedFields"] = encode_managed(managers)
+        else:
+            meta.pop("managedFields", None)
+
+    def apply(
+        self,
+        live: Obj | None,
+        config: Obj,
+        *,
+        manager: str,
+        subresource: str,
+        api_version: str,
+        force: bool,
+        now: str,
+        resource: str,
+        group: str,
+    ) -> Obj:
+        """Merge an applied configuration into `live` and return the new object."""
+        if config.get("metadata", {}).get("managedFields") is not None:
+            raise bad_request("metadata.managedFields must be nil")
+        managers = decode_managed(live["metadata"].get("managedFields") if live else None)
+        key = (manager, "Apply", subresource)
+        last = managers[key].fields if key in managers else set()
+        applied_members = self._members(config, subresource)
+        applied = set(applied_members)
+
+        base = copy.deepcopy(live) if live is not None else {}
+        merged = _merge(base, config, self.schema)
+        if live is not None:
+            merged["metadata"] = dict(merged["metadata"])
+            for field_name in IGNORED_META:
+                if field_name in live["metadata"]:
+                    merged["metadata"][field_name] = copy.deepcopy(live["metadata"][field_name])
+                else:
+                    merged["metadata"].pop(field_name, None)
+            if subresource != "status" and self.has_status:
+                _reset_status(merged, live)
+            elif subresource == "status":
+                status = merged.get("status")
+                merged = copy.deepcopy(live)
+                if status is not None:
+                    merged["status"] = status
+
+        others: set[Path] = set()
+        for k, m in managers.items():
+            if k != key:
+                others |= m.fields
+        other_prefixes = {p[:i] for p in others for i in range(1, len(p) + 1)}
+        for path in sorted(last - applied, key=len):
+            if path in other_prefixes:
+                continue
+            _remove_path(merged, path)
+
+        live_m = self._members(live, subresource)
+        merged_m = self._members(merged, subresource)
+        added, modified, removed = compare(live_m, merged_m)
+        changed = added | modified
+        conflicts: dict[tuple[str, str, str], set[Path]] = {}
+        for k, m in managers.items():
+            if k == key:
+                continue
+            clash = m.fields & changed
+            if clash:
+                conflicts[k] = clash
+        if conflicts and not force:
+            raise _conflict_error(conflicts, managers, resource, group, merged)
+        for k, m in managers.items():
+            if k != key:
+                m.fields -= conflicts.get(k, set())
+                m.fields -= removed
+        mine = managers.get(key)
+        if mine is None or mine.fields != applied:
+            managers[key] = Managed(manager, "Apply", subresource, api_version, now, applied)
+        managers = {k: m for k, m in managers.items() if m.fields}
+        meta = merged.setdefault("metadata", {})
+        if managers:
+            meta["managedFields"] = encode_managed(managers)
+        else:
+            meta.pop("managedFields", None)
+        result: Obj = merged
+        return result
+
+
+def _reset_status(merged: Obj, live: Obj) -> None:
+    if "status" in live:
+        merged["status"] = copy.deepcopy(live["status"])
+    else:
+        merged.pop("status", None)
+
+
+def _conflict_error(
+    conflicts: dict[tuple[str, str, str], set[Path]],
+    managers: dict[tuple[str, str, str], Managed],
+    resource: str,
+    group: str,
+    obj: Obj,
+) -> APIError:
+    causes = []
+    lines = []
+    for k, paths in sorted(conflicts.items()):
+        m = managers[k]
+        who = f'conflict with "{m.manager}"'
+        if m.operation == "Update":
+            who += f" using {m.api_version}"
+        for p in sorted(paths):
+            causes.append({"reason": "FieldManagerConflict", "message": who, "field": path_string(p)})
+            lines.append(f"{who}: {path_string(p)}")
+    count = len(causes)
+    noun = "conflict" if count == 1 else "conflicts"
+    message = f"Apply failed with {count} {noun}: " + "\n".join(lines)
+    name = obj.get("metadata", {}).get("name", "")
+    details: Obj = {"name": name, "kind": resource, "causes": causes}
+    if group:
+        details["group"] = group
+    return APIError(409, "Conflict", message, details)
+
+
+def _merge(live: Any, config: Any, schema: Obj | None) -> Any:
+    if isinstance(config, dict) and isinstance(live, dict) and not _is_atomic_map(schema):
+        out = dict(live)
+        for key, value in config.items():
+            sub, _ = _child(schema, key)
+            out[key] = _merge(live[key], value, sub) if key in live else copy.deepcopy(value)
+        return out
+    if isinstance(config, list) and isinstance(live, list):
+        kind, keys = _list_type(schema)
+        items = _items(schema)
+        if kind == "map":
+            ident = [_item_element(v, kind, keys, i) for i, v in enumerate(live)]
+            out_list = list(live)
+            for i, value in enumerate(config):
+                element = _item_element(value, kind, keys, i)
+                if element in ident:
+                    idx = ident.index(element)
+                    out_list[idx] = _merge(out_list[idx], value, items)
+                else:
+                    out_list.append(copy.deepcopy(value))
+                    ident.append(element)
+            return out_list
+        if kind == "set":
+            out_list = list(live)
+            for value in config:
+                if value not in out_list:
+                    out_list.append(copy.deepcopy(value))
+            return out_list
+    return copy.deepcopy(config)
+
+
+def _remove_path(obj: Any, path: Path) -> None:
+    cur = obj
+    for i, element in enumerate(path):
+        last = i == len(path) - 1
+        kind, _, rest = element.partition(":")
+        if kind == "f":
+            if not isinstance(cur, dict) or rest not in cur:
+                return
+            if last:
+                del cur[rest]
+                return
+            cur = cur[rest]
+        elif isinstance(cur, list):
+            idx = _find_item(cur, kind, rest)
+            if idx is None:
+                return
+            if last:
+                del cur[idx]
+                return
+            cur = cur[idx]
+        else:
+            return
+
+
+def _find_item(values: list[Any], kind: str, rest: str) -> int | None:
+    try:
+        target: Any = orjson.loads(rest) if kind in ("k", "v") else int(rest)
+    except (orjson.JSONDecodeError, ValueError):
+        return None
+    for idx, value in enumerate(values):
+        if kind == "k" and isinstance(value, dict) and all(value.get(k) == v for k, v in target.items()):
+            return idx
+        if kind == "v" and value == target:
+            return idx
+        if kind == "i" and idx == target:
+            return idx
+    return None

@@ -1,0 +1,538 @@
+"""HTTP front of the embedded API server: URL routing like kube-apiserver's
+(`/api/v1/...`, `/apis/<group>/<version>/...`, `namespaces/<ns>/` scoping, subresources,
+legacy `/watch/` paths), content negotiation (JSON, YAML, Table, PartialObjectMetadata),
+request decoding, and Status responses for every error. A bad request never escapes as
+a 500: unexpected exceptions are logged and answered as InternalError."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import yaml
+from aiohttp import web
+from aiohttp.web_request import BaseRequest
+
+from . import errors
+from .discovery import AGGREGATED_V2, KUBE_VERSION, Discovery
+from .errors import APIError
+from .objectapi import (
+    APPLY_PATCH,
+    PATCH_TYPES,
+    DeleteOptions,
+    ListResult,
+    ObjectAPI,
+    WriteOptions,
+)
+from .registry import Obj, Registry, ResourceType
+from .selectors import parse_field_selector, parse_label_selector
+from .table import partial_metadata, table
+from .watch import WatchRequest, WatchStream, default_timeout, encode_list_item
+
+if TYPE_CHECKING:
+    from .server import ControlPlane
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+YAML = "application/yaml"
+BODY_TYPES = (JSON, YAML, *PATCH_TYPES)
+
+
+@dataclass
+class Target:
+    rt: ResourceType
+    namespace: str | None
+    name: str | None
+    subresource: str | None
+    watch_path: bool
+
+
+@dataclass
+class Output:
+    kind: str  # "json" | "yaml" | "table" | "metadata"
+    table_version: str = "v1"
+
+
+def negotiate(accept: str) -> Output:
+    if not accept:
+        return Output("json")
+    fallback: Output | None = None
+    for part in accept.split(","):
+        fields = [f.strip() for f in part.split(";")]
+        mime = fields[0].lower()
+        params = dict(f.split("=", 1) for f in fields[1:] if "=" in f)
+        as_ = params.get("as")
+        if as_ == "Table" and params.get("g") == "meta.k8s.io" and mime in (JSON, "*/*"):
+            return Output("table", params.get("v", "v1"))
+        if as_ in ("PartialObjectMetadata", "PartialObjectMetadataList") and mime == JSON:
+            return Output("metadata", params.get("v", "v1"))
+        if as_:
+            continue
+        if mime in (JSON, "*/*", "application/*", "application/json-patch+json", "application/merge-patch+json"):
+            return Output("json")
+        if mime in (YAML, "application/x-yaml", "text/yaml"):
+            fallback = fallback or Output("yaml")
+    if fallback is not None:
+        return fallback
+    raise APIError(406, "NotAcceptable", f"only the following media types are accepted: {JSON}, {YAML}")
+
+
+def json_response(body: bytes, status: int = 200, warnings: list[str] | None = None) -> web.Response:
+    headers = {"Content-Type": JSON, "Cache-Control": "no-cache, private"}
+    resp = web.Response(body=body, status=status, headers=headers)
+    if warnings:
+        for w in warnings:
+            resp.headers.add("Warning", '299 - "' + w.replace('"', '\\"') + '"')
+    return resp
+
+
+def status_response(err: APIError) -> web.Response:
+    resp = json_response(orjson.dumps(err.status()), err.code)
+    for key, value in err.headers.items():
+        resp.headers[key] = value
+    return resp
+
+
+class HTTPFront:
+    def __init__(self, plane: ControlPlane) -> None:
+        self.plane = plane
+        self.api: ObjectAPI = plane.api
+        self.registry: Registry = plane.registry
+        self.discovery: Discovery = plane.discovery
+        self.admin: Callable[[BaseRequest], Awaitable[web.StreamResponse]] | None = None
+
+    # ------------------------------------------------------------------ entry
+    async def handle(self, request: BaseRequest) -> web.StreamResponse:
+        plane = self.plane
+        try:
+            if request.path.startswith("/_embedded/") and self.admin is not None:
+                return await self.admin(request)
+            if plane.token is not None:
+                auth = request.headers.get("Authorization", "")
+                if auth != f"Bearer {plane.token}":
+                    return status_response(APIError(401, "Unauthorized", "Unauthorized"))
+            early = await plane.faults.before(request)
+            if early is not None:
+                return early
+            return await self._route(request)
+        except APIError as err:
+            return status_response(err)
+        except web.HTTPException:
+            raise
+        except Exception as exc:
+            log.exception("internal error serving %s %s", request.method, request.path_qs)
+            return status_response(errors.internal(f"{type(exc).__name__}: {exc}"))
+
+    async def _route(self, request: BaseRequest) -> web.StreamResponse:
+        path = request.path
+        if path.startswith("/api/") or path.startswith("/apis/") or path in ("/api", "/apis"):
+            return await self._api(request, path)
+        if path in ("/healthz", "/livez", "/readyz"):
+            return web.Response(text="ok", content_type="text/plain")
+        if path == "/version":
+            return json_response(orjson.dumps(KUBE_VERSION))
+        if path == "/openapi/v3":
+            return json_response(self.discovery.openapi_root())
+        if path.startswith("/openapi/v3/"):
+            rel = path[len("/openapi/v3/") :].strip("/").split("/")
+            doc = None
+            if len(rel) == 2 and rel[0] == "api":
+                doc = self.discovery.openapi_gv("", rel[1])
+            elif len(rel) == 3 and rel[0] == "apis":
+                doc = self.discovery.openapi_gv(rel[1], rel[2])
+            if doc is None:
+                raise errors.no_resource()
+            return json_response(doc)
+        return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+
+    # ------------------------------------------------------------------ /api, /apis
+    async def _api(self, request: BaseRequest, path: str) -> web.StreamResponse:
+        parts = [p for p in path.split("/") if p]
+        if parts[0] == "api":
+            if len(parts) == 1:
+                return self._discovery_doc(request, legacy=True)
+            group, version, rest = "", parts[1], parts[2:]
+        else:
+            if len(parts) == 1:
+                return self._discovery_doc(request, legacy=False)
+            if len(parts) == 2:
+                doc = self.discovery.group(parts[1])
+                if doc is None:
+                    raise errors.no_resource()
+                return json_response(doc)
+            group, version, rest = parts[1], parts[2], parts[3:]
+        if not rest:
+            doc = self.discovery.resource_list(group, version)
+            if doc is None:
+                raise errors.no_resource()
+            return json_response(doc)
+        target = self._target(group, version, rest)
+        return await self._dispatch(request, target)
+
+    def _discovery_doc(self, request: BaseRequest, *, legacy: bool) -> web.Response:
+        if "as=APIGroupDiscoveryList" in request.headers.get("Accept", "") and "v=v2" in request.headers.get(
+            "Accept", ""
+        ):
+            resp = json_response(self.discovery.aggregated(legacy))
+            resp.headers["Content-Type"] = AGGREGATED_V2
+            return resp
+        return json_response(self.discovery.core_versions() if legacy else self.discovery.group_list())
+
+    def _target(self, group: str, version: str, rest: list[str]) -> Target:
+        watch_path = False
+        if rest[0] == "watch":
+            watch_path = True
+            rest = rest[1:]
+        namespace: str | None = None
+        if len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status", "finalize"):
+            namespace = rest[1]
+            rest = rest[2:]
+        if not rest or len(rest) > 3:
+            raise errors.no_resource()
+        rt = self.registry.get(group, version, rest[0])
+        if rt is None:
+            raise errors.no_resource()
+        name = rest[1] if len(rest) > 1 else None
+        sub = rest[2] if len(rest) > 2 else None
+        if namespace is not None and not rt.namespaced:
+            raise errors.no_resource()
+        if rt.namespaced and name is not None and namespace is None:
+            raise errors.no_resource()
+        if sub is not None and sub not in rt.subresources:
+            raise errors.no_resource()
+        return Target(rt, namespace, name, sub, watch_path)
+
+    # ------------------------------------------------------------------ verbs
+    async def _dispatch(self, request: BaseRequest, t: Target) -> web.StreamResponse:
+        method = request.method
+        query = request.query
+        rt = t.rt
+        ns = t.namespace or ""
+        counters = self.plane.counters
+        if method == "GET":
+            if t.name is None:
+                watch = t.watch_path or query.get("watch") in ("true", "1")
+                counters.count("watch" if watch else "list", rt, t.subresource)
+                if watch:
+                    return await self._watch(request, t)
+                return self._list(request, t)
+            counters.count("get", rt, t.subresource)
+            if t.subresource == "scale":
+                return json_response(orjson.dumps(self.api.get_scale(rt, ns, t.name)))
+            entry = self.api.get(rt, ns, t.name)
+            return self._object_response(request, rt, entry.obj, entry.raw)
+        if method == "POST":
+            counters.count("create", rt, t.subresource)
+            if t.name is not None:
+                raise errors.method_not_supported(rt.plural, rt.group, "create")
+            opts = self._write_options(request)
+            entry = self.api.create(rt, ns, await self._body(request), opts)
+            return self._write_response(request, rt, entry.obj, 201, opts)
+        if method == "PUT":
+            counters.count("update", rt, t.subresource)
+            if t.name is None:
+                raise errors.method_not_supported(rt.plural, rt.group, "update")
+            opts = self._write_options(request)
+            body = await self._body(request)
+            if t.subresource == "scale":
+                return json_response(
+                    orjson.dumps(self.api.update_scale(rt, ns, t.name, body, opts)), warnings=opts.warnings
+                )
+            if t.subresource == "finalize":
+                entry = self._finalize(rt, t.name, body, opts)
+            else:
+                entry = self.api.update(rt, ns, t.name, body, opts, subresource=t.subresource or "")
+            return self._write_response(request, rt, entry.obj, 200, opts)
+        if method == "PATCH":
+            counters.count("patch", rt, t.subresource)
+            if t.name is None:
+                raise errors.method_not_supported(rt.plural, rt.group, "patch")
+            return await self._patch(request, t)
+        if method == "DELETE":
+            if t.name is None:
+                counters.count("deletecollection", rt, t.subresource)
+                return await self._delete_collection(request, t)
+            counters.count("delete", rt, t.subresource)
+            return await self._delete(request, t)
+        raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    # ------------------------------------------------------------------ reads
+    def _object_response(self, request: BaseRequest, rt: ResourceType, obj: Obj, raw: bytes | None) -> web.Response:
+        out = negotiate(request.headers.get("Accept", ""))
+        served = rt.served(obj)
+        if out.kind == "json":
+            body = raw if raw is not None and served is obj else orjson.dumps(served)
+            return json_response(body)
+        if out.kind == "yaml":
+            return web.Response(text=yaml.safe_dump(served, sort_keys=False), content_type=YAML)
+        if out.kind == "metadata":
+            return json_response(orjson.dumps(partial_metadata(served, out.table_version)))
+        include = request.query.get("includeObject", "Metadata")
+        tbl = table(
+            rt,
+            [served],
+            resource_version=served["metadata"].get("resourceVersion", ""),
+            include_object=include,
+            table_version=out.table_version,
+        )
+        return json_response(orjson.dumps(tbl))
+
+    def _list(self, request: BaseRequest, t: Target) -> web.Response:
+        q = request.query
+        rt = t.rt
+        labels = parse_label_selector(q.get("labelSelector"))
+        fields = parse_field_selector(q.get("fieldSelector"), rt.field_selectors)
+        limit = _int_param(q, "limit", 0)
+        result = self.api.list_objects(
+            rt,
+            t.namespace,
+            labels,
+            fields,
+            limit=limit,
+            continue_token=q.get("continue", ""),
+            resource_version=q.get("resourceVersion", ""),
+            resource_version_match=q.get("resourceVersionMatch", ""),
+        )
+        out = negotiate(request.headers.get("Accept", ""))
+        if out.kind == "table":
+            tbl = table(
+                rt,
+                [rt.served(e.obj) for e in result.items],
+                resource_version=str(result.resource_version),
+                include_object=q.get("includeObject", "Metadata"),
+                table_version=out.table_version,
+                continue_token=result.continue_token,
+                remaining=result.remaining,
+            )
+            return json_response(orjson.dumps(tbl))
+        meta = _list_meta(result)
+        if out.kind == "metadata":
+            body = {
+                "kind": "PartialObjectMetadataList",
+                "apiVersion": f"meta.k8s.io/{out.table_version}",
+                "metadata": meta,
+                "items": [partial_metadata(rt.served(e.obj)) for e in result.items],
+            }
+            return json_response(orjson.dumps(body))
+        if out.kind == "yaml":
+            body = {
+                "kind": f"{rt.kind}List",
+                "apiVersion": rt.api_version,
+                "metadata": meta,
+                "items": [rt.served(e.obj) for e in result.items],
+            }
+            return web.Response(text=yaml.safe_dump(body, sort_keys=False), content_type=YAML)
+        head = orjson.dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta})
+        items = b",".join(encode_list_item(rt, e) for e in result.items)
+        return json_response(head[:-1] + b',"items":[' + items + b"]}")
+
+    async def _watch(self, request: BaseRequest, t: Target) -> web.StreamResponse:
+        q = request.query
+        rt = t.rt
+        labels = parse_label_selector(q.get("labelSelector"))
+        fields = parse_field_selector(q.get("fieldSelector"), rt.field_selectors)
+        if t.name is not None:
+            fields = parse_field_selector(f"metadata.name={t.name}", rt.field_selectors)
+        out = negotiate(request.headers.get("Accept", ""))
+        timeout = float(_int_param(q, "timeoutSeconds", 0)) or default_timeout()
+        req = WatchRequest(
+            rt=rt,
+            namespace=t.namespace if rt.namespaced else None,
+            match=self.api.matcher(rt, labels, fields),
+            filtered=not (labels.empty() and fields.empty()),
+            resource_version=q.get("resourceVersion", ""),
+            send_initial_events=q.get("sendInitialEvents") == "true",
+            bookmarks=q.get("allowWatchBookmarks") in ("true", "1"),
+            timeout=timeout,
+            output={"json": "object", "yaml": "object", "table": "table", "metadata": "metadata"}[out.kind],
+            include_object=q.get("includeObject", "Metadata"),
+            table_version=out.table_version,
+        )
+        stream = WatchStream(
+            self.api.db,
+            self.api.store_for(rt),
+            req,
+            bookmark_interval=self.plane.bookmark_interval,
+            registry_waker=self.plane.watchers,
+        )
+        return await stream.serve(request)
+
+    # ------------------------------------------------------------------ writes
+    def _write_options(self, request: BaseRequest) -> WriteOptions:
+        q = request.query
+        dry = q.getall("dryRun", [])
+        for value in dry:
+            if value != "All":
+                raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+        manager = q.get("fieldManager") or _manager_from_agent(request.headers.get("User-Agent", ""))
+        if len(manager) > 128:
+            raise errors.bad_request("fieldManager: Too long: must have at most 128 bytes")
+        validation = q.get("fieldValidation", "Warn") or "Warn"
+        if validation not in ("Ignore", "Warn", "Strict"):
+            raise errors.bad_request(
+                f'fieldValidation: Unsupported value: "{validation}": supported values: "Ignore", "Strict", "Warn"'
+            )
+        force = q.get("force") in ("true", "1")
+        if force and request.headers.get("Content-Type", "").split(";")[0].strip() != APPLY_PATCH:
+            raise errors.bad_request("force: Invalid value: true: may not be specified for non-apply patch")
+        return WriteOptions(dry_run=bool(dry), field_manager=manager, field_validation=validation, force=force)
+
+    def _write_response(
+        self, request: BaseRequest, rt: ResourceType, obj: Obj, status: int, opts: WriteOptions
+    ) -> web.Response:
+        resp = self._object_response(request, rt, obj, None)
+        resp.set_status(status)
+        for w in opts.warnings:
+            resp.headers.add("Warning", '299 - "' + w.replace('"', '\\"') + '"')
+        return resp
+
+    async def _body(self, request: BaseRequest, *, content_type: str | None = None) -> Any:
+        ctype = content_type or request.headers.get("Content-Type", JSON).split(";")[0].strip().lower() or JSON
+        if ctype not in BODY_TYPES:
+            raise errors.unsupported_media_type(ctype, [JSON, YAML])
+        raw = await request.read()
+        if not raw.strip():
+            raise errors.bad_request("the request body is empty")
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            if ctype not in (YAML, APPLY_PATCH):
+                raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError as exc:
+            raise errors.bad_request(f"error converting YAML to JSON: {exc}") from None
+
+    async def _patch(self, request: BaseRequest, t: Target) -> web.Response:
+        ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        rt = t.rt
+        ns = t.namespace or ""
+        assert t.name is not None
+        if ctype not in PATCH_TYPES:
+            raise errors.unsupported_media_type(ctype, list(PATCH_TYPES))
+        opts = self._write_options(request)
+        body = await self._body(request, content_type=ctype)
+        if t.subresource == "scale":
+            from .patches import json_patch, merge_patch
+
+            scale = self.api.get_scale(rt, ns, t.name)
+            if ctype == "application/json-patch+json":
+                patched = json_patch(scale, body)
+            elif isinstance(body, dict):
+                patched = merge_patch(scale, body)
+            else:
+                raise errors.bad_request("patch body must be a JSON object")
+            return json_response(
+                orjson.dumps(self.api.update_scale(rt, ns, t.name, patched, opts)), warnings=opts.warnings
+            )
+        entry = self.api.patch(rt, ns, t.name, ctype, body, opts, subresource=t.subresource or "")
+        return self._write_response(request, rt, entry.obj, 200, opts)
+
+    def _finalize(self, rt: ResourceType, name: str, body: Any, opts: WriteOptions) -> Any:
+        if not isinstance(body, dict):
+            raise errors.bad_request("the request body must be a Namespace")
+        old = self.api.get(rt, "", name)
+        new = old.copy()
+        new.setdefault("spec", {})["finalizers"] = list((body.get("spec") or {}).get("finalizers") or [])
+        return self.api.finalize(rt, old, new, opts)
+
+    async def _delete_options(self, request: BaseRequest) -> DeleteOptions:
+        q = request.query
+        body: Obj = {}
+        raw = await request.read()
+        if raw.strip():
+            try:
+                parsed = orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                raise errors.bad_request(f"couldn't decode DeleteOptions: {exc}") from None
+            if not isinstance(parsed, dict):
+                raise errors.bad_request("DeleteOptions must be a JSON object")
+            body = parsed
+        policy = q.get("propagationPolicy") or body.get("propagationPolicy")
+        orphan = q.get("orphanDependents") or body.get("orphanDependents")
+        if policy is None and orphan is not None:
+            policy = "Orphan" if orphan in (True, "true") else "Background"
+        if policy not in (None, "Background", "Foreground", "Orphan"):
+            raise errors.invalid_object(
+                "DeleteOptions",
+                "",
+                "",
+                [errors.unsupported("propagationPolicy", policy, ["Background", "Foreground", "Orphan"])],
+            )
+        grace = q.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
+        try:
+            grace_i = int(grace) if grace is not None else None
+        except (TypeError, ValueError):
+            raise errors.bad_request(f"gracePeriodSeconds must be an integer, got {grace!r}") from None
+        pre = body.get("preconditions") or {}
+        dry = q.getall("dryRun", []) or body.get("dryRun") or []
+        for value in dry:
+            if value != "All":
+                raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
+        return DeleteOptions(
+            propagation=policy,
+            grace_period=grace_i,
+            uid=pre.get("uid"),
+            resource_version=pre.get("resourceVersion"),
+            dry_run=bool(dry),
+        )
+
+    async def _delete(self, request: BaseRequest, t: Target) -> web.Response:
+        rt = t.rt
+        assert t.name is not None
+        opts = await self._delete_options(request)
+        entry, deleted = self.api.delete(rt, t.namespace or "", t.name, opts)
+        if deleted and not rt.return_deleted_object:
+            meta = entry.obj["metadata"]
+            details: Obj = {"name": meta["name"], "kind": rt.plural, "uid": meta.get("uid")}
+            if rt.group:
+                details["group"] = rt.group
+            status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+            return json_response(orjson.dumps(status))
+        return self._object_response(request, rt, entry.obj, None)
+
+    async def _delete_collection(self, request: BaseRequest, t: Target) -> web.Response:
+        rt = t.rt
+        q = request.query
+        labels = parse_label_selector(q.get("labelSelector"))
+        fields = parse_field_selector(q.get("fieldSelector"), rt.field_selectors)
+        opts = await self._delete_options(request)
+        deleted = self.api.delete_collection(rt, t.namespace, labels, fields, opts)
+        body = {
+            "kind": f"{rt.kind}List",
+            "apiVersion": rt.api_version,
+            "metadata": {"resourceVersion": str(self.api.db.rev)},
+            "items": [rt.served(e.obj) for e in deleted],
+        }
+        return json_response(orjson.dumps(body))
+
+
+def _list_meta(result: ListResult) -> Obj:
+    meta: Obj = {"resourceVersion": str(result.resource_version)}
+    if result.continue_token:
+        meta["continue"] = result.continue_token
+    if result.remaining is not None:
+        meta["remainingItemCount"] = result.remaining
+    return meta
+
+
+def _int_param(q: Any, name: str, default: int) -> int:
+    value = q.get(name)
+    if value is None or value == "":
+        return default
+    try:
+        parsed = int(value)
+    except ValueError:
+        raise errors.bad_request(f"{name}: Invalid value: {value!r}: must be an integer") from None
+    if parsed < 0:
+        raise errors.bad_request(f"{name}: Invalid value: {parsed}: must be greater than or equal to 0")
+    return parsed
+
+
+def _manager_from_agent(agent: str) -> str:
+    head = agent.split("/", 1)[0].strip()
+    return head[:128] or "unknown"

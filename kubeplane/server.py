@@ -1,0 +1,199 @@
+"""The embedded Kubernetes control plane: `ControlPlane` is one cluster's state and
+semantics (API objects, CRDs, namespace lifecycle, ...); `EmbeddedAPIServer` serves it
+over HTTP(S) on a port, writes a kubeconfig for kubectl and kubernetes-asyncio, and can be
+paused and resumed with its state intact. Several run side by side in one process."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import anyio
+import anyio.abc
+import yaml
+from aiohttp import web
+
+from .accounting import RequestCounters
+from .builtins import register_builtins
+from .crds import CRDController, crd_resource_type
+from .discovery import Discovery
+from .faults import Faults
+from .http import HTTPFront
+from .namespaces import NamespaceController, install_namespace_semantics
+from .objectapi import ObjectAPI, WriteOptions
+from .registry import Registry
+from .store import Database, Waker
+from .tls import ServingCert, make_serving_cert
+
+log = logging.getLogger(__name__)
+
+INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class ControlPlane:
+    """State and behaviour of one embedded cluster, independent of the network."""
+
+    def __init__(self, *, history: int = 10_000, bookmark_interval: float = 60.0, token: str | None = None) -> None:
+        self.registry = Registry()
+        register_builtins(self.registry)
+        self.registry.add(crd_resource_type())
+        install_namespace_semantics(self.registry)
+        self.db = Database(history)
+        self.api = ObjectAPI(self.db, self.registry)
+        self.discovery = Discovery(self.registry)
+        self.counters = RequestCounters()
+        self.faults = Faults()
+        self.watchers: set[Waker] = set()
+        self.bookmark_interval = bookmark_interval
+        self.token = token
+        self.crds = CRDController(self.api, self.registry)
+        self.api.delete_hooks[self.crds.crd_rt.storage_key] = self.crds.mark_deleted
+        self.namespaces = NamespaceController(self.api, self.registry)
+        ns_rt = self.registry.get("", "v1", "namespaces")
+        assert ns_rt is not None
+        for name in INITIAL_NAMESPACES:
+            self.api.create(ns_rt, "", {"metadata": {"name": name}}, WriteOptions(field_manager="kube-apiserver"))
+
+    def drop_watches(self) -> int:
+        """Close every open watch stream (clients see the connection end and must resume)."""
+        wakers = list(self.watchers)
+        for waker in wakers:
+            waker.close()
+        return len(wakers)
+
+    def expire_history(self) -> None:
+        """Forget all watch history (like etcd compaction): resuming watches get 410 Expired."""
+        self.db.compact_all()
+
+    async def run_controllers(self) -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.crds.run, tg)
+            tg.start_soon(self.namespaces.run, tg)
+
+    def stop_controllers(self) -> None:
+        self.crds.close()
+        self.namespaces.close()
+
+
+class EmbeddedAPIServer:
+    """An embedded API server on a TCP port. Use as `async with EmbeddedAPIServer() as s:`."""
+
+    def __init__(
+        self,
+        *,
+        name: str = "embedded",
+        host: str = "127.0.0.1",
+        port: int = 0,
+        kubeconfig: str | Path | None = None,
+        tls: bool = False,
+        token: str | None = None,
+        bookmark_interval: float = 60.0,
+        history: int = 10_000,
+    ) -> None:
+        self.name = name
+        self.host = host
+        self.port = port
+        self.kubeconfig_path = Path(kubeconfig) if kubeconfig else None
+        self.tls = tls
+        self.token = token if token is not None else (secrets.token_hex(16) if tls else None)
+        self.plane = ControlPlane(history=history, bookmark_interval=bookmark_interval, token=self.token)
+        self.front = HTTPFront(self.plane)
+        self._cert: ServingCert | None = make_serving_cert([host, "localhost"]) if tls else None
+        self._runner: web.ServerRunner | None = None
+        self._supervisor: asyncio.Task[None] | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    async def __aenter__(self) -> EmbeddedAPIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._supervisor = asyncio.create_task(self.plane.run_controllers(), name=f"{self.name}-controllers")
+        await self._listen()
+        if self.kubeconfig_path is not None:
+            self.write_kubeconfig(self.kubeconfig_path)
+
+    async def _listen(self) -> None:
+        server = web.Server(self.front.handle)
+        runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
+        await runner.setup()
+        ssl_ctx = self._cert.server_context() if self._cert else None
+        site = web.TCPSite(runner, self.host, self.port, ssl_context=ssl_ctx, reuse_address=True, backlog=1024)
+        try:
+            await site.start()
+        except OSError:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        if self.port == 0:
+            for addr in runner.addresses:
+                self.port = int(addr[1])
+                break
+        self.plane.discovery.address = f"{self.host}:{self.port}"
+
+    async def pause(self) -> None:
+        """Stop accepting connections and close open ones; state stays in memory."""
+        self.plane.drop_watches()
+        if self._runner is not None:
+            runner, self._runner = self._runner, None
+            await runner.cleanup()
+
+    async def resume(self) -> None:
+        if self._runner is None:
+            await self._listen()
+
+    @property
+    def paused(self) -> bool:
+        return self._runner is None
+
+    async def stop(self) -> None:
+        await self.pause()
+        self.plane.stop_controllers()
+        if self._supervisor is not None:
+            self._supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._supervisor
+            self._supervisor = None
+
+    # ------------------------------------------------------------------ client config
+    @property
+    def url(self) -> str:
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://{self.host}:{self.port}"
+
+    def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
+        import base64
+
+        cluster: dict[str, Any] = {"server": self.url}
+        if self._cert is not None:
+            cluster["certificate-authority-data"] = base64.b64encode(self._cert.ca_pem).decode()
+        user: dict[str, Any] = {"token": self.token} if self.token else {}
+        return {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": self.name, "cluster": cluster}],
+            "users": [{"name": self.name, "user": user}],
+            "contexts": [
+                {"name": self.name, "context": {"cluster": self.name, "user": self.name, "namespace": namespace}}
+            ],
+            "current-context": self.name,
+            "preferences": {},
+        }
+
+    def write_kubeconfig(self, path: str | Path) -> Path:
+        target = Path(path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        target.chmod(0o600)
+        self.kubeconfig_path = target
+        return target

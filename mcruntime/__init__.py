@@ -1,0 +1,1 @@
+"""Multicluster controller runtime on asyncio (arrives with the runtime issue)."""
