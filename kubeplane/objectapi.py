@@ -24,7 +24,7 @@ from .meta import generated_suffix, new_uid, now_rfc3339
 from .patches import json_patch, merge_patch, strategic_merge_patch
 from .registry import Obj, Registry, ResourceType
 from .schema import apply_defaults, prune, validate
-from .selectors import FieldSelector, LabelSelector, field_value
+from .selectors import FieldSelector, LabelSelector, field_value, label_selector_to_string
 from .store import DELETED, Database, Entry, ResourceStore
 from .validation import validate_object_meta
 
@@ -748,6 +748,8 @@ def scale_of(rt: ResourceType, obj: Obj) -> Obj:
     status: Obj = {"replicas": status_replicas if isinstance(status_replicas, int) else 0}
     if rt.scale.label_selector:
         selector = get_path(obj, rt.scale.label_selector)
+        if isinstance(selector, dict):  # built-ins keep a structured selector; Scale reports its text form
+            selector = label_selector_to_string(selector)
         if isinstance(selector, str) and selector:
             status["selector"] = selector
     return {

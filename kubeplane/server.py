@@ -20,6 +20,7 @@ from aiohttp import web
 
 from .accounting import RequestCounters
 from .builtins import register_builtins
+from .builtins_apps import register_apps
 from .crds import CRDController, crd_resource_type
 from .discovery import Discovery
 from .faults import Faults
@@ -41,6 +42,7 @@ class ControlPlane:
     def __init__(self, *, history: int = 10_000, bookmark_interval: float = 60.0, token: str | None = None) -> None:
         self.registry = Registry()
         register_builtins(self.registry)
+        register_apps(self.registry)
         self.registry.add(crd_resource_type())
         install_namespace_semantics(self.registry)
         self.db = Database(history)
