@@ -215,7 +215,7 @@ class HTTPFront:
         counters = self.plane.counters
         if method == "GET":
             if t.name is None:
-                watch = t.watch_path or query.get("watch") in ("true", "1")
+                watch = t.watch_path or bool_param(query, "watch")
                 counters.count("watch" if watch else "list", rt, t.subresource)
                 if watch:
                     return await self._watch(request, t)
@@ -345,8 +345,8 @@ class HTTPFront:
             match=self.api.matcher(rt, labels, fields),
             filtered=not (labels.empty() and fields.empty()),
             resource_version=q.get("resourceVersion", ""),
-            send_initial_events=q.get("sendInitialEvents") == "true",
-            bookmarks=q.get("allowWatchBookmarks") in ("true", "1"),
+            send_initial_events=bool_param(q, "sendInitialEvents"),
+            bookmarks=bool_param(q, "allowWatchBookmarks"),
             timeout=timeout,
             output={"json": "object", "yaml": "object", "table": "table", "metadata": "metadata"}[out.kind],
             include_object=q.get("includeObject", "Metadata"),
@@ -376,7 +376,7 @@ class HTTPFront:
             raise errors.bad_request(
                 f'fieldValidation: Unsupported value: "{validation}": supported values: "Ignore", "Strict", "Warn"'
             )
-        force = q.get("force") in ("true", "1")
+        force = bool_param(q, "force")
         if force and request.headers.get("Content-Type", "").split(";")[0].strip() != APPLY_PATCH:
             raise errors.bad_request("force: Invalid value: true: may not be specified for non-apply patch")
         return WriteOptions(dry_run=bool(dry), field_manager=manager, field_validation=validation, force=force)
@@ -518,6 +518,14 @@ def _list_meta(result: ListResult) -> Obj:
     if result.remaining is not None:
         meta["remainingItemCount"] = result.remaining
     return meta
+
+
+def bool_param(q: Any, name: str) -> bool:
+    """Query booleans the way apimachinery converts them: present and not "0"/"false" means true."""
+    if name not in q:
+        return False
+    value = str(q.get(name))
+    return value != "0" and value.lower() != "false"
 
 
 def _int_param(q: Any, name: str, default: int) -> int:

@@ -66,8 +66,10 @@ class ListResult:
     remaining: int | None = None
 
 
-# Hooks the embedded control plane's controllers plug in (graceful pod deletion, ...).
-DeleteHook = Callable[[ResourceType, Entry, DeleteOptions], Obj | None]
+# Hooks the embedded control plane's controllers plug in (graceful pod deletion, ...):
+# return a marked object to store instead of deleting, the current Entry to leave the
+# object as it is, or None for the standard path (finalizers, then removal).
+DeleteHook = Callable[[ResourceType, Entry, DeleteOptions], Obj | Entry | None]
 
 
 class ObjectAPI:
@@ -497,6 +499,8 @@ class ObjectAPI:
         hook = self.delete_hooks.get(rt.storage_key)
         if hook is not None:
             marked = hook(rt, entry, opts)
+            if isinstance(marked, Entry):
+                return marked, False  # already being deleted the way the hook wants
             if marked is not None:
                 if opts.dry_run:
                     return Entry(marked), False

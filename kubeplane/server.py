@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -19,12 +20,15 @@ import yaml
 from aiohttp import web
 
 from .accounting import RequestCounters
+from .admin import AdminEndpoints
 from .builtins import register_builtins
 from .builtins_apps import register_apps
 from .crds import CRDController, crd_resource_type
 from .discovery import Discovery
 from .faults import Faults
+from .gc import GarbageCollector
 from .http import HTTPFront
+from .kubelet import Kubelet, KubeletSettings
 from .namespaces import NamespaceController, install_namespace_semantics
 from .objectapi import ObjectAPI, WriteOptions
 from .registry import Registry
@@ -39,7 +43,15 @@ INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease"
 class ControlPlane:
     """State and behaviour of one embedded cluster, independent of the network."""
 
-    def __init__(self, *, history: int = 10_000, bookmark_interval: float = 60.0, token: str | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        history: int = 10_000,
+        bookmark_interval: float = 60.0,
+        token: str | None = None,
+        kubelet: bool | KubeletSettings = True,
+        garbage_collector: bool = True,
+    ) -> None:
         self.registry = Registry()
         register_builtins(self.registry)
         register_apps(self.registry)
@@ -53,9 +65,15 @@ class ControlPlane:
         self.watchers: set[Waker] = set()
         self.bookmark_interval = bookmark_interval
         self.token = token
+        self._task_group: anyio.abc.TaskGroup | None = None
         self.crds = CRDController(self.api, self.registry)
         self.api.delete_hooks[self.crds.crd_rt.storage_key] = self.crds.mark_deleted
         self.namespaces = NamespaceController(self.api, self.registry)
+        self.gc = GarbageCollector(self.api, self.registry) if garbage_collector else None
+        self.kubelet: Kubelet | None = None
+        if kubelet:
+            self.kubelet = Kubelet(self.api, self.registry, kubelet if isinstance(kubelet, KubeletSettings) else None)
+            self.api.delete_hooks[self.kubelet.pods_rt.storage_key] = self.kubelet.graceful_delete
         ns_rt = self.registry.get("", "v1", "namespaces")
         assert ns_rt is not None
         for name in INITIAL_NAMESPACES:
@@ -74,12 +92,27 @@ class ControlPlane:
 
     async def run_controllers(self) -> None:
         async with anyio.create_task_group() as tg:
+            self._task_group = tg
             tg.start_soon(self.crds.run, tg)
             tg.start_soon(self.namespaces.run, tg)
+            if self.gc is not None:
+                tg.start_soon(self.gc.run)
+            if self.kubelet is not None:
+                tg.start_soon(self.kubelet.run)
+
+    def spawn(self, job: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run a background job (e.g. an admin-requested pause) under the controllers' task group."""
+        if self._task_group is None:
+            raise RuntimeError("the control plane's controllers are not running")
+        self._task_group.start_soon(job)
 
     def stop_controllers(self) -> None:
         self.crds.close()
         self.namespaces.close()
+        if self.gc is not None:
+            self.gc.close()
+        if self.kubelet is not None:
+            self.kubelet.close()
 
 
 class EmbeddedAPIServer:
@@ -96,6 +129,8 @@ class EmbeddedAPIServer:
         token: str | None = None,
         bookmark_interval: float = 60.0,
         history: int = 10_000,
+        kubelet: bool | KubeletSettings = True,
+        garbage_collector: bool = True,
     ) -> None:
         self.name = name
         self.host = host
@@ -103,8 +138,15 @@ class EmbeddedAPIServer:
         self.kubeconfig_path = Path(kubeconfig) if kubeconfig else None
         self.tls = tls
         self.token = token if token is not None else (secrets.token_hex(16) if tls else None)
-        self.plane = ControlPlane(history=history, bookmark_interval=bookmark_interval, token=self.token)
+        self.plane = ControlPlane(
+            history=history,
+            bookmark_interval=bookmark_interval,
+            token=self.token,
+            kubelet=kubelet,
+            garbage_collector=garbage_collector,
+        )
         self.front = HTTPFront(self.plane)
+        self.front.admin = AdminEndpoints(self, self.plane.spawn).handle
         self._cert: ServingCert | None = make_serving_cert([host, "localhost"]) if tls else None
         self._runner: web.ServerRunner | None = None
         self._supervisor: asyncio.Task[None] | None = None

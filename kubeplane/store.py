@@ -171,12 +171,27 @@ class Database:
         self.rev = 1
         self.history = history
         self.stores: dict[tuple[str, str], ResourceStore] = {}
+        # wakers subscribed to every store, including stores created later (garbage collector)
+        self.global_wakers: set[Waker] = set()
 
     def store(self, key: tuple[str, str], namespaced: bool) -> ResourceStore:
         st = self.stores.get(key)
         if st is None:
             st = self.stores[key] = ResourceStore(key, namespaced, self.history)
+            for waker in self.global_wakers:
+                st.subscribe(waker)
+                waker.wake.set()
         return st
+
+    def subscribe_all(self, waker: Waker) -> None:
+        self.global_wakers.add(waker)
+        for st in self.stores.values():
+            st.subscribe(waker)
+
+    def unsubscribe_all(self, waker: Waker) -> None:
+        self.global_wakers.discard(waker)
+        for st in self.stores.values():
+            st.unsubscribe(waker)
 
     def existing(self, key: tuple[str, str]) -> ResourceStore | None:
         return self.stores.get(key)
