@@ -186,21 +186,23 @@ def compare(old: dict[Path, Any], new: dict[Path, Any]) -> tuple[set[Path], set[
 
 
 def to_fields_v1(paths: set[Path]) -> Obj:
+    """Encode a field set as a fieldsV1 tree: `{}` for a leaf member, `"."` marking a member
+    that also has members below it. Paths are visited in sorted order, so every level's
+    keys come out sorted without a second pass."""
     root: Obj = {}
     member_nodes: list[Obj] = []
     for path in sorted(paths):
         node = root
         for element in path:
-            node = node.setdefault(element, {})
+            child = node.get(element)
+            if child is None:
+                child = node[element] = {}
+            node = child
         member_nodes.append(node)
     for node in member_nodes:
         if node:
             node["."] = {}
-    return _sorted_tree(root)
-
-
-def _sorted_tree(node: Obj) -> Obj:
-    return {k: _sorted_tree(node[k]) for k in sorted(node, key=lambda k: (k != ".", k))}
+    return root
 
 
 def from_fields_v1(tree: Obj, prefix: Path = ()) -> set[Path]:

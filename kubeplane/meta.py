@@ -3,6 +3,7 @@ suffixes, and the human-readable ages kubectl shows."""
 
 from __future__ import annotations
 
+import random
 import secrets
 import time
 import uuid
@@ -11,8 +12,18 @@ from datetime import UTC, datetime
 _ALPHANUMS = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String alphabet (no vowels)
 
 
+_stamp_second = -1
+_stamp_text = ""
+
+
 def now_rfc3339() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    """Current time with second precision (the API's metav1.Time), formatted once per second."""
+    global _stamp_second, _stamp_text
+    second = int(time.time())
+    if second != _stamp_second:
+        _stamp_text = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+        _stamp_second = second
+    return _stamp_text
 
 
 def now_micro() -> str:
@@ -33,8 +44,16 @@ def parse_time(value: str | None) -> float | None:
         return None
 
 
+_uid_random = random.Random(secrets.randbits(64))
+
+
 def new_uid() -> str:
-    return str(uuid.uuid4())
+    """A random (version 4) UUID. Drawn from a seeded PRNG rather than os.urandom: UIDs
+    must be unique, not unpredictable, and this is on every create's path."""
+    value = _uid_random.getrandbits(128)
+    value = (value & ~(0xF000 << 64)) | (0x4000 << 64)  # version 4
+    value = (value & ~(0xC000 << 48)) | (0x8000 << 48)  # RFC 4122 variant
+    return str(uuid.UUID(int=value))
 
 
 def generated_suffix(length: int = 5) -> str:

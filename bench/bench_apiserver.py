@@ -1,0 +1,292 @@
+"""Embedded API server throughput: creates, gets, lists and watch-event fan-out, from a raw
+aiohttp client and from kubernetes-asyncio, next to a trivial aiohttp JSON store measured
+on the same machine as the reference ceiling.
+
+The server runs in its own process (`federation-manager apiserver`), the clients in this
+one, so on a 2-core machine each side has a core.
+
+    python bench/bench_apiserver.py            # full run
+    python bench/bench_apiserver.py --smoke    # a few seconds, checks it still runs
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+
+TARGET_CREATES = 3000.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
+    async with aiohttp.ClientSession() as session:
+        for _ in range(200):
+            if proc.poll() is not None:
+                raise SystemExit(f"server exited early with {proc.returncode}")
+            try:
+                async with session.get(url + "/version") as resp:
+                    if resp.status == 200:
+                        return
+            except aiohttp.ClientError:
+                await asyncio.sleep(0.05)
+    raise SystemExit(f"server at {url} did not come up")
+
+
+def start_embedded(kubeconfig: Path) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    cmd = [
+        sys.executable,
+        "-m",
+        "federation.cli",
+        "--log-level",
+        "WARNING",
+        "apiserver",
+        "--port",
+        str(port),
+        "--kubeconfig",
+        str(kubeconfig),
+    ]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+TRIVIAL_STORE = """
+import sys, orjson
+from aiohttp import web
+store = {}
+async def create(request):
+    body = orjson.loads(await request.read())
+    store[body["metadata"]["name"]] = body
+    return web.Response(body=orjson.dumps(body), status=201, content_type="application/json")
+app = web.Application()
+app.router.add_post("/api/v1/namespaces/{ns}/configmaps", create)
+app.router.add_get("/version", lambda r: web.json_response({}))
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None)
+"""
+
+
+def start_trivial() -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-c", TRIVIAL_STORE, str(port)], stdout=subprocess.DEVNULL)
+    return proc, f"http://127.0.0.1:{port}"
+
+
+def configmap(i: int, run: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": f"{run}-{i}", "labels": {"bench": run, "shard": str(i % 10)}},
+        "data": {"payload": "x" * 400, "index": str(i)},
+    }
+
+
+async def run_concurrently(n: int, concurrency: int, job: Callable[[int], Awaitable[None]]) -> float:
+    """Run job(0..n-1) with `concurrency` workers; returns operations per second."""
+    counter = iter(range(n))
+
+    async def worker() -> None:
+        for i in counter:
+            await job(i)
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return n / (time.perf_counter() - start)
+
+
+# ---------------------------------------------------------------------------- raw client
+
+
+async def raw_client(url: str, n: int, concurrency: int, run: str) -> dict[str, float]:
+    out: dict[str, float] = {}
+    connector = aiohttp.TCPConnector(limit=concurrency)
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=connector) as session:
+        base = f"{url}/api/v1/namespaces/default/configmaps"
+
+        async def create(i: int) -> None:
+            async with session.post(base, data=orjson.dumps(configmap(i, run)), headers=headers) as resp:
+                if resp.status != 201:
+                    raise SystemExit(f"create failed: {resp.status} {await resp.text()}")
+                await resp.read()
+
+        out["create"] = await run_concurrently(n, concurrency, create)
+
+        async def get(i: int) -> None:
+            async with session.get(f"{base}/{run}-{i % n}") as resp:
+                assert resp.status == 200
+                await resp.read()
+
+        out["get"] = await run_concurrently(n, concurrency, get)
+
+        lists = max(20, n // 50)
+
+        async def list_shard(i: int) -> None:
+            async with session.get(f"{base}?labelSelector=bench%3D{run},shard%3D{i % 10}&limit=100") as resp:
+                assert resp.status == 200
+                await resp.read()
+
+        out["list (100 items)"] = await run_concurrently(lists, concurrency, list_shard)
+    return out
+
+
+async def watch_fanout(url: str, watchers: int, updates: int, run: str) -> float:
+    """Events delivered per second, summed over `watchers` concurrent watches."""
+    base = f"{url}/api/v1/namespaces/default/configmaps"
+    received = 0
+    expected = watchers * updates
+    done = asyncio.Event()
+    connector = aiohttp.TCPConnector(limit=watchers + 16)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        async with session.get(f"{base}?labelSelector=bench%3D{run}&limit=1") as resp:
+            rv = (await resp.json())["metadata"]["resourceVersion"]
+        ready = 0
+        all_ready = asyncio.Event()
+
+        async def watch() -> None:
+            nonlocal received, ready
+            async with session.get(f"{base}?watch=1&resourceVersion={rv}&labelSelector=fan%3D{run}") as resp:
+                ready += 1
+                if ready == watchers:
+                    all_ready.set()
+                async for line in resp.content:
+                    if line.strip():
+                        received += 1
+                        if received >= expected:
+                            done.set()
+                            return
+                    if done.is_set():
+                        return
+
+        tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
+        await asyncio.wait_for(all_ready.wait(), 30)
+        start = time.perf_counter()
+        body = configmap(0, f"{run}-fan")
+        body["metadata"]["labels"]["fan"] = run
+        async with session.post(base, json=body) as resp:
+            assert resp.status == 201
+        for i in range(1, updates):
+            patch = orjson.dumps({"data": {"index": str(i)}})
+            async with session.patch(
+                f"{base}/{run}-fan-0", data=patch, headers={"Content-Type": "application/merge-patch+json"}
+            ) as resp:
+                assert resp.status == 200
+        await asyncio.wait_for(done.wait(), 120)
+        elapsed = time.perf_counter() - start
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    return received / elapsed
+
+
+# ---------------------------------------------------------------------------- kubernetes-asyncio
+
+
+async def asyncio_client(kubeconfig: Path, n: int, concurrency: int, run: str) -> dict[str, float]:
+    from kubernetes_asyncio import client as k8s
+    from kubernetes_asyncio import config as k8s_config
+
+    out: dict[str, float] = {}
+    api_client = await k8s_config.new_client_from_config(config_file=str(kubeconfig))
+    api_client.rest_client.pool_manager.connector._limit = concurrency  # one pool sized for the workers
+    try:
+        core = k8s.CoreV1Api(api_client)
+
+        async def create(i: int) -> None:
+            await core.create_namespaced_config_map("default", configmap(i, run))
+
+        out["create"] = await run_concurrently(n, concurrency, create)
+
+        async def get(i: int) -> None:
+            await core.read_namespaced_config_map(f"{run}-{i % n}", "default")
+
+        out["get"] = await run_concurrently(n, concurrency, get)
+        lists = max(20, n // 50)
+
+        async def list_shard(i: int) -> None:
+            await core.list_namespaced_config_map("default", label_selector=f"bench={run},shard={i % 10}", limit=100)
+
+        out["list (100 items)"] = await run_concurrently(lists, concurrency, list_shard)
+    finally:
+        await api_client.close()
+    return out
+
+
+async def trivial_creates(n: int, concurrency: int) -> float:
+    proc, url = start_trivial()
+    try:
+        await wait_ready(url, proc)
+        headers = {"Content-Type": "application/json"}
+        async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+
+            async def create(i: int) -> None:
+                async with session.post(
+                    f"{url}/api/v1/namespaces/default/configmaps", data=orjson.dumps(configmap(i, "t")), headers=headers
+                ) as resp:
+                    await resp.read()
+
+            return await run_concurrently(n, concurrency, create)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the benchmark still runs")
+    parser.add_argument("--objects", type=int, default=0, help="objects per phase (default 5000, smoke 200)")
+    parser.add_argument("--concurrency", type=int, default=32)
+    parser.add_argument("--watchers", type=int, default=0, help="concurrent watches (default 50, smoke 5)")
+    args = parser.parse_args()
+    n = args.objects or (200 if args.smoke else 5000)
+    watchers = args.watchers or (5 if args.smoke else 50)
+    updates = 20 if args.smoke else 400
+
+    with tempfile.TemporaryDirectory() as tmp:
+        kubeconfig = Path(tmp) / "kubeconfig"
+        proc, url = start_embedded(kubeconfig)
+        try:
+            await wait_ready(url, proc)
+            raw = await raw_client(url, n, args.concurrency, "raw")
+            fan = await watch_fanout(url, watchers, updates, "fan")
+            typed = await asyncio_client(kubeconfig, max(n // 5, 100), args.concurrency, "typed")
+        finally:
+            proc.terminate()
+            _, err = proc.communicate(timeout=15)
+            if proc.returncode not in (0, -15):
+                print(err.decode(), file=sys.stderr)
+        trivial = await trivial_creates(n, args.concurrency)
+
+    print(
+        f"embedded API server, {os.cpu_count()} cores, {n} objects (~0.6 KB ConfigMaps), "
+        f"concurrency {args.concurrency}{' [smoke]' if args.smoke else ''}"
+    )
+    print(f"{'operation':<20}{'raw aiohttp/s':>16}{'kubernetes-asyncio/s':>22}{'raw/k8s-asyncio':>17}")
+    for op in ("create", "get", "list (100 items)"):
+        print(f"{op:<20}{raw[op]:>16.0f}{typed[op]:>22.0f}{raw[op] / typed[op]:>16.1f}x")
+    print(f"watch fan-out: {fan:.0f} events/s delivered across {watchers} watchers ({updates} changes)")
+    print(f"trivial aiohttp JSON store (reference ceiling): {trivial:.0f} creates/s")
+    print(
+        f"embedded creates vs trivial store: {raw['create'] / trivial:.2f}x; "
+        f"vs the {TARGET_CREATES:.0f}/s target: {raw['create'] / TARGET_CREATES:.2f}x"
+    )
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
