@@ -15,6 +15,7 @@ Semantics kept from kube-apiserver's watch cache:
 
 from __future__ import annotations
 
+import logging
 import random
 import time
 from collections.abc import Callable
@@ -32,6 +33,8 @@ from .store import ADDED, DELETED, MODIFIED, Database, Entry, Event, ResourceSto
 from .table import partial_metadata, table
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -215,8 +218,8 @@ class WatchStream:
                     wait = min(wait, due)
                 with anyio.move_on_after(wait):
                     await self.waker.wake.wait()
-        except (ConnectionResetError, ConnectionError):
-            pass  # the client went away; nothing to tell it
+        except ConnectionError as exc:
+            log.debug("watch on %s ended: client went away (%s)", req.rt.plural, exc)
         finally:
             self.store.unsubscribe(self.waker)
             self.all_wakers.discard(self.waker)

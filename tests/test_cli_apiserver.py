@@ -1,0 +1,94 @@
+"""`federation-manager apiserver` as a user runs it: a process that writes a kubeconfig
+kubectl can use, serves until SIGTERM/SIGINT and exits cleanly; bad flags are clear errors."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import socket
+import sys
+from pathlib import Path
+
+import aiohttp
+import pytest
+from kubernetes_asyncio import client as k8s
+from kubernetes_asyncio import config as k8s_config
+
+from kubeplane import EmbeddedAPIServer
+from kubeplane.testing import Kubectl, kubectl_path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def _start(*args: str) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "federation.cli",
+        "apiserver",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+async def test_apiserver_command_serves_kubectl_and_stops_cleanly(tmp_path: Path, sig: signal.Signals) -> None:
+    if kubectl_path() is None:
+        pytest.skip("kubectl is not installed on this machine; kubectl-driven checks cannot run")
+    port = _free_port()
+    kubeconfig = tmp_path / "kc.yaml"
+    proc = await _start("--port", str(port), "--kubeconfig", str(kubeconfig), "--name", "site-a")
+    try:
+        assert proc.stdout is not None
+        banner = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        assert f"serving at http://127.0.0.1:{port}" in banner
+        kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+        assert "site-a" in await kubectl("config", "current-context")
+        await kubectl("apply", "-f", "-", stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: hello}\n")
+        assert (await kubectl("get", "configmap", "hello", "-o", "jsonpath={.metadata.name}")) == "hello"
+    finally:
+        proc.send_signal(sig)
+        code = await asyncio.wait_for(proc.wait(), 20)
+    assert code == 0, (await proc.stderr.read()).decode() if proc.stderr else code
+
+
+async def test_apiserver_command_rejects_a_busy_port(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        proc = await _start("--port", str(port), "--kubeconfig", str(tmp_path / "kc"))
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in err.decode()
+    assert "Traceback" not in err.decode()
+
+
+async def test_apiserver_command_requires_its_flags(tmp_path: Path) -> None:
+    proc = await _start("--kubeconfig", str(tmp_path / "kc"))
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    assert "--port" in err.decode()
+
+
+async def test_tls_with_token_works_for_kubectl_and_kubernetes_asyncio(tmp_path: Path) -> None:
+    async with EmbeddedAPIServer(kubeconfig=tmp_path / "kc", tls=True) as srv:
+        assert srv.url.startswith("https://")
+        api_client = await k8s_config.new_client_from_config(config_file=str(tmp_path / "kc"))
+        try:
+            names = [ns.metadata.name for ns in (await k8s.CoreV1Api(api_client).list_namespace()).items]
+            assert "default" in names
+        finally:
+            await api_client.close()
+        # without the bearer token the server answers 401 as a Status
+        async with aiohttp.ClientSession() as session, session.get(f"{srv.url}/api/v1/namespaces", ssl=False) as resp:
+            assert resp.status == 401
+            assert (await resp.json())["reason"] == "Unauthorized"
+        if kubectl_path() is not None:
+            out = await Kubectl(tmp_path / "kc", tmp_path / "cache")("get", "ns", "default", "-o", "name")
+            assert out.strip() == "namespace/default"
