@@ -1,8 +1,8 @@
 """Run every benchmark under bench/ (bench_*.py) one after another and print their figures.
 
-    python bench/run_all.py            # full runs
-    python bench/run_all.py --smoke    # quick runs, as CI does
-    python bench/run_all.py --only apiserver
+python bench/run_all.py            # full runs
+python bench/run_all.py --smoke    # quick runs, as CI does
+python bench/run_all.py --only apiserver
 """
 
 from __future__ import annotations

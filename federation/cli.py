@@ -6,8 +6,11 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import anyio
+
+from federation import settings as settings_module
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,18 +22,78 @@ def build_parser() -> argparse.ArgumentParser:
     apiserver = sub.add_parser("apiserver", help="run one embedded Kubernetes API server")
     apiserver_cli.add_arguments(apiserver)
     apiserver.set_defaults(run=apiserver_cli.serve)
+    run = sub.add_parser("run", help="run the manager (settings: flags, FEDERATION_* environment, --config file)")
+    settings_module.add_arguments(run)
+    run.set_defaults(run=_run)
     up = sub.add_parser("up", help="all-in-one demo on embedded API servers")
+    up.add_argument("--state-dir", type=Path, default=Path(".demo"), help="where kubeconfigs go (default .demo)")
+    up.add_argument(
+        "--cell",
+        action="append",
+        metavar="NAME:CITY",
+        help="a cell (repeatable; default cell-dfw:DFW and cell-lhr:LHR)",
+    )
+    up.add_argument(
+        "--project",
+        action="append",
+        metavar="ORG/PROJECT",
+        help="a project control plane (repeatable; default acme/web)",
+    )
+    up.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)")
     up.set_defaults(run=_up)
+    crds = sub.add_parser("crds", help="print the CustomResourceDefinitions generated from federation/api")
+    crds.add_argument("--out", type=Path, metavar="DIR", help="write one file per CRD (and a kustomization) into DIR")
+    crds.set_defaults(run=_crds)
     return parser
 
 
-async def _up(_args: argparse.Namespace) -> None:
-    print(
-        "federation-manager up: the all-in-one demo (management, projects and cells on embedded API servers) "
-        "arrives with the federator issue. Until then `federation-manager apiserver --port 6443 "
-        "--kubeconfig ./kubeconfig` runs one embedded API server you can drive with kubectl.",
-        flush=True,
-    )
+async def _crds(args: argparse.Namespace) -> None:
+    from federation.api.render import render_all, write_all
+
+    if args.out is None:
+        sys.stdout.write(render_all())
+        return
+    for path in write_all(args.out):
+        print(path, flush=True)
+
+
+async def _run(args: argparse.Namespace) -> None:
+    """Start a Manager from the settings; controllers register here as they arrive."""
+    # submodule imports: the editable install's finder may map `mcruntime` as a namespace package
+    from mcruntime import logs
+    from mcruntime.errors import ConfigError
+    from mcruntime.leaderelection import LeaderElectionLost
+
+    overrides = {"log_level": args.log_level} if args.log_level.upper() != "INFO" else {}
+    try:
+        settings = settings_module.load_settings(args, **overrides)
+    except settings_module.SettingsError as exc:
+        sys.stderr.write(f"federation-manager run: invalid settings:\n{exc}\n")
+        raise SystemExit(2) from None
+    logs.configure(settings.log_level, json=settings.log_format == "json")
+    try:
+        manager = await settings_module.build_manager(settings)
+    except ConfigError as exc:
+        sys.stderr.write(f"federation-manager run: {exc}\n")
+        raise SystemExit(1) from None
+    try:
+        await manager.run(handle_signals=True)
+    except LeaderElectionLost as exc:
+        logging.getLogger("federation").error("%s; exiting so a fresh process can campaign again", exc)
+        raise SystemExit(1) from None
+
+
+async def _up(args: argparse.Namespace) -> None:
+    from federation import demo
+
+    try:
+        cells = [demo.parse_cell(c) for c in args.cell or ["cell-dfw:DFW", "cell-lhr:LHR"]]
+        projects = [demo.parse_project(p) for p in args.project or ["acme/web"]]
+    except ValueError as exc:
+        raise SystemExit(f"federation-manager up: {exc}") from None
+    if args.duration is not None and args.duration <= 0:
+        raise SystemExit("federation-manager up: --duration must be a positive number of seconds")
+    await demo.up(args.state_dir, cells, projects, args.duration)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -136,7 +136,7 @@ CONTAINER = obj(
         "env": keyed(obj({"name": s(), "value": s(), "valueFrom": any_()}), "name"),
         "envFrom": arr(any_()),
         "ports": keyed(
-            obj({"containerPort": i(), "protocol": s(), "name": s(), "hostPort": i(), "hostIP": s()}),
+            obj({"containerPort": i(), "protocol": s(default="TCP"), "name": s(), "hostPort": i(), "hostIP": s()}),
             "containerPort",
             "protocol",
         ),

@@ -12,7 +12,7 @@ from .builtin_schemas import SCHEMAS
 from .errors import FieldError, bad_request, forbidden, invalid, required, unsupported
 from .meta import human_age
 from .registry import Column, Obj, Registry, ResourceType
-from .validation import dns1123_label_errors
+from .validation import dns1123_label_errors, qualified_name_errors
 
 NAME = "Name"
 
@@ -302,14 +302,78 @@ def event_to_core(obj: Obj) -> Obj:
 
 
 def _event_validate(obj: Obj, _old: Obj | None) -> list[FieldError]:
+    """core/v1 Events: kube-apiserver's legacy event validation only (kept lax for old clients)."""
     errs: list[FieldError] = []
+    ns = obj["metadata"].get("namespace") or ""
     involved = obj.get("involvedObject")
-    ns = obj["metadata"].get("namespace")
-    if isinstance(involved, dict) and involved.get("namespace") and involved["namespace"] != ns:
-        errs.append(invalid("involvedObject.namespace", involved["namespace"], "does not match event.namespace"))
-    etype = obj.get("type")
-    if etype not in (None, "", "Normal", "Warning"):
-        errs.append(unsupported("type", etype, ["Normal", "Warning"]))
+    involved_ns = str(involved.get("namespace") or "") if isinstance(involved, dict) else ""
+    mismatch = invalid("involvedObject.namespace", involved_ns, "does not match event.namespace")
+    if not obj.get("eventTime"):
+        if (not involved_ns and ns not in ("", "default")) or (involved_ns and involved_ns != ns):
+            errs.append(mismatch)
+        return errs
+    # "new" events (with an eventTime) must say who reported what
+    if not involved_ns and ns not in ("default", "kube-system"):
+        errs.append(mismatch)
+    controller = str(obj.get("reportingComponent") or "")
+    if not controller:
+        errs.append(required("reportingController"))
+    errs.extend(invalid("reportingController", controller, m) for m in qualified_name_errors(controller))
+    for key, limit in (("reportingInstance", 128), ("action", 128), ("reason", 128)):
+        value = str(obj.get(key) or "")
+        if not value:
+            errs.append(required(key))
+        elif len(value) > limit:
+            errs.append(invalid(key, "", f"can have at most {limit} characters"))
+    if len(str(obj.get("message") or "")) > 1024:
+        errs.append(invalid("message", "", "can have at most 1024 characters"))
+    return errs
+
+
+# fields an events.k8s.io/v1 client may not change once written (error paths use the core names)
+_EVENT_IMMUTABLE = (
+    "involvedObject",
+    "reason",
+    "message",
+    "source",
+    "firstTimestamp",
+    "lastTimestamp",
+    "count",
+    "type",
+    "eventTime",
+    "action",
+    "related",
+    "reportingComponent",
+    "reportingInstance",
+)
+
+
+def _events_v1_validate(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """events.k8s.io/v1 Events: the legacy rules plus the strict ones of the new API."""
+    errs = _event_validate(obj, old)
+    if old is not None:
+        for key in _EVENT_IMMUTABLE:
+            if obj.get(key) != old.get(key):
+                path = "reportingController" if key == "reportingComponent" else key
+                errs.append(invalid(path, obj.get(key), "field is immutable"))
+        return errs
+    if not obj.get("eventTime"):
+        errs.append(required("eventTime"))
+    etype = obj.get("type") or ""
+    if etype not in ("Normal", "Warning"):
+        errs.append(invalid("type", "", f"has invalid value: {etype}"))
+    for key in ("firstTimestamp", "lastTimestamp", "count"):
+        if obj.get(key):
+            errs.append(invalid(key, "", "needs to be unset"))
+    source = obj.get("source")
+    if isinstance(source, dict) and (source.get("component") or source.get("host")):
+        errs.append(invalid("source", "", "needs to be unset"))
+    series = obj.get("series")
+    if isinstance(series, dict):
+        if not isinstance(series.get("count"), int) or series["count"] < 2:
+            errs.append(invalid("series.count", "", "should be at least 2"))
+        if not series.get("lastObservedTime"):
+            errs.append(required("series.lastObservedTime"))
     return errs
 
 
@@ -649,7 +713,7 @@ def register_builtins(registry: Registry) -> None:
             storage_version="v1",
             to_served=event_to_events_v1,
             to_storage=event_to_core,
-            validate=_event_validate,
+            validate=_events_v1_validate,
             field_selectors=EVENT_FIELD_SELECTORS
             | {
                 f"regarding.{k}"

@@ -159,6 +159,9 @@ def _service_prepare(allocator: _ClusterIPs) -> Any:
             if old_spec.get("clusterIP"):
                 spec["clusterIP"] = old_spec["clusterIP"]
                 spec["clusterIPs"] = old_spec.get("clusterIPs", [old_spec["clusterIP"]])
+        elif spec.get("type") == "ExternalName":
+            spec.pop("clusterIP", None)  # a DNS alias: no virtual IP is allocated
+            spec.pop("clusterIPs", None)
         elif spec.get("clusterIP") != "None" and not spec.get("clusterIP"):
             ip = allocator.allocate()
             spec["clusterIP"] = ip

@@ -64,7 +64,13 @@ def unsupported(path: str, value: Any, supported: list[str]) -> FieldError:
     return FieldError("Unsupported value", path, detail, value, True)
 
 
+class GoValue(str):
+    """A field error value shown exactly as Go prints it (e.g. `0x0` for an unset uint64)."""
+
+
 def _render_value(value: Any) -> str:
+    if isinstance(value, GoValue):
+        return str(value)
     if isinstance(value, str):
         return f'"{value}"'
     if value is None:

@@ -104,9 +104,19 @@ def _is_atomic_map(schema: Obj | None) -> bool:
     return bool(schema) and schema.get("x-kubernetes-map-type") == "atomic"  # type: ignore[union-attr]
 
 
-def _item_element(item: Any, kind: str, keys: list[str], index: int) -> str:
-    if kind == "map" and isinstance(item, dict) and all(k in item for k in keys):
-        return "k:" + orjson.dumps({k: item[k] for k in keys}, option=orjson.OPT_SORT_KEYS).decode()
+def _item_element(item: Any, kind: str, keys: list[str], index: int, items: Obj | None = None) -> str:
+    if kind == "map" and isinstance(item, dict):
+        # a key field the item leaves out takes its schema default (structured-merge-diff does the
+        # same, so an applied `{containerPort: 80}` is the live `{containerPort: 80, protocol: TCP}`)
+        props = (items or {}).get("properties") or {}
+        key: Obj = {}
+        for k in keys:
+            if k in item:
+                key[k] = item[k]
+            elif isinstance(props.get(k), dict) and "default" in props[k]:
+                key[k] = props[k]["default"]
+        if len(key) == len(keys):
+            return "k:" + orjson.dumps(key, option=orjson.OPT_SORT_KEYS).decode()
     if kind == "set":
         return "v:" + orjson.dumps(item).decode()
     return f"i:{index}"
@@ -165,7 +175,7 @@ def _walk(value: Any, schema: Obj | None, path: Path, out: dict[Path, Any]) -> N
             return
         items = _items(schema)
         for i, item in enumerate(value):
-            cpath = (*path, _item_element(item, kind, keys, i))
+            cpath = (*path, _item_element(item, kind, keys, i, items))
             _walk(item, items, cpath, out)
             out.setdefault(cpath, _leaf(item))
     else:
@@ -410,19 +420,10 @@ class FieldManager:
                 if status is not None:
                     merged["status"] = status
 
-        others: set[Path] = set()
-        for k, m in managers.items():
-            if k != key:
-                others |= m.fields
-        other_prefixes = {p[:i] for p in others for i in range(1, len(p) + 1)}
-        for path in sorted(last - applied, key=len):
-            if path in other_prefixes:
-                continue
-            _remove_path(merged, path)
-
+        # conflicts come from what merging the configuration changes; removing what this manager
+        # stopped applying (below) never conflicts (structured-merge-diff prunes after its update)
         live_m = self._members(live, subresource)
-        merged_m = self._members(merged, subresource)
-        added, modified, removed = compare(live_m, merged_m)
+        added, modified, _ = compare(live_m, self._members(merged, subresource))
         changed = added | modified
         conflicts: dict[tuple[str, str, str], set[Path]] = {}
         for k, m in managers.items():
@@ -433,6 +434,26 @@ class FieldManager:
                 conflicts[k] = clash
         if conflicts and not force:
             raise _conflict_error(conflicts, managers, resource, group, merged)
+
+        others: set[Path] = set()
+        for k, m in managers.items():
+            if k != key:
+                others |= m.fields - conflicts.get(k, set())
+        other_prefixes = {p[:i] for p in others for i in range(1, len(p) + 1)}
+        kept = other_prefixes | {p[:i] for p in applied for i in range(1, len(p) + 1)}
+        for path in sorted(last - applied, key=len):
+            if path in other_prefixes:
+                continue
+            _remove_path(merged, path)
+            # the fields above a manager's leaves count as its own too (structured-merge-diff's
+            # EnsureNamedFieldsAreMembers): one left empty goes unless someone still owns or applies it
+            for i in range(len(path) - 1, 0, -1):
+                ancestor = path[:i]
+                if ancestor in kept or _value_at(merged, ancestor) not in ({}, []):
+                    break
+                _remove_path(merged, ancestor)
+
+        _, _, removed = compare(live_m, self._members(merged, subresource))
         for k, m in managers.items():
             if k != key:
                 m.fields -= conflicts.get(k, set())
@@ -469,6 +490,8 @@ def _conflict_error(
     for k, paths in sorted(conflicts.items()):
         m = managers[k]
         who = f'conflict with "{m.manager}"'
+        if m.subresource:
+            who += f' with subresource "{m.subresource}"'
         if m.operation == "Update":
             who += f" using {m.api_version}"
         for p in sorted(paths):
@@ -495,10 +518,10 @@ def _merge(live: Any, config: Any, schema: Obj | None) -> Any:
         kind, keys = _list_type(schema)
         items = _items(schema)
         if kind == "map":
-            ident = [_item_element(v, kind, keys, i) for i, v in enumerate(live)]
+            ident = [_item_element(v, kind, keys, i, items) for i, v in enumerate(live)]
             out_list = list(live)
             for i, value in enumerate(config):
-                element = _item_element(value, kind, keys, i)
+                element = _item_element(value, kind, keys, i, items)
                 if element in ident:
                     idx = ident.index(element)
                     out_list[idx] = _merge(out_list[idx], value, items)
@@ -537,6 +560,25 @@ def _remove_path(obj: Any, path: Path) -> None:
             cur = cur[idx]
         else:
             return
+
+
+def _value_at(obj: Any, path: Path) -> Any:
+    """The value at a field-set path, or None when it is not there."""
+    cur = obj
+    for element in path:
+        kind, _, rest = element.partition(":")
+        if kind == "f":
+            if not isinstance(cur, dict) or rest not in cur:
+                return None
+            cur = cur[rest]
+        elif isinstance(cur, list):
+            idx = _find_item(cur, kind, rest)
+            if idx is None:
+                return None
+            cur = cur[idx]
+        else:
+            return None
+    return cur
 
 
 def _find_item(values: list[Any], kind: str, rest: str) -> int | None:

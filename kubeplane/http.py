@@ -39,7 +39,9 @@ log = logging.getLogger(__name__)
 
 JSON = "application/json"
 YAML = "application/yaml"
-BODY_TYPES = (JSON, YAML, *PATCH_TYPES)
+# client-go's typed clients send built-in kinds as Kubernetes protobuf (kubeplane.protobuf)
+PROTOBUF = "application/vnd.kubernetes.protobuf"
+BODY_TYPES = (JSON, YAML, PROTOBUF, *PATCH_TYPES)
 
 
 @dataclass
@@ -133,7 +135,7 @@ class HTTPFront:
             return await self._api(request, path)
         if path in ("/healthz", "/livez", "/readyz"):
             return web.Response(text="ok", content_type="text/plain")
-        if path == "/version":
+        if path in ("/version", "/version/"):  # clients generated from the OpenAPI spec ask for /version/
             return json_response(orjson.dumps(KUBE_VERSION))
         if path == "/openapi/v3":
             return json_response(self.discovery.openapi_root())
@@ -214,7 +216,8 @@ class HTTPFront:
         ns = t.namespace or ""
         counters = self.plane.counters
         if method == "GET":
-            if t.name is None:
+            if t.name is None or t.watch_path:
+                # the legacy /watch/ prefix also watches a single named object
                 watch = t.watch_path or bool_param(query, "watch")
                 counters.count("watch" if watch else "list", rt, t.subresource)
                 if watch:
@@ -286,7 +289,10 @@ class HTTPFront:
         rt = t.rt
         labels = parse_label_selector(q.get("labelSelector"))
         fields = parse_field_selector(q.get("fieldSelector"), rt.field_selectors)
-        limit = _int_param(q, "limit", 0)
+        _validate_list_options(q)
+        # a negative limit means no limit, as in the apiserver's storage
+        limit = max(_int_param(q, "limit", 0, minimum=None), 0)
+        _int_param(q, "timeoutSeconds", 0, minimum=None)  # decoded (and so checked) though a list ignores it
         result = self.api.list_objects(
             rt,
             t.namespace,
@@ -363,22 +369,34 @@ class HTTPFront:
 
     # ------------------------------------------------------------------ writes
     def _write_options(self, request: BaseRequest) -> WriteOptions:
+        # kube-apiserver validates Create/Update/PatchOptions and answers 422 Invalid for them
         q = request.query
+        kind = {"POST": "CreateOptions", "PUT": "UpdateOptions"}.get(request.method, "PatchOptions")
+        errs: list[errors.FieldError] = []
         dry = q.getall("dryRun", [])
-        for value in dry:
-            if value != "All":
-                raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
-        manager = q.get("fieldManager") or _manager_from_agent(request.headers.get("User-Agent", ""))
-        if len(manager) > 128:
-            raise errors.bad_request("fieldManager: Too long: must have at most 128 bytes")
-        validation = q.get("fieldValidation", "Warn") or "Warn"
+        if any(value != "All" for value in dry):
+            errs.append(errors.unsupported("dryRun", dry, ["All"]))
+        explicit = q.get("fieldManager", "")
+        manager = explicit or _manager_from_agent(request.headers.get("User-Agent", ""))
+        if len(explicit) > 128:
+            errs.append(errors.FieldError("Too long", "fieldManager", "may not be more than 128 bytes"))
+        errs.extend(
+            errors.invalid("fieldManager", explicit, f"invalid character {ch!r} (at position {i})")
+            for i, ch in enumerate(explicit)
+            if not ch.isprintable()
+        )
+        validation = q.get("fieldValidation", "") or "Warn"
         if validation not in ("Ignore", "Warn", "Strict"):
-            raise errors.bad_request(
-                f'fieldValidation: Unsupported value: "{validation}": supported values: "Ignore", "Strict", "Warn"'
-            )
+            errs.append(errors.unsupported("fieldValidation", validation, ["", "Ignore", "Strict", "Warn"]))
         force = bool_param(q, "force")
-        if force and request.headers.get("Content-Type", "").split(";")[0].strip() != APPLY_PATCH:
-            raise errors.bad_request("force: Invalid value: true: may not be specified for non-apply patch")
+        is_apply = request.headers.get("Content-Type", "").split(";")[0].strip().lower() == APPLY_PATCH
+        if kind == "PatchOptions":
+            if not is_apply and "force" in q:
+                errs.append(errors.forbidden("force", "may not be specified for non-apply patch"))
+            if is_apply and not explicit:
+                errs.append(errors.required("fieldManager", "is required for apply patch"))
+        if errs:
+            raise errors.invalid_object(kind, "meta.k8s.io", "", errs)
         return WriteOptions(dry_run=bool(dry), field_manager=manager, field_validation=validation, force=force)
 
     def _write_response(
@@ -397,6 +415,11 @@ class HTTPFront:
         raw = await request.read()
         if not raw.strip():
             raise errors.bad_request("the request body is empty")
+        if ctype == PROTOBUF:
+            from .protobuf import decode
+
+            # decoded into the object's JSON form, so nothing downstream needs to know
+            return decode(raw)
         try:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
@@ -445,10 +468,19 @@ class HTTPFront:
         body: Obj = {}
         raw = await request.read()
         if raw.strip():
-            try:
-                parsed = orjson.loads(raw)
-            except orjson.JSONDecodeError as exc:
-                raise errors.bad_request(f"couldn't decode DeleteOptions: {exc}") from None
+            ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if ctype == PROTOBUF:
+                from .protobuf import decode
+
+                # typed clients (client-go) send their DeleteOptions body as protobuf
+                parsed = decode(raw)
+                if parsed.get("kind") != "DeleteOptions":
+                    raise errors.bad_request(f"expected a DeleteOptions body, got kind {parsed.get('kind')!r}")
+            else:
+                try:
+                    parsed = orjson.loads(raw)
+                except orjson.JSONDecodeError as exc:
+                    raise errors.bad_request(f"couldn't decode DeleteOptions: {exc}") from None
             if not isinstance(parsed, dict):
                 raise errors.bad_request("DeleteOptions must be a JSON object")
             body = parsed
@@ -528,7 +560,27 @@ def bool_param(q: Any, name: str) -> bool:
     return value != "0" and value.lower() != "false"
 
 
-def _int_param(q: Any, name: str, default: int) -> int:
+def _validate_list_options(q: Any) -> None:
+    """apimachinery's ValidateListOptions for resourceVersionMatch (422 Invalid ListOptions)."""
+    match = q.get("resourceVersionMatch", "")
+    if not match:
+        return
+    errs: list[errors.FieldError] = []
+    path = "resourceVersionMatch"
+    rv = q.get("resourceVersion", "")
+    if not rv:
+        errs.append(errors.forbidden(path, "resourceVersionMatch is forbidden unless resourceVersion is provided"))
+    if q.get("continue"):
+        errs.append(errors.forbidden(path, "resourceVersionMatch is forbidden when continue is provided"))
+    if match not in ("Exact", "NotOlderThan"):
+        errs.append(errors.unsupported(path, match, ["Exact", "NotOlderThan", ""]))
+    if match == "Exact" and rv == "0":
+        errs.append(errors.forbidden(path, 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"'))
+    if errs:
+        raise errors.invalid_object("ListOptions", "meta.k8s.io", "", errs)
+
+
+def _int_param(q: Any, name: str, default: int, *, minimum: int | None = 0) -> int:
     value = q.get(name)
     if value is None or value == "":
         return default
@@ -536,7 +588,7 @@ def _int_param(q: Any, name: str, default: int) -> int:
         parsed = int(value)
     except ValueError:
         raise errors.bad_request(f"{name}: Invalid value: {value!r}: must be an integer") from None
-    if parsed < 0:
+    if minimum is not None and parsed < minimum:
         raise errors.bad_request(f"{name}: Invalid value: {parsed}: must be greater than or equal to 0")
     return parsed
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from . import errors
+from . import errors, typed
 from .errors import APIError, FieldError
 from .fieldmanager import FieldManager
 from .meta import generated_suffix, new_uid, now_rfc3339
@@ -26,7 +26,7 @@ from .registry import Obj, Registry, ResourceType
 from .schema import apply_defaults, prune, validate
 from .selectors import FieldSelector, LabelSelector, field_value, label_selector_to_string
 from .store import DELETED, Database, Entry, ResourceStore
-from .validation import validate_object_meta
+from .validation import finalizer_warnings, validate_object_meta
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -225,7 +225,8 @@ class ObjectAPI:
             meta.pop("namespace", None)
         if meta.get("resourceVersion"):
             raise errors.bad_request("resourceVersion should not be set on objects to be created")
-        obj = rt.stored(obj)
+        obj = self._to_storage(rt, obj, opts)
+        meta = obj["metadata"]  # conversion to the storage form may have built new dicts
         self._admit_namespace(rt, obj)
         for key in SYSTEM_META:
             meta.pop(key, None)
@@ -235,6 +236,7 @@ class ObjectAPI:
         if rt.prepare_create is not None:
             rt.prepare_create(obj, None)
         self._schema_pass(rt, obj, opts)
+        meta = obj["metadata"]
         store = self.store_for(rt)
         if not meta.get("name") and meta.get("generateName"):
             for _ in range(8):
@@ -242,7 +244,7 @@ class ObjectAPI:
                 if store.get(meta.get("namespace") or "", candidate) is None:
                     meta["name"] = candidate
                     break
-        self._validate(rt, obj, None)
+        self._validate(rt, obj, None, opts)
         meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_rfc3339()
         if rt.has_generation:
@@ -275,8 +277,12 @@ class ObjectAPI:
         obj = self._decode_object(rt, body)
         self._check_identity(rt, ns, name, obj)
         old = self._require_entry(rt, ns, name)
+        if not obj["metadata"].get("resourceVersion") and (rt.custom or rt.group == "apiextensions.k8s.io"):
+            # custom resources and CRDs do not allow unconditional updates (AllowUnconditionalUpdate)
+            err = errors.invalid("metadata.resourceVersion", errors.GoValue("0x0"), "must be specified for an update")
+            raise errors.invalid_object(rt.plural, rt.group, name, [err])
         self._check_preconditions(rt, old, obj["metadata"])
-        return self._write(rt, old, rt.stored(obj), opts, subresource=subresource)
+        return self._write(rt, old, self._to_storage(rt, obj, opts), opts, subresource=subresource)
 
     # ------------------------------------------------------------- patch
     def patch(
@@ -312,7 +318,7 @@ class ObjectAPI:
             raise APIError(422, "Invalid", "the patched object must be an object with metadata")
         self._check_identity(rt, ns, name, patched, patch=True)
         self._check_preconditions(rt, old, patched["metadata"])
-        return self._write(rt, old, rt.stored(patched), opts, subresource=subresource)
+        return self._write(rt, old, self._to_storage(rt, patched, opts), opts, subresource=subresource)
 
     def _apply(
         self,
@@ -362,7 +368,8 @@ class ObjectAPI:
             resource=rt.plural,
             group=rt.group,
         )
-        return self._write(rt, old, rt.stored(merged), opts, subresource=subresource, managed_done=True)
+        stored = self._to_storage(rt, merged, opts)
+        return self._write(rt, old, stored, opts, subresource=subresource, managed_done=True)
 
     # ------------------------------------------------------------- the write path
     def _write(
@@ -417,8 +424,9 @@ class ObjectAPI:
                     ],
                 )
         self._schema_pass(rt, new, opts)
-        self._validate(rt, new, old)
-        if rt.has_generation and _spec_changed(old, new):
+        meta = new["metadata"]  # a converted view is rebuilt by the schema pass
+        self._validate(rt, new, old, opts)
+        if rt.has_generation and _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources):
             meta["generation"] = int(old["metadata"].get("generation") or 0) + 1
         if not managed_done:
             self.field_manager(rt).update(
@@ -670,23 +678,43 @@ class ObjectAPI:
                 ],
             )
 
+    def _to_storage(self, rt: ResourceType, obj: Obj, opts: WriteOptions) -> Obj:
+        """The request's object, in the version it was sent in, converted to the storage form. A kind
+        whose versions differ in more than apiVersion (events.k8s.io Events) is first decoded against
+        its own schema, so a field unknown to that version is reported and dropped rather than
+        carried across the conversion under another version's name."""
+        if rt.to_served is not None and rt.schema is not None:
+            _prune_and_default(rt, obj, opts)
+        return rt.stored(obj)
+
     def _schema_pass(self, rt: ResourceType, obj: Obj, opts: WriteOptions) -> None:
         """Prune unknown fields (reporting them per fieldValidation), then apply defaults."""
         if rt.schema is None:
             return
-        dropped = prune(obj, rt.schema)
-        if dropped and opts.field_validation != "Ignore":
-            messages = [f'unknown field "{d}"' for d in dropped]
-            if opts.field_validation == "Strict":
-                raise errors.bad_request("strict decoding error: " + ", ".join(messages))
-            opts.warnings.extend(messages)
-        if rt.custom:
-            apply_defaults(obj, rt.schema)
+        if rt.to_served is None:
+            _prune_and_default(rt, obj, opts)
+            return
+        # the schema describes the served version (events.k8s.io field names, ...): decode against
+        # it as the apiserver does, then convert back to the storage form in place
+        view = rt.served(obj)
+        _prune_and_default(rt, view, opts)
+        stored = rt.stored(view)
+        obj.clear()
+        obj.update(stored)
 
-    def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+    def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None, opts: WriteOptions | None = None) -> None:
+        # built-in kinds validate metadata with kube-apiserver's rules, CRDs and custom resources
+        # with apimachinery's (which only warns about finalizer names that are not qualified)
+        kube_rules = not rt.custom and rt.group != "apiextensions.k8s.io"
         errs: list[FieldError] = validate_object_meta(
-            obj["metadata"], namespaced=rt.namespaced, name_rule=rt.name_rule, is_create=old is None
+            obj["metadata"],
+            namespaced=rt.namespaced,
+            name_rule=rt.name_rule,
+            is_create=old is None,
+            kube_finalizers=kube_rules,
         )
+        if rt.custom and opts is not None:
+            opts.warnings.extend(finalizer_warnings(obj["metadata"], old["metadata"] if old else None))
         if rt.custom and rt.schema is not None:
             errs.extend(e for e in validate(obj, rt.schema) if not e.field.startswith("metadata"))
         if rt.validate is not None and not errs:
@@ -694,6 +722,23 @@ class ObjectAPI:
         if errs:
             name = obj["metadata"].get("name") or obj["metadata"].get("generateName") or ""
             raise errors.invalid_object(rt.kind, rt.group, name, errs)
+
+
+def _prune_and_default(rt: ResourceType, obj: Obj, opts: WriteOptions) -> None:
+    """Decode the body as the apiserver does: custom resources against their structural schema,
+    built-in kinds through their Go types (unknown fields, types, omitempty zero values)."""
+    assert rt.schema is not None
+    if not rt.custom and typed.supports(rt.api_version, rt.kind):
+        dropped = typed.normalize(obj, rt.api_version, rt.kind).unknown
+    else:
+        dropped = prune(obj, rt.schema)
+    if dropped and opts.field_validation != "Ignore":
+        messages = [f'unknown field "{d}"' for d in dropped]
+        if opts.field_validation == "Strict":
+            raise errors.bad_request("strict decoding error: " + ", ".join(messages))
+        opts.warnings.extend(messages)
+    if rt.custom:
+        apply_defaults(obj, rt.schema)
 
 
 class _SnapshotView:
@@ -722,8 +767,11 @@ def _extra_blocks(rt: ResourceType, obj: Obj) -> bool:
     return bool(check(obj)) if check is not None else False
 
 
-def _spec_changed(old: Obj, new: Obj) -> bool:
-    keys = (set(old) | set(new)) - {"metadata", "status", "apiVersion", "kind"}
+def _spec_changed(old: Obj, new: Obj, *, status_apart: bool = True) -> bool:
+    """Whether a write changes what `generation` counts: everything outside metadata, and outside
+    status too where status is its own subresource (a custom resource without one counts it)."""
+    ignored = {"metadata", "apiVersion", "kind", "status"} if status_apart else {"metadata", "apiVersion", "kind"}
+    keys = (set(old) | set(new)) - ignored
     return any(old.get(k) != new.get(k) for k in keys)
 
 

@@ -65,14 +65,16 @@ class ResourceType:
     prepare_update: Preparer | None = None
     validate: Validator | None = None
     storage_version: str = ""
-    storage_group: str = ""
+    # the API group objects are stored under; None means the type's own group ("" is the core group,
+    # so events.k8s.io Events stored with core Events pass storage_group="")
+    storage_group: str | None = None
     preserve_unknown: bool = True  # built-ins whose schema we only sketch keep unknown fields
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.storage_version:
             self.storage_version = self.version
-        if not self.storage_group:
+        if self.storage_group is None:
             self.storage_group = self.group
 
     @property
@@ -80,27 +82,37 @@ class ResourceType:
         return f"{self.group}/{self.version}" if self.group else self.version
 
     @property
+    def storage_group_name(self) -> str:
+        return self.group if self.storage_group is None else self.storage_group
+
+    @property
     def storage_api_version(self) -> str:
-        g = self.storage_group
+        g = self.storage_group_name
         return f"{g}/{self.storage_version}" if g else self.storage_version
 
     @property
     def storage_key(self) -> tuple[str, str]:
-        return (self.storage_group, self.plural)
+        return (self.storage_group_name, self.plural)
 
     @property
     def group_version(self) -> tuple[str, str]:
         return (self.group, self.version)
 
+    def serves_as_stored(self, obj: Obj) -> bool:
+        """Whether this type serves `obj` exactly as stored (so its stored bytes can be sent as they are)."""
+        return self.to_served is None and obj.get("apiVersion") == self.api_version
+
     @property
     def is_storage_form(self) -> bool:
-        return self.group == self.storage_group and self.version == self.storage_version
+        return self.group == self.storage_group_name and self.version == self.storage_version
 
     def served(self, obj: Obj) -> Obj:
         """Storage form to this version's form (a new dict if anything changes)."""
         if self.to_served is not None:
             return self.to_served(obj)
-        if self.is_storage_form:
+        if obj.get("apiVersion") == self.api_version:
+            # (not just is_storage_form: objects written before a CRD moved its storage version
+            # keep the old apiVersion until rewritten, and read as whatever version is asked for)
             return obj
         out = dict(obj)
         out["apiVersion"] = self.api_version

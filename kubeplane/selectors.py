@@ -115,7 +115,8 @@ def parse_label_selector(text: str | None) -> LabelSelector:
                     reqs.append(Requirement(key, "gt" if op == ">" else "lt", (value,)))
                 elif op in ("in", "notin"):
                     if pos >= len(tokens) or tokens[pos] != "(":
-                        raise fail("found '', expected: '('")
+                        found = tokens[pos] if pos < len(tokens) else ""
+                        raise fail(f"found '{found}' expected: '('")  # apimachinery's wording, no comma
                     pos += 1
                     values: list[str] = []
                     while pos < len(tokens) and tokens[pos] != ")":

@@ -27,6 +27,7 @@ from .crds import CRDController, crd_resource_type
 from .discovery import Discovery
 from .faults import Faults
 from .gc import GarbageCollector
+from .hpa import install_hpa
 from .http import HTTPFront
 from .kubelet import Kubelet, KubeletSettings
 from .namespaces import NamespaceController, install_namespace_semantics
@@ -55,6 +56,7 @@ class ControlPlane:
         self.registry = Registry()
         register_builtins(self.registry)
         register_apps(self.registry)
+        install_hpa(self.registry)
         self.registry.add(crd_resource_type())
         install_namespace_semantics(self.registry)
         self.db = Database(history)
@@ -168,7 +170,9 @@ class EmbeddedAPIServer:
             self.write_kubeconfig(self.kubeconfig_path)
 
     async def _listen(self) -> None:
-        server = web.Server(self.front.handle)
+        # handler_cancellation: a client that disconnects ends its request (a watch above all) at
+        # once, as with kube-apiserver; writes are safe to cancel since they commit synchronously
+        server = web.Server(self.front.handle, access_log=None, handler_cancellation=True)
         runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         ssl_ctx = self._cert.server_context() if self._cert else None

@@ -109,8 +109,11 @@ def label_value_errors(value: str) -> list[str]:
 
 
 def validate_object_meta(
-    meta: dict[str, Any], *, namespaced: bool, name_rule: str, is_create: bool
+    meta: dict[str, Any], *, namespaced: bool, name_rule: str, is_create: bool, kube_finalizers: bool = True
 ) -> list[FieldError]:
+    """ObjectMeta errors. `kube_finalizers` adds kube-apiserver's rule for built-in kinds that a
+    finalizer without a "/" must be a standard one; apiextensions (CRDs and custom resources)
+    validates with apimachinery only, where such names draw a warning (`finalizer_warnings`)."""
     errs: list[FieldError] = []
     name = meta.get("name")
     if not name:
@@ -149,7 +152,7 @@ def validate_object_meta(
                     continue
                 for msg in qualified_name_errors(fin):
                     errs.append(invalid(path, fin, msg))
-                if "/" not in fin and fin not in _STANDARD_FINALIZERS:
+                if kube_finalizers and "/" not in fin and fin not in _STANDARD_FINALIZERS:
                     errs.append(
                         invalid(path, fin, "name is neither a standard finalizer name nor is it fully qualified")
                     )
@@ -160,6 +163,18 @@ def validate_object_meta(
 
 
 _STANDARD_FINALIZERS = {"kubernetes", "orphan", "foregroundDeletion"}
+
+
+def finalizer_warnings(meta: dict[str, Any], old_meta: dict[str, Any] | None = None) -> list[str]:
+    """The warnings apiextensions-apiserver sends for a custom resource's finalizer names that are not
+    domain-qualified (on update only for the names the update adds)."""
+    before = set((old_meta or {}).get("finalizers") or [])
+    return [
+        f'metadata.finalizers: "{fin}": prefer a domain-qualified finalizer name including a path (/) to avoid '
+        "accidental conflicts with other finalizer writers"
+        for fin in meta.get("finalizers") or []
+        if isinstance(fin, str) and "/" not in fin and fin not in _STANDARD_FINALIZERS and fin not in before
+    ]
 
 
 def _validate_map(value: Any, path: str, *, labels: bool) -> list[FieldError]:

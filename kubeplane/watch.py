@@ -79,7 +79,7 @@ class WatchStream:
     def _encode(self, type_: str, entry: Entry | None, obj: Obj | None = None) -> bytes:
         rt = self.req.rt
         if self.req.output == "object":
-            if obj is None and entry is not None and rt.to_served is None and rt.is_storage_form:
+            if obj is None and entry is not None and rt.serves_as_stored(entry.obj):
                 return b'{"type":"' + type_.encode() + b'","object":' + entry.raw + b"}\n"
             body = rt.served(obj if obj is not None else entry.obj)  # type: ignore[union-attr]
             return orjson.dumps({"type": type_, "object": body}) + b"\n"
@@ -240,4 +240,4 @@ def _expired(requested: int, oldest: int) -> bytes:
 
 
 def encode_list_item(rt: ResourceType, entry: Entry) -> Any:
-    return entry.raw if rt.to_served is None and rt.is_storage_form else orjson.dumps(rt.served(entry.obj))
+    return entry.raw if rt.serves_as_stored(entry.obj) else orjson.dumps(rt.served(entry.obj))

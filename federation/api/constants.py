@@ -1,0 +1,152 @@
+"""API identity and the well-known keys of the compute API (DESIGN.md §2).
+
+Every key is a `DocumentedStr` member: it *is* the string (usable directly as a dict key
+or label value) and carries a one-line meaning, from which docs/api.md is generated, so
+the documentation cannot drift from what the controllers use.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Final, Self
+
+GROUP: Final = "compute.datumapis.com"
+VERSION: Final = "v1alpha"
+API_VERSION: Final = f"{GROUP}/{VERSION}"
+
+CLUSTER_INVENTORY_GROUP: Final = "multicluster.x-k8s.io"
+CLUSTER_INVENTORY_VERSION: Final = "v1alpha1"
+CLUSTER_INVENTORY_API_VERSION: Final = f"{CLUSTER_INVENTORY_GROUP}/{CLUSTER_INVENTORY_VERSION}"
+
+# The name this manager puts in ClusterProfile spec.clusterManager.name and in the
+# x-k8s.io/cluster-manager label of the profiles it is meant to consume.
+CLUSTER_MANAGER_NAME: Final = "federation-manager"
+
+# Data key of the kubeconfig inside a registration Secret.
+KUBECONFIG_SECRET_KEY: Final = "kubeconfig"
+# Suffix of the Secret name when a ClusterProfile carries no kubeconfig-secret annotation.
+KUBECONFIG_SECRET_SUFFIX: Final = "-kubeconfig"
+
+
+class DocumentedStr(StrEnum):
+    """A string constant with a meaning attached (`Label.CITY_CODE.meaning`)."""
+
+    meaning: str
+
+    def __new__(cls, value: str, meaning: str = "") -> Self:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.meaning = meaning
+        return member
+
+
+class Kind(DocumentedStr):
+    WORKLOAD = "Workload", "A user's workload: an instance template and where to place it."
+    WORKLOAD_DEPLOYMENT = "WorkloadDeployment", "One placement of a Workload in one city."
+    INSTANCE = "Instance", "One running copy (sandbox or VM) of a WorkloadDeployment's template."
+    CLUSTER_PROFILE = "ClusterProfile", "Registration of a cell or project cluster (SIG Multicluster)."
+
+
+class Plural(DocumentedStr):
+    WORKLOADS = "workloads", "Resource name of Workload."
+    WORKLOAD_DEPLOYMENTS = "workloaddeployments", "Resource name of WorkloadDeployment."
+    INSTANCES = "instances", "Resource name of Instance."
+    CLUSTER_PROFILES = "clusterprofiles", "Resource name of ClusterProfile."
+
+
+class Label(DocumentedStr):
+    WORKLOAD_UID = (
+        "compute.datumapis.com/workload-uid",
+        "UID of the Workload an Instance (or WorkloadDeployment) ultimately belongs to.",
+    )
+    WORKLOAD_DEPLOYMENT_UID = (
+        "compute.datumapis.com/workload-deployment-uid",
+        "UID of the WorkloadDeployment that owns an Instance.",
+    )
+    WORKLOAD_DEPLOYMENT_NAME = (
+        "compute.datumapis.com/workload-deployment-name",
+        "Name of the WorkloadDeployment that owns an Instance; the WorkloadDeployment's status.selector selects on it.",
+    )
+    INSTANCE_INDEX = (
+        "compute.datumapis.com/instance-index",
+        "Ordinal of an Instance within its WorkloadDeployment (`<deployment>-<index>`).",
+    )
+    CITY_CODE = (
+        "compute.datumapis.com/city-code",
+        "City code of the WorkloadDeployment (spec.cityCode); on Instances and on downstream WorkloadDeployments.",
+    )
+    WORKLOAD_NAME = (
+        "compute.datumapis.com/workload-name",
+        "Name of the Workload an Instance belongs to (spec.workloadRef.name of its deployment).",
+    )
+    PLACEMENT_NAME = (
+        "compute.datumapis.com/placement-name",
+        "Placement of the Workload that produced the deployment (spec.placementName).",
+    )
+    CLUSTER_ROLE = (
+        "compute.datumapis.com/cluster-role",
+        "On a ClusterProfile: `cell` (a site that runs Instances) or `project` (a tenant control plane).",
+    )
+    TOPOLOGY_CITY_CODE = (
+        "topology.datum.net/city-code",
+        "City code a cell serves (on cell ClusterProfiles) or a downstream WorkloadDeployment was placed for.",
+    )
+    UPSTREAM_CLUSTER_NAME = (
+        "meta.datumapis.com/upstream-cluster-name",
+        "Encoded project the object came from, `cluster-<org>_<project>`; on downstream namespaces, "
+        "on project ClusterProfiles, and copied onto cell Instances.",
+    )
+    UPSTREAM_NAMESPACE = (
+        "meta.datumapis.com/upstream-namespace",
+        "Project namespace name the object came from; on downstream namespaces, WorkloadDeployments and Instances.",
+    )
+    CLUSTER_MANAGER = (
+        "x-k8s.io/cluster-manager",
+        "SIG Multicluster convention on a ClusterProfile: name of the cluster manager that owns it.",
+    )
+
+
+class Annotation(DocumentedStr):
+    RESTARTED_AT = (
+        "compute.datumapis.com/restartedAt",
+        "RFC 3339 time on a template's annotations; changing it changes the template hash and rolls every Instance.",
+    )
+    ORDINAL_START = (
+        "compute.datumapis.com/ordinal-start",
+        "First Instance ordinal of a downstream WorkloadDeployment copy when a city's replicas are split over "
+        "several cells (default 0), like a StatefulSet's spec.ordinals.start.",
+    )
+    KUBECONFIG_SECRET = (
+        "compute.datumapis.com/kubeconfig-secret",
+        "On a ClusterProfile: name of the Secret (same namespace) holding the cluster's kubeconfig under data key "
+        "`kubeconfig`; default `<profile-name>-kubeconfig`.",
+    )
+
+
+class Finalizer(DocumentedStr):
+    FEDERATOR = (
+        "compute.datumapis.com/federator",
+        "On a project WorkloadDeployment: held until every downstream copy in the cells is gone.",
+    )
+    WORKLOAD_CONTROLLER = (
+        "compute.datumapis.com/workload-controller",
+        "On a Workload: held until the WorkloadDeployments created for its placements are gone.",
+    )
+    INSTANCE_CONTROLLER = (
+        "compute.datumapis.com/instance-controller",
+        "On an Instance: held until the runtime has released what realises it (its Pod).",
+    )
+
+
+class SchedulingGate(DocumentedStr):
+    NETWORK = "Network", "Removed once the Instance's network interfaces are programmed."
+    QUOTA = "Quota", "Removed once QuotaGranted is True at the Instance's current generation."
+
+
+class ClusterRole(DocumentedStr):
+    CELL = "cell", "A site cluster that runs Instances; carries topology.datum.net/city-code."
+    PROJECT = "project", "A tenant project control plane; carries meta.datumapis.com/upstream-cluster-name."
+
+
+class InstanceManagementPolicy(DocumentedStr):
+    ORDERED_READY = "OrderedReady", "Create, replace and delete Instances one at a time, waiting for readiness."

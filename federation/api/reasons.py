@@ -1,0 +1,106 @@
+"""Condition types and reasons of the compute API (DESIGN.md §2) and the priority that
+decides which blocking reason an Instance's Ready condition reports."""
+
+from __future__ import annotations
+
+from .constants import DocumentedStr
+
+
+class InstanceCondition(DocumentedStr):
+    PROGRAMMED = "Programmed", "The runtime has been given everything needed to realise the Instance."
+    AVAILABLE = "Available", "The Instance is serving (replaced the older `Running`)."
+    READY = "Ready", "Summary: True when Programmed and Available; otherwise the most specific blocking reason."
+    QUOTA_GRANTED = "QuotaGranted", "Quota has been allocated for the Instance."
+
+
+class InstanceReadyReason(DocumentedStr):
+    SCHEDULING_GATES_PRESENT = "SchedulingGatesPresent", "Scheduling gates (Network, Quota) are still present."
+    AVAILABLE = "Available", "Ready=True: the Instance is available."
+    IMAGE_UNAVAILABLE = "ImageUnavailable", "The image could not be pulled (bad name, credentials, registry)."
+    INSTANCE_CRASHING = "InstanceCrashing", "The process starts but keeps exiting (CrashLoopBackOff)."
+    CONFIGURATION_ERROR = "ConfigurationError", "The runtime rejected the configuration before the process started."
+    PROVISIONING = "Provisioning", "The runtime is still setting up (image unpacking, container creation)."
+    PENDING_QUOTA = "PendingQuota", "Waiting for a quota grant."
+    NETWORK_FAILED_TO_CREATE = "NetworkFailedToCreate", "The Instance's network could not be created."
+    PENDING_PROGRAMMING = "PendingProgramming", "Not yet programmed by the runtime."
+    PENDING = "Pending", "Default before any controller has looked at the Instance."
+
+
+class InstanceProgrammedReason(DocumentedStr):
+    PENDING = "Pending", "Default before any controller has looked at the Instance."
+    PENDING_PROGRAMMING = "PendingProgramming", "The runtime has not programmed the Instance yet."
+    PROGRAMMING_IN_PROGRESS = "ProgrammingInProgress", "The runtime is programming the Instance."
+    PROGRAMMED = "Programmed", "Programmed=True."
+    PENDING_QUOTA = "PendingQuota", "Programming waits for a quota grant."
+    NETWORK_FAILED_TO_CREATE = "NetworkFailedToCreate", "Programming failed: the network could not be created."
+
+
+class InstanceAvailableReason(DocumentedStr):
+    PENDING = "Pending", "Default before any controller has looked at the Instance."
+    STARTING = "Starting", "The Instance is starting."
+    AVAILABLE = "Available", "Available=True: serving."
+    STOPPING = "Stopping", "The Instance is stopping."
+    STOPPED = "Stopped", "The Instance is stopped."
+    IMAGE_UNAVAILABLE = "ImageUnavailable", "Available=False because the image cannot be pulled."
+    INSTANCE_CRASHING = "InstanceCrashing", "Available=False because the process keeps crashing."
+    CONFIGURATION_ERROR = "ConfigurationError", "Available=False because the runtime rejected the configuration."
+    PROVISIONING = "Provisioning", "Available=False while the runtime sets the Instance up."
+
+
+class QuotaGrantedReason(DocumentedStr):
+    PENDING_EVALUATION = "PendingEvaluation", "Default: quota has not been evaluated yet."
+    QUOTA_AVAILABLE = "QuotaAvailable", "QuotaGranted=True."
+    QUOTA_EXCEEDED = "QuotaExceeded", "The project's quota does not allow this Instance."
+    VALIDATION_FAILED = "ValidationFailed", "The quota request could not be validated."
+
+
+class WorkloadDeploymentCondition(DocumentedStr):
+    AVAILABLE = "Available", "At least one Instance is available (or why not)."
+    REPLICAS_READY = "ReplicasReady", "All desired replicas are ready (or why not)."
+
+
+class WorkloadDeploymentAvailableReason(DocumentedStr):
+    STABLE_INSTANCE_FOUND = "StableInstanceFound", "Available=True: at least one Instance is ready."
+    NO_MATCHING_LOCATION = "NoMatchingLocation", "No registered cell serves spec.cityCode."
+    INSTANCES_PROVISIONING = "InstancesProvisioning", "Instances exist but none is ready yet."
+    QUOTA_NOT_GRANTED = "QuotaNotGranted", "Instances are held back because quota was not granted."
+
+
+class ReplicasReadyReason(DocumentedStr):
+    REPLICAS_AVAILABLE = "ReplicasAvailable", "ReplicasReady=True: every desired replica is ready."
+    QUOTA_EXCEEDED = "QuotaExceeded", "Some replicas cannot run because quota is exceeded."
+    AWAITING_PROPAGATION = "AwaitingPropagation", "The spec has not yet reached (or been observed by) every cell."
+
+
+class WorkloadCondition(DocumentedStr):
+    AVAILABLE = "Available", "At least one of the Workload's deployments is available."
+
+
+class ClusterProfileCondition(DocumentedStr):
+    CONTROL_PLANE_HEALTHY = "ControlPlaneHealthy", "SIG Multicluster: the cluster's control plane is healthy."
+
+
+# How specific (and how blocking) a Ready reason is: when several apply, the highest wins.
+READY_REASON_PRIORITY: dict[str, int] = {
+    InstanceReadyReason.NETWORK_FAILED_TO_CREATE: 7,
+    InstanceReadyReason.IMAGE_UNAVAILABLE: 5,
+    InstanceReadyReason.INSTANCE_CRASHING: 5,
+    InstanceReadyReason.CONFIGURATION_ERROR: 5,
+    InstanceReadyReason.PENDING_QUOTA: 3,
+    InstanceReadyReason.PROVISIONING: 1,
+}
+
+
+def ready_reason_priority(reason: str) -> int:
+    """Priority of a blocking Ready reason (0 for reasons not in the table)."""
+    return READY_REASON_PRIORITY.get(reason, 0)
+
+
+def most_blocking_reason(reasons: list[str]) -> str | None:
+    """The reason Ready should report among several candidates: highest priority, and
+    among equals the first given (so callers control ties by their order)."""
+    best: str | None = None
+    for reason in reasons:
+        if best is None or ready_reason_priority(reason) > ready_reason_priority(best):
+            best = reason
+    return best

@@ -1,0 +1,354 @@
+"""The manager's settings: command-line flags, `FEDERATION_`-prefixed environment
+variables and a YAML config file (`--config`), in that order of precedence, validated
+with pydantic-settings. Bad input is reported per flag (`--feature-gates: unknown
+feature gate 'Foo'; known gates: ...`), never as a traceback.
+
+Config file keys may be camelCase (as in config/manager/config.yaml), kebab-case or
+snake_case; nested sections are `registration` and `controllers`. Nested environment
+variables use `__` (`FEDERATION_REGISTRATION__NAMESPACE`)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import socket
+import uuid
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from .features import FeatureGates, describe_known
+
+ENV_PREFIX = "FEDERATION_"
+CLUSTER_ROLE_LABEL = "compute.datumapis.com/cluster-role"
+KUBECONFIG_SECRET_ANNOTATION = "compute.datumapis.com/kubeconfig-secret"
+IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+class SettingsError(ValueError):
+    """Settings that cannot be used; the message has one line per problem."""
+
+
+def _bind_address(value: str) -> str:
+    from mcruntime.health import parse_bind_address
+
+    parse_bind_address(value)
+    return value
+
+
+class RegistrationSettings(BaseModel):
+    """Where clusters (cells and projects) come from."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    provider: Literal["auto", "clusterprofile", "secrets", "kubeconfig-dir", "none"] = Field(
+        "auto",
+        description="cluster provider: clusterprofile, secrets, kubeconfig-dir, none, or auto (kubeconfig-dir when "
+        "a directory is set, clusterprofile with management controllers, else none)",
+    )
+    namespace: str = Field("", description="namespace of ClusterProfiles and kubeconfig Secrets (empty: own namespace)")
+    kubeconfig_dir: Path | None = Field(None, description="directory of <cluster>.yaml kubeconfig files")
+    label_selector: str = Field(
+        f"{CLUSTER_ROLE_LABEL} in (cell,project)", description="which ClusterProfiles / Secrets register clusters"
+    )
+    kubeconfig_secret_annotation: str = KUBECONFIG_SECRET_ANNOTATION
+    poll_interval: float = Field(2.0, gt=0, description="rescan period of the kubeconfig directory, seconds")
+
+    @field_validator("kubeconfig_dir", mode="before")
+    @classmethod
+    def _empty_is_unset(cls, value: Any) -> Any:
+        return None if value == "" else value
+
+    @field_validator("label_selector")
+    @classmethod
+    def _valid_selector(cls, value: str) -> str:
+        from mcruntime.selectors import LabelSelector
+
+        LabelSelector.parse(value)
+        return value
+
+
+class ControllerSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    workers: int = Field(2, ge=1, le=256, description="concurrent reconciles per controller")
+
+
+class ManagerSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
+
+    config: Path | None = Field(None, description="YAML config file (flags and environment take precedence)")
+    kubeconfig: Path | None = Field(
+        None, description="kubeconfig of the management / local cluster (default: $KUBECONFIG, in-cluster, ~/.kube)"
+    )
+    enable_management_controllers: bool = Field(False, description="run the federator and projector")
+    enable_cell_controllers: bool = Field(False, description="run the cell controllers against the local cluster")
+    feature_gates: FeatureGates = Field(default_factory=FeatureGates, description=f"Name=true,... ({describe_known()})")
+    leader_elect: bool = Field(False, description="elect a leader on a coordination.k8s.io Lease")
+    leader_election_namespace: str = Field("", description="namespace of the Lease (default: own namespace)")
+    leader_election_id: str = Field("federation-manager", description="name of the Lease")
+    leader_election_lease_duration: float = Field(15.0, gt=0, description="seconds")
+    leader_election_renew_deadline: float = Field(10.0, gt=0, description="seconds")
+    leader_election_retry_period: float = Field(2.0, gt=0, description="seconds")
+    metrics_bind_address: str = Field(":8080", description="[host]:port for /metrics, 0 to disable")
+    health_probe_bind_address: str = Field(":8081", description="[host]:port for /healthz and /readyz, 0 to disable")
+    local_cluster_name: str = Field("management", description="cluster name of the local cluster in requests")
+    site_name: str = Field("", description="this site's name (cell mode)")
+    city_code: str = Field("", description="this site's city code (cell mode)")
+    graceful_shutdown_timeout: float = Field(30.0, ge=0, description="seconds in-flight reconciles get on shutdown")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_format: Literal["text", "json"] = "text"
+    registration: RegistrationSettings = Field(default_factory=RegistrationSettings)  # type: ignore[arg-type]
+    controllers: ControllerSettings = Field(default_factory=ControllerSettings)  # type: ignore[arg-type]
+
+    @field_validator("metrics_bind_address", "health_probe_bind_address")
+    @classmethod
+    def _check_bind(cls, value: str) -> str:
+        return _bind_address(value)
+
+    @field_validator("log_level", mode="before")
+    @classmethod
+    def _upper(cls, value: Any) -> Any:
+        return value.upper() if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ManagerSettings:
+        if not (
+            self.leader_election_lease_duration
+            > self.leader_election_renew_deadline
+            > self.leader_election_retry_period
+        ):
+            raise ValueError(
+                "leader election needs lease duration > renew deadline > retry period "
+                f"(got {self.leader_election_lease_duration}, {self.leader_election_renew_deadline}, "
+                f"{self.leader_election_retry_period})"
+            )
+        if self.registration.provider == "kubeconfig-dir" and self.registration.kubeconfig_dir is None:
+            raise ValueError("--cluster-provider=kubeconfig-dir needs --kubeconfig-dir")
+        return self
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        init_kwargs = getattr(init_settings, "init_kwargs", {}) or {}
+        path = init_kwargs.get("config") or os.environ.get(f"{ENV_PREFIX}CONFIG") or None
+        return (init_settings, env_settings, ConfigFileSource(settings_cls, Path(path) if path else None))
+
+    # ------------------------------------------------------------------ derived
+    def own_namespace(self) -> str:
+        pod_ns = os.environ.get("POD_NAMESPACE")
+        if pod_ns:
+            return pod_ns
+        if IN_CLUSTER_NAMESPACE_FILE.is_file():
+            return IN_CLUSTER_NAMESPACE_FILE.read_text().strip() or "default"
+        return "default"
+
+    def effective_provider(self) -> str:
+        provider = self.registration.provider
+        if provider != "auto":
+            return provider
+        if self.registration.kubeconfig_dir is not None:
+            return "kubeconfig-dir"
+        return "clusterprofile" if self.enable_management_controllers else "none"
+
+
+def _snake(key: str) -> str:
+    key = key.replace("-", "_")
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key).lower()
+
+
+def _normalise(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Setting names to snake_case, at the top and inside the nested sections only
+    (feature gate names and other free-form keys keep their spelling)."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = _snake(str(key))
+        nested = name in _NESTED_MODELS and isinstance(value, Mapping)
+        out[name] = {_snake(str(k)): v for k, v in value.items()} if nested else value
+    return out
+
+
+class ConfigFileSource(PydanticBaseSettingsSource):
+    """The YAML config file, keys normalised to the settings' field names."""
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self.path = path
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
+        try:
+            data = yaml.safe_load(self.path.read_text())
+        except OSError as exc:
+            raise SettingsError(f"--config: cannot read {self.path}: {exc.strerror or exc}") from exc
+        except yaml.YAMLError as exc:
+            raise SettingsError(f"--config: {self.path} is not valid YAML: {exc}") from exc
+        if data is None:
+            return {}
+        if not isinstance(data, Mapping):
+            raise SettingsError(f"--config: {self.path} must hold a mapping of settings, not {type(data).__name__}")
+        return _normalise(data)
+
+
+# ---------------------------------------------------------------------- flags
+# flags that set a nested setting: flag → (section, field)
+NESTED_FLAGS: dict[str, tuple[str, str]] = {
+    "cluster-provider": ("registration", "provider"),
+    "kubeconfig-dir": ("registration", "kubeconfig_dir"),
+    "registration-namespace": ("registration", "namespace"),
+    "cluster-selector": ("registration", "label_selector"),
+    "workers": ("controllers", "workers"),
+}
+_NESTED_MODELS: dict[str, type[BaseModel]] = {"registration": RegistrationSettings, "controllers": ControllerSettings}
+
+
+# settings whose flag the top-level `federation-manager` parser already defines
+_GLOBAL_FLAGS = frozenset({"log_level"})
+
+
+def _flag(field_name: str) -> str:
+    return field_name.replace("_", "-")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one flag per setting. Only flags given on the command line reach the settings
+    (argparse defaults are suppressed), so environment and config file still apply."""
+    for name, info in ManagerSettings.model_fields.items():
+        if name in _NESTED_MODELS or name in _GLOBAL_FLAGS:
+            continue
+        _add_flag(parser, _flag(name), name, info)
+    for flag, (section, field) in NESTED_FLAGS.items():
+        info = _NESTED_MODELS[section].model_fields[field]
+        _add_flag(parser, flag, f"{section}.{field}", info)
+
+
+def _add_flag(parser: argparse.ArgumentParser, flag: str, dest: str, info: FieldInfo) -> None:
+    help_text = info.description or ""
+    metavar = flag.upper().replace("-", "_")
+    if info.annotation is bool:
+        parser.add_argument(
+            f"--{flag}", dest=dest, nargs="?", const="true", default=argparse.SUPPRESS, metavar="BOOL", help=help_text
+        )
+    else:
+        parser.add_argument(f"--{flag}", dest=dest, default=argparse.SUPPRESS, metavar=metavar, help=help_text)
+
+
+def _cli_values(args: argparse.Namespace) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for dest, value in vars(args).items():
+        if dest in ManagerSettings.model_fields and dest not in _NESTED_MODELS and dest not in _GLOBAL_FLAGS:
+            values[dest] = value
+        elif "." in dest:
+            section, field = dest.split(".", 1)
+            if section in _NESTED_MODELS:
+                values.setdefault(section, {})[field] = value
+    return values
+
+
+def _where(loc: Sequence[int | str]) -> str:
+    parts = [str(p) for p in loc]
+    if not parts:
+        return "settings"  # a check across several settings; the message names them
+    if len(parts) >= 2 and parts[0] in _NESTED_MODELS:
+        for flag, path in NESTED_FLAGS.items():
+            if path == (parts[0], parts[1]):
+                return f"--{flag}"
+        return f"{parts[0]}.{parts[1]} (config file / {ENV_PREFIX}{parts[0].upper()}__{parts[1].upper()})"
+    if parts[0] in ManagerSettings.model_fields:
+        return f"--{_flag(parts[0])}"
+    return ".".join(parts)
+
+
+def _explain(exc: ValidationError) -> SettingsError:
+    lines = []
+    for err in exc.errors():
+        message = str(err.get("msg", "invalid"))
+        message = message.removeprefix("Value error, ")
+        if err.get("type") == "extra_forbidden":
+            message = "unknown setting"
+        lines.append(f"{_where(err.get('loc', ()))}: {message}")
+    return SettingsError("\n".join(lines))
+
+
+def load_settings(args: argparse.Namespace | None = None, **overrides: Any) -> ManagerSettings:
+    """Settings from parsed flags (plus keyword overrides), the environment and the config file."""
+    values = _cli_values(args) if args is not None else {}
+    values.update(overrides)
+    try:
+        return ManagerSettings(**values)
+    except ValidationError as exc:
+        raise _explain(exc) from None
+
+
+def default_identity() -> str:
+    """client-go's leader identity: hostname (the pod name) plus a unique suffix."""
+    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4()}"
+
+
+async def build_manager(settings: ManagerSettings) -> Any:
+    """A runtime Manager configured from settings: local cluster, leader election,
+    endpoints and the cluster provider. Controllers are registered by the caller."""
+    from mcruntime.connection import load_default
+    from mcruntime.leaderelection import LeaderElectionConfig
+    from mcruntime.manager import Manager
+    from mcruntime.providers.clusterprofile import ClusterProfileProvider
+    from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
+    from mcruntime.providers.secrets import KubeconfigSecretProvider
+
+    local = await load_default(settings.kubeconfig)
+    election = None
+    if settings.leader_elect:
+        election = LeaderElectionConfig(
+            namespace=settings.leader_election_namespace or settings.own_namespace(),
+            name=settings.leader_election_id,
+            identity=default_identity(),
+            lease_duration=settings.leader_election_lease_duration,
+            renew_deadline=settings.leader_election_renew_deadline,
+            retry_period=settings.leader_election_retry_period,
+        )
+    manager = Manager(
+        local,
+        name="federation-manager",
+        local_cluster_name=settings.local_cluster_name,
+        leader_election=election,
+        health_probe_bind_address=settings.health_probe_bind_address,
+        metrics_bind_address=settings.metrics_bind_address,
+        graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
+    )
+    reg = settings.registration
+    namespace = reg.namespace or settings.own_namespace()
+    provider = settings.effective_provider()
+    if provider == "clusterprofile":
+        manager.add_provider(
+            ClusterProfileProvider(
+                secret_annotation=reg.kubeconfig_secret_annotation,
+                namespace=namespace,
+                label_selector=reg.label_selector,
+            )
+        )
+    elif provider == "secrets":
+        manager.add_provider(KubeconfigSecretProvider(namespace=namespace, label_selector=reg.label_selector))
+    elif provider == "kubeconfig-dir":
+        assert reg.kubeconfig_dir is not None
+        manager.add_provider(
+            KubeconfigDirProvider(reg.kubeconfig_dir, poll_interval=reg.poll_interval, subdir_label=CLUSTER_ROLE_LABEL)
+        )
+    return manager

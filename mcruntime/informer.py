@@ -1,0 +1,491 @@
+"""Informers: client-go's reflector + shared informer on asyncio.
+
+LIST (paged) → replace the store → WATCH from the list's resourceVersion with bookmarks.
+When a stream ends or breaks, the watch resumes from the last resourceVersion seen
+(event or bookmark) without listing again; only a 410 Expired (the server's history no
+longer reaches back that far) forces a re-list, after which the store is replaced and
+the differences are delivered: adds, updates, and deletes for objects that vanished
+while the informer was not looking. Failures back off with jitter; a stream that stays
+silent longer than the read timeout is treated as dead.
+
+Listeners (event handlers) each get their own buffer and task, like client-go's
+processorListener, so a slow handler never stalls the informer or the other handlers.
+A listener added to a synced informer first receives an ADDED event for every cached
+object."""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+
+import anyio
+import anyio.abc
+import orjson
+
+from .backoff import Backoff
+from .errors import APIError, TransportError
+from .indexers import IndexFunc
+from .metrics import RuntimeMetrics, default_metrics
+from .objects import Obj, key_of, strip_for_cache
+from .resources import Resource
+from .store import Store, compact_bytes
+from .transport import Transport
+
+log = logging.getLogger(__name__)
+
+Transform = Callable[[Obj], Obj]
+
+
+class EventType(enum.StrEnum):
+    ADDED = "ADDED"
+    MODIFIED = "MODIFIED"
+    DELETED = "DELETED"
+
+
+class ObjectEvent:
+    """One change delivered to listeners. `obj` and `old` decode lazily and are shared
+    between listeners: treat them as read-only."""
+
+    __slots__ = ("_obj", "_old", "_old_raw", "_raw", "final_state_unknown", "key", "type")
+
+    def __init__(
+        self,
+        type_: EventType,
+        key: str,
+        *,
+        obj: Obj | None = None,
+        raw: bytes | None = None,
+        old_raw: bytes | None = None,
+        final_state_unknown: bool = False,
+    ) -> None:
+        self.type = type_
+        self.key = key
+        self._obj = obj
+        self._raw = raw
+        self._old: Obj | None = None
+        self._old_raw = old_raw
+        self.final_state_unknown = final_state_unknown  # a delete noticed by a re-list
+
+    @property
+    def obj(self) -> Obj:
+        if self._obj is None:
+            assert self._raw is not None
+            self._obj = orjson.loads(self._raw)
+        return self._obj
+
+    @property
+    def old(self) -> Obj | None:
+        if self._old is None and self._old_raw is not None:
+            self._old = orjson.loads(self._old_raw)
+        return self._old
+
+    def __repr__(self) -> str:
+        return f"ObjectEvent({self.type.value} {self.key})"
+
+
+Callback = Callable[[ObjectEvent], Awaitable[None] | None]
+
+
+class _SyncMark:
+    pass
+
+
+_SYNC = _SyncMark()
+
+
+class ListenerHandle:
+    """Returned by `Informer.add_listener`; `remove()` stops delivery."""
+
+    def __init__(self, informer: Informer, listener: _Listener) -> None:
+        self._informer = informer
+        self._listener = listener
+
+    @property
+    def synced(self) -> bool:
+        """The listener has processed the informer's initial state."""
+        return self._listener.synced.is_set()
+
+    async def wait_synced(self, within: float | None = None) -> bool:
+        with anyio.move_on_after(within):
+            await self._listener.synced.wait()
+        return self.synced
+
+    def remove(self) -> None:
+        self._informer._remove_listener(self._listener)
+
+
+class _Listener:
+    def __init__(self, callback: Callback, name: str) -> None:
+        self.callback = callback
+        self.name = name
+        self.pending: deque[ObjectEvent | _SyncMark] = deque()
+        self.wake = anyio.Event()
+        self.synced = anyio.Event()
+        self.scope: anyio.CancelScope | None = None
+        self.removed = False
+        self.idle = False  # waiting for `wake`; only then does a push need to set it
+
+    def push(self, item: ObjectEvent | _SyncMark) -> None:
+        self.pending.append(item)
+        if self.idle:
+            self.idle = False
+            self.wake.set()
+
+    async def run(self) -> None:
+        with anyio.CancelScope() as scope:
+            self.scope = scope
+            if self.removed:
+                return
+            while True:
+                pending = self.pending
+                while pending:
+                    item = pending.popleft()
+                    if item is _SYNC:
+                        self.synced.set()
+                        continue
+                    assert isinstance(item, ObjectEvent)
+                    try:
+                        result = self.callback(item)
+                        if inspect.isawaitable(result):
+                            await result
+                    except Exception:
+                        # a handler bug must not stop the informer or other handlers; it is
+                        # logged with the event so it can be found
+                        log.exception("event handler %s failed on %r", self.name, item)
+                self.wake = anyio.Event()
+                self.idle = True
+                await self.wake.wait()
+
+
+@dataclass
+class InformerStats:
+    """Plain counters next to the OpenTelemetry ones, cheap for tests and benchmarks to read."""
+
+    lists: int = 0
+    relists: int = 0
+    watches: int = 0
+    watch_restarts: int = 0
+    events: int = 0
+    errors: int = 0
+
+
+class Informer:
+    def __init__(
+        self,
+        transport: Transport,
+        resource: Resource,
+        *,
+        cluster: str = "",
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        transform: Transform | None = strip_for_cache,
+        indexers: Mapping[str, IndexFunc] | None = None,
+        page_size: int = 500,
+        watch_timeout: tuple[int, int] = (300, 600),
+        read_timeout: float = 120.0,
+        backoff: Backoff | None = None,
+        metrics: RuntimeMetrics | None = None,
+    ) -> None:
+        if namespace and not resource.namespaced:
+            raise ValueError(f"{resource} is cluster-scoped; an informer for it cannot take a namespace")
+        if page_size < 0 or read_timeout <= 0 or not 0 < watch_timeout[0] <= watch_timeout[1]:
+            raise ValueError("informer needs page_size >= 0, read_timeout > 0 and 0 < watch_timeout[0] <= [1]")
+        self.transport = transport
+        self.resource = resource
+        self.cluster = cluster
+        self.namespace = namespace or None
+        self.label_selector = label_selector or None
+        self.field_selector = field_selector or None
+        self.transform = transform
+        self.store = Store(indexers)
+        self.page_size = page_size
+        self.watch_timeout = watch_timeout
+        self.read_timeout = read_timeout
+        self.backoff = backoff or Backoff()
+        self.metrics = metrics or default_metrics()
+        self.stats = InformerStats()
+        self.resource_version: str | None = None  # the last version seen (event, bookmark or list)
+        self._synced = anyio.Event()
+        self._listeners: list[_Listener] = []
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._running = False
+        self._attrs = {"cluster": cluster, "resource": resource.qualified}
+        self._unreported_events = 0  # flushed to the OpenTelemetry counter in batches (hot path)
+        self._path = resource.path(self.namespace)
+
+    def __repr__(self) -> str:
+        sel = f" labels={self.label_selector}" if self.label_selector else ""
+        sel += f" fields={self.field_selector}" if self.field_selector else ""
+        ns = f" ns={self.namespace}" if self.namespace else ""
+        return f"Informer({self.cluster or '-'}:{self.resource}{ns}{sel})"
+
+    # ------------------------------------------------------------------ state
+    @property
+    def has_synced(self) -> bool:
+        return self._synced.is_set()
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    async def wait_for_sync(self, within: float | None = None) -> bool:
+        with anyio.move_on_after(within):
+            await self._synced.wait()
+        return self._synced.is_set()
+
+    def add_indexer(self, name: str, func: IndexFunc) -> None:
+        self.store.add_indexer(name, func)
+
+    # ------------------------------------------------------------------ listeners
+    def add_listener(self, callback: Callback, *, name: str = "") -> ListenerHandle:
+        listener = _Listener(callback, name or getattr(callback, "__qualname__", repr(callback)))
+        if self.has_synced:
+            for key, raw in self.store.items_raw():
+                listener.push(ObjectEvent(EventType.ADDED, key, raw=raw))
+            listener.push(_SYNC)
+        self._listeners.append(listener)
+        if self._tg is not None:
+            self._tg.start_soon(listener.run, name=f"listener {listener.name}")
+        return ListenerHandle(self, listener)
+
+    def _remove_listener(self, listener: _Listener) -> None:
+        listener.removed = True
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+        if listener.scope is not None:
+            listener.scope.cancel()
+
+    @property
+    def listener_count(self) -> int:
+        return len(self._listeners)
+
+    def _emit(self, event: ObjectEvent) -> None:
+        for listener in self._listeners:
+            listener.push(event)
+
+    # ------------------------------------------------------------------ running
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """List and watch until cancelled."""
+        if self._running:
+            raise RuntimeError(f"{self!r} is already running")
+        self._running = True
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                for listener in self._listeners:
+                    tg.start_soon(listener.run, name=f"listener {listener.name}")
+                task_status.started()
+                await self._reflect()
+        finally:
+            self._tg = None
+            self._running = False
+
+    def _selector_query(self) -> dict[str, str]:
+        query: dict[str, str] = {}
+        if self.label_selector:
+            query["labelSelector"] = self.label_selector
+        if self.field_selector:
+            query["fieldSelector"] = self.field_selector
+        return query
+
+    async def _reflect(self) -> None:
+        need_list = True
+        listed_before = False
+        while True:
+            if need_list:
+                try:
+                    await self._list_and_replace()
+                except (APIError, TransportError) as exc:
+                    self.stats.errors += 1
+                    delay = self.backoff.next()
+                    log.warning("%r: LIST failed, retrying in %.1fs: %s", self, delay, exc)
+                    await anyio.sleep(delay)
+                    continue
+                if listed_before:
+                    self.stats.relists += 1
+                    self.metrics.informer_relists.add(1, self._attrs)
+                listed_before = True
+                need_list = False
+            else:
+                self.stats.watch_restarts += 1
+                self.metrics.informer_watch_restarts.add(1, self._attrs)
+            outcome = await self._watch_once()
+            if outcome == "expired":
+                log.info("%r: resourceVersion %s expired (410); re-listing", self, self.resource_version)
+                need_list = True
+            elif outcome == "failed":
+                self.stats.errors += 1
+                await anyio.sleep(self.backoff.next())
+
+    # ------------------------------------------------------------------ LIST
+    async def _list_and_replace(self) -> None:
+        fresh: dict[str, bytes] = {}
+        list_rv = ""
+        continue_token = ""
+        transform = self.transform
+        while True:
+            query = self._selector_query()
+            if self.page_size:
+                query["limit"] = str(self.page_size)
+            if continue_token:
+                query["continue"] = continue_token
+            try:
+                page = await self.transport.request_json("GET", self._path, verb="list", query=query)
+            except APIError as exc:
+                if exc.status == 410 and continue_token:
+                    # the continue token outlived the server's history: start over from scratch
+                    log.info("%r: continue token expired mid-list; listing from the start", self)
+                    fresh.clear()
+                    continue_token = ""
+                    continue
+                raise
+            if not isinstance(page, dict) or not isinstance(page.get("items"), list):
+                raise TransportError(f"{self!r}: LIST answer is not a list object")
+            for item in page["items"]:
+                if not isinstance(item, dict):
+                    continue
+                obj = self._transform(item, transform)
+                # exact-size now, so the store keeps these very bytes: a complete LIST is
+                # held once, not twice (see store.compact_bytes)
+                fresh[key_of(obj)] = compact_bytes(orjson.dumps(obj))
+            meta = page.get("metadata") or {}
+            list_rv = str(meta.get("resourceVersion") or list_rv)
+            continue_token = str(meta.get("continue") or "")
+            if not continue_token:
+                break
+        self._replace(fresh)
+        self.resource_version = list_rv
+        self.stats.lists += 1
+        self.metrics.informer_lists.add(1, self._attrs)
+        if not self._synced.is_set():
+            self._synced.set()
+            for listener in self._listeners:
+                listener.push(_SYNC)
+
+    def _transform(self, obj: Obj, transform: Transform | None) -> Obj:
+        if transform is None:
+            return obj
+        try:
+            return transform(obj)
+        except Exception:
+            log.exception("%r: transform failed for %s; caching the object unchanged", self, key_of(obj))
+            return obj
+
+    def _replace(self, fresh: dict[str, bytes]) -> None:
+        """Make the store equal to a complete LIST and deliver only the differences."""
+        store = self.store
+        vanished = [key for key in store if key not in fresh]
+        for key, raw in fresh.items():
+            old = store.get_raw(key)
+            if old == raw:
+                continue
+            store.put(key, None, raw, compact=True)
+            if old is None:
+                self._emit(ObjectEvent(EventType.ADDED, key, raw=raw))
+            else:
+                self._emit(ObjectEvent(EventType.MODIFIED, key, raw=raw, old_raw=old))
+        for key in vanished:
+            old = store.delete(key)
+            if old is not None:
+                self._emit(ObjectEvent(EventType.DELETED, key, raw=old, final_state_unknown=True))
+
+    # ------------------------------------------------------------------ WATCH
+    async def _watch_once(self) -> str:
+        """One WATCH stream: "ended" (resume), "expired" (re-list) or "failed" (back off, resume)."""
+        assert self.resource_version is not None
+        query = self._selector_query()
+        query["resourceVersion"] = self.resource_version
+        query["allowWatchBookmarks"] = "true"
+        query["timeoutSeconds"] = str(random.randint(*self.watch_timeout))
+        self.stats.watches += 1
+        started = time.monotonic()
+        received = 0
+        try:
+            async with self.transport.watch(self._path, query, read_timeout=self.read_timeout) as lines:
+                async for line in lines:
+                    received += 1
+                    outcome = self._handle_line(line)
+                    if outcome is not None:
+                        return outcome
+        except APIError as exc:
+            if exc.status == 410:
+                return "expired"
+            log.warning("%r: WATCH refused: %s", self, exc)
+            return "failed"
+        except TransportError as exc:
+            log.info("%r: WATCH interrupted, resuming from %s: %s", self, self.resource_version, exc)
+            return "failed"
+        finally:
+            self._report_events()
+        if received == 0 and time.monotonic() - started < 1.0:
+            return "failed"  # a server that closes watches at once must not make us spin
+        self.backoff.reset()
+        return "ended"
+
+    def _handle_line(self, line: bytes) -> str | None:
+        try:
+            event = orjson.loads(line)
+            type_ = event["type"]
+            obj = event["object"]
+            if not isinstance(obj, dict):
+                raise TypeError("object is not a JSON object")
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            log.error("%r: undecodable watch event (%s): %.200r", self, exc, line)
+            return "failed"
+        if type_ == "BOOKMARK":
+            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            if rv:
+                self.resource_version = str(rv)
+            return None
+        if type_ == "ERROR":
+            code = obj.get("code")
+            if code == 410:
+                return "expired"
+            log.warning("%r: watch ERROR event: %s %s", self, code, obj.get("message"))
+            return "failed"
+        if type_ not in ("ADDED", "MODIFIED", "DELETED"):
+            log.warning("%r: ignoring watch event of unknown type %r", self, type_)
+            return None
+        self._apply(type_, obj)
+        return None
+
+    def _apply(self, type_: str, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        rv = meta.get("resourceVersion")
+        ns = meta.get("namespace")
+        key = f"{ns}/{meta.get('name')}" if ns else str(meta.get("name") or "")
+        obj = self._transform(obj, self.transform)
+        store = self.store
+        if type_ == "DELETED":
+            old = store.delete(key)
+            self._emit(ObjectEvent(EventType.DELETED, key, obj=obj, old_raw=old))
+        else:
+            raw = orjson.dumps(obj)
+            old = store.put(key, obj, raw)
+            kind = EventType.ADDED if old is None else EventType.MODIFIED
+            self._emit(ObjectEvent(kind, key, obj=obj, raw=raw, old_raw=old))
+        if rv:
+            self.resource_version = str(rv)
+        self.stats.events += 1
+        self._unreported_events += 1
+        if self._unreported_events >= 256:
+            self._report_events()
+
+    def _report_events(self) -> None:
+        if self._unreported_events:
+            self.metrics.informer_events.add(self._unreported_events, self._attrs)
+            self._unreported_events = 0
+
+    # ------------------------------------------------------------------ reads
+    def get(self, namespace: str, name: str) -> Obj | None:
+        return self.store.get(f"{namespace}/{name}" if namespace else name)
+
+    def list(self, namespace: str | None = None) -> list[Obj]:
+        return self.store.list(namespace)

@@ -1,0 +1,259 @@
+"""Leader election on a coordination.k8s.io/v1 Lease, with client-go's algorithm:
+
+- a candidate acquires the lease when it is free, released (empty holder), or its
+  holder has not renewed for `lease_duration` — measured on *our* clock from when we
+  last saw the record change, so clock skew between replicas cannot shorten a lease;
+- the leader renews every `retry_period`; if it cannot renew within `renew_deadline`
+  it has lost the lease and must stop acting as leader at once;
+- on shutdown the leader releases the lease (empty holder, 1 s duration) so the next
+  leader need not wait out the lease.
+
+Writes are optimistic (resourceVersion), so two candidates never both win."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from .client import Client
+from .errors import APIError, TransportError, is_already_exists, is_conflict, is_not_found
+from .metrics import RuntimeMetrics, default_metrics
+from .resources import LEASES
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class LeaderElectionConfig:
+    namespace: str
+    name: str
+    identity: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+    release_on_cancel: bool = True
+
+    def __post_init__(self) -> None:
+        if not (self.namespace and self.name and self.identity):
+            raise ValueError("leader election needs a namespace, a lease name and an identity")
+        if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
+            raise ValueError(
+                "leader election needs lease_duration > renew_deadline > retry_period > 0 "
+                f"(got {self.lease_duration}, {self.renew_deadline}, {self.retry_period})"
+            )
+
+
+class LeaderElectionLost(Exception):
+    """This process was leader and could not renew the lease in time."""
+
+
+def _micro_time(now: datetime.datetime) -> str:
+    return now.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
+class LeaderElector:
+    def __init__(self, client: Client, config: LeaderElectionConfig, *, metrics: RuntimeMetrics | None = None):
+        self.client = client
+        self.config = config
+        self.metrics = metrics or default_metrics()
+        self._observed: dict[str, Any] | None = None  # the lease spec last seen
+        self._observed_at = 0.0  # monotonic time it last changed
+        self._lease_rv: str | None = None
+        self.is_leader = False
+        self.last_renew = 0.0  # monotonic time of our last successful renewal
+        self.transitions_seen = 0
+
+    # ------------------------------------------------------------------ one attempt
+    async def try_acquire_or_renew(self) -> bool:
+        cfg = self.config
+        now = _now()
+        lease: dict[str, Any] | None
+        try:
+            lease = await self.client.get_live(LEASES, cfg.name, cfg.namespace)
+        except APIError as exc:
+            if not is_not_found(exc):
+                raise
+            lease = None
+        if lease is None:
+            spec = {
+                "holderIdentity": cfg.identity,
+                "leaseDurationSeconds": int(max(1, round(cfg.lease_duration))),
+                "acquireTime": _micro_time(now),
+                "renewTime": _micro_time(now),
+                "leaseTransitions": 0,
+            }
+            body = {"metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
+            try:
+                created = await self.client.create(LEASES, body)
+            except APIError as exc:
+                if is_already_exists(exc):
+                    return False
+                raise
+            self._observe(created)
+            return True
+        self._observe(lease)
+        spec = dict(lease.get("spec") or {})
+        holder = spec.get("holderIdentity") or ""
+        if holder and holder != cfg.identity and self._observed_at + cfg.lease_duration > time.monotonic():
+            return False  # someone else holds an unexpired lease
+        new_spec = dict(spec)
+        if holder != cfg.identity:
+            new_spec["acquireTime"] = _micro_time(now)
+            new_spec["leaseTransitions"] = int(str(spec.get("leaseTransitions") or 0)) + (1 if holder else 0)
+        new_spec["holderIdentity"] = cfg.identity
+        new_spec["leaseDurationSeconds"] = int(max(1, round(cfg.lease_duration)))
+        new_spec["renewTime"] = _micro_time(now)
+        body = {
+            "metadata": {
+                "name": cfg.name,
+                "namespace": cfg.namespace,
+                "resourceVersion": lease["metadata"]["resourceVersion"],
+            },
+            "spec": new_spec,
+        }
+        try:
+            updated = await self.client.update(LEASES, body)
+        except APIError as exc:
+            if is_conflict(exc):
+                return False
+            raise
+        self._observe(updated)
+        return True
+
+    def _observe(self, lease: dict[str, Any]) -> None:
+        spec = lease.get("spec") or {}
+        if spec != self._observed:
+            self._observed = dict(spec)
+            self._observed_at = time.monotonic()
+        self._lease_rv = (lease.get("metadata") or {}).get("resourceVersion")
+
+    async def _attempt(self) -> bool:
+        try:
+            with anyio.fail_after(self.config.renew_deadline):
+                return await self.try_acquire_or_renew()
+        except (APIError, TransportError, TimeoutError) as exc:
+            log.warning("leader election %s/%s: %s", self.config.namespace, self.config.name, exc)
+            return False
+
+    @property
+    def holder(self) -> str:
+        return str((self._observed or {}).get("holderIdentity") or "")
+
+    # ------------------------------------------------------------------ the loop
+    async def run(
+        self,
+        lead: Callable[[], Awaitable[None]],
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Campaign until elected, then run `lead()` while renewing. Raises
+        LeaderElectionLost when renewal fails (after cancelling `lead`); returns when
+        `lead()` returns; releases the lease on the way out either way."""
+        cfg = self.config
+        task_status.started()
+        while not await self._attempt():  # noqa: ASYNC110 - polling the Lease is the algorithm
+            await anyio.sleep(cfg.retry_period * (1.0 + random.random() * 0.2))
+        self._became_leader()
+        lost = False
+        try:
+            async with anyio.create_task_group() as tg:
+
+                async def lead_then_stop() -> None:
+                    await lead()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(lead_then_stop, name="leader work")
+                lost = await self._renew_until_lost()
+                tg.cancel_scope.cancel()
+        finally:
+            self._stopped_leading()
+            if not lost and cfg.release_on_cancel:
+                with anyio.CancelScope(shield=True):
+                    await self.release()
+        if lost:
+            raise LeaderElectionLost(
+                f"lost lease {cfg.namespace}/{cfg.name}: could not renew within {cfg.renew_deadline}s"
+            )
+
+    async def _renew_until_lost(self) -> bool:
+        cfg = self.config
+        while True:
+            await anyio.sleep(cfg.retry_period)
+            deadline = self.last_renew + cfg.renew_deadline
+            renewed = False
+            while time.monotonic() < deadline:
+                with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
+                    renewed = await self._attempt()
+                if renewed:
+                    break
+                await anyio.sleep(min(cfg.retry_period / 4, max(0.0, deadline - time.monotonic())))
+            if not renewed:
+                log.error(
+                    "leader election %s/%s: failed to renew within %.1fs", cfg.namespace, cfg.name, cfg.renew_deadline
+                )
+                return True
+            self.last_renew = time.monotonic()
+
+    def _became_leader(self) -> None:
+        self.is_leader = True
+        self.last_renew = time.monotonic()
+        self.metrics.leader.add(1, {"name": self.config.name})
+        log.info(
+            "leader election %s/%s: %s became leader", self.config.namespace, self.config.name, self.config.identity
+        )
+
+    def _stopped_leading(self) -> None:
+        if self.is_leader:
+            self.is_leader = False
+            self.metrics.leader.add(-1, {"name": self.config.name})
+            log.info(
+                "leader election %s/%s: %s stopped leading",
+                self.config.namespace,
+                self.config.name,
+                self.config.identity,
+            )
+
+    async def release(self) -> bool:
+        """Give the lease up if we hold it (empty holder, 1 s duration)."""
+        cfg = self.config
+        try:
+            with anyio.fail_after(cfg.retry_period * 2):
+                lease = await self.client.get_live(LEASES, cfg.name, cfg.namespace)
+                spec = dict(lease.get("spec") or {})
+                if spec.get("holderIdentity") != cfg.identity:
+                    return False
+                now = _micro_time(_now())
+                spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now, acquireTime=now)
+                body = {
+                    "metadata": {
+                        "name": cfg.name,
+                        "namespace": cfg.namespace,
+                        "resourceVersion": lease["metadata"]["resourceVersion"],
+                    },
+                    "spec": spec,
+                }
+                await self.client.update(LEASES, body)
+        except (APIError, TransportError, TimeoutError) as exc:
+            log.warning("leader election %s/%s: release failed: %s", cfg.namespace, cfg.name, exc)
+            return False
+        log.info("leader election %s/%s: released", cfg.namespace, cfg.name)
+        return True
+
+    def healthy(self, tolerance: float = 10.0) -> bool:
+        """client-go's healthz adaptor: unhealthy when leading but the last renewal is
+        older than lease duration plus `tolerance` (the renew loop is stuck)."""
+        if not self.is_leader:
+            return True
+        return time.monotonic() - self.last_renew < self.config.lease_duration + tolerance

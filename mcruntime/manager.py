@@ -1,0 +1,336 @@
+"""The manager: owns the local (management) cluster, engages and disengages provider
+clusters at run time, runs controllers (only while leader, when leader election is on),
+serves /healthz, /readyz and /metrics, and shuts down gracefully on SIGTERM/SIGINT:
+controllers stop taking work and finish what is in flight, the lease is released, then
+providers, clusters (informers and connections) and endpoints stop."""
+
+from __future__ import annotations
+
+import logging
+import signal
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.metrics import MeterProvider
+from opentelemetry.sdk.metrics import MeterProvider as SDKMeterProvider
+from opentelemetry.trace import TracerProvider
+from prometheus_client import CollectorRegistry
+
+from .cluster import Cluster
+from .connection import ConnectionConfig
+from .controller import Controller
+from .errors import ClusterNotEngagedError
+from .health import Check, EndpointServer, parse_bind_address
+from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector
+from .metrics import RuntimeMetrics
+from .providers.base import Provider
+from .reconciler import ReconcileFunc, Reconciler
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class _Engaged:
+    cluster: Cluster
+    scope: anyio.CancelScope | None = None
+    done: anyio.Event = field(default_factory=anyio.Event)
+
+
+class Manager:
+    def __init__(
+        self,
+        local: ConnectionConfig | Cluster | None = None,
+        *,
+        name: str = "mcruntime",
+        local_cluster_name: str = "local",
+        leader_election: LeaderElectionConfig | None = None,
+        health_probe_bind_address: str = "0",
+        metrics_bind_address: str = "0",
+        meter_provider: MeterProvider | None = None,
+        tracer_provider: TracerProvider | None = None,
+        graceful_shutdown_timeout: float = 30.0,
+        cluster_options: Mapping[str, Any] | None = None,
+        field_manager: str | None = None,
+    ) -> None:
+        self.name = name
+        self.registry = CollectorRegistry()
+        self._reader: PrometheusMetricReader | None = None
+        if meter_provider is None:
+            self._reader = PrometheusMetricReader(registry=self.registry)
+            meter_provider = SDKMeterProvider(metric_readers=[self._reader], shutdown_on_exit=False)
+        self.meter_provider = meter_provider
+        self.tracer_provider = tracer_provider
+        self.metrics = RuntimeMetrics(meter_provider)
+        self.field_manager = field_manager or name
+        self.cluster_options = dict(cluster_options or {})
+        if isinstance(local, ConnectionConfig):
+            local = Cluster(local_cluster_name, local, metrics=self.metrics, field_manager=self.field_manager,
+                            **self.cluster_options)  # fmt: skip
+        self._local = local
+        self.leader_election = leader_election
+        if leader_election is not None and local is None:
+            raise ValueError("leader election needs a local cluster to hold the Lease")
+        self.health_bind = parse_bind_address(health_probe_bind_address)
+        self.metrics_bind = parse_bind_address(metrics_bind_address)
+        self.graceful_shutdown_timeout = graceful_shutdown_timeout
+        self.controllers: list[Controller] = []
+        self.providers: list[Provider] = []
+        self._clusters: dict[str, _Engaged] = {}
+        self._clusters_tg: anyio.abc.TaskGroup | None = None
+        self._lock = anyio.Lock()
+        self._stop = anyio.Event()
+        self._lead_done = anyio.Event()
+        self.elected = anyio.Event()
+        self.elector: LeaderElector | None = None
+        self._campaign_scope: anyio.CancelScope | None = None
+        self.lost_leadership = False
+        self.running = False
+        self.health_port: int | None = None
+        self.metrics_port: int | None = None
+        self._healthz: dict[str, Check] = {"ping": lambda: True}
+        self._readyz: dict[str, Check] = {"ping": lambda: True}
+
+    # ------------------------------------------------------------------ clusters
+    @property
+    def local(self) -> Cluster:
+        if self._local is None:
+            raise ClusterNotEngagedError("(local: this manager was built without a local cluster)")
+        return self._local
+
+    @property
+    def clusters(self) -> dict[str, Cluster]:
+        """The clusters providers engaged (not the local one)."""
+        return {name: e.cluster for name, e in self._clusters.items()}
+
+    def get_cluster(self, name: str) -> Cluster:
+        """The cluster a request names. An empty or unknown name is an error: a request
+        is never routed to the local cluster (or any other) by default."""
+        if not name:
+            raise ClusterNotEngagedError("")
+        if self._local is not None and name == self._local.name:
+            return self._local
+        engaged = self._clusters.get(name)
+        if engaged is None:
+            raise ClusterNotEngagedError(name)
+        return engaged.cluster
+
+    async def engage(self, name: str, config: ConnectionConfig, labels: Mapping[str, str] | None = None) -> None:
+        """Start serving a cluster (or pick up new credentials or labels for it)."""
+        if not name:
+            raise ValueError("cannot engage a cluster with an empty name")
+        if self._local is not None and name == self._local.name:
+            raise ValueError(f"cannot engage {name!r}: that is the local cluster's name")
+        async with self._lock:
+            if self._clusters_tg is None:
+                raise RuntimeError("the manager is not running; clusters are engaged by providers while it runs")
+            existing = self._clusters.get(name)
+            if existing is not None:
+                if config.fingerprint and existing.cluster.config.fingerprint == config.fingerprint:
+                    if dict(labels or {}) != existing.cluster.labels:
+                        existing.cluster.labels = dict(labels or {})
+                        for controller in self.controllers:
+                            controller.disengage(name)
+                            controller.engage(existing.cluster)
+                        log.info("cluster %s: labels changed; watches re-bound", name)
+                    return
+                await self._disengage_locked(name)
+            cluster = Cluster(name, config, labels=labels, metrics=self.metrics, field_manager=self.field_manager,
+                              **self.cluster_options)  # fmt: skip
+            engaged = _Engaged(cluster)
+            self._clusters[name] = engaged
+            await self._clusters_tg.start(self._run_cluster, engaged)
+            for controller in self.controllers:
+                controller.engage(cluster)
+            self.metrics.engaged_clusters.add(1)
+            log.info("engaged cluster %s (%s)", name, config.source or config.host)
+
+    async def _run_cluster(self, engaged: _Engaged, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        try:
+            with anyio.CancelScope() as scope:
+                engaged.scope = scope
+                await engaged.cluster.run(task_status=task_status)
+        finally:
+            engaged.done.set()
+
+    async def disengage(self, name: str) -> bool:
+        """Stop serving a cluster: unbind watches, stop its informers, close its connections."""
+        async with self._lock:
+            return await self._disengage_locked(name)
+
+    async def _disengage_locked(self, name: str) -> bool:
+        engaged = self._clusters.pop(name, None)
+        if engaged is None:
+            return False
+        for controller in self.controllers:
+            controller.disengage(name)
+        if engaged.scope is not None:
+            engaged.scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await engaged.done.wait()
+        self.metrics.engaged_clusters.add(-1)
+        log.info("disengaged cluster %s", name)
+        return True
+
+    # ------------------------------------------------------------------ wiring
+    def add_controller(self, controller: Controller) -> Controller:
+        if self.running:
+            raise RuntimeError("add controllers before the manager runs")
+        if any(c.name == controller.name for c in self.controllers):
+            raise ValueError(f"a controller named {controller.name!r} is already registered")
+        self.controllers.append(controller)
+        return controller
+
+    def new_controller(self, name: str, reconciler: Reconciler | ReconcileFunc, **options: Any) -> Controller:
+        """A controller wired to this manager's metrics and tracer."""
+        options.setdefault("metrics", self.metrics)
+        options.setdefault("tracer_provider", self.tracer_provider)
+        return self.add_controller(Controller(name, reconciler, **options))
+
+    def add_provider(self, provider: Provider) -> Provider:
+        if self.running:
+            raise RuntimeError("add providers before the manager runs")
+        self.providers.append(provider)
+        return provider
+
+    def add_healthz_check(self, name: str, check: Check) -> None:
+        self._healthz[name] = check
+
+    def add_readyz_check(self, name: str, check: Check) -> None:
+        self._readyz[name] = check
+
+    @property
+    def ready(self) -> bool:
+        return self.running and all(_safe(check) for check in self._readyz.values())
+
+    # ------------------------------------------------------------------ running
+    def stop(self) -> None:
+        """Ask for a graceful shutdown (what SIGTERM does)."""
+        self._stop.set()
+
+    async def run(
+        self, *, handle_signals: bool = False, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Run until `stop()` (or SIGTERM/SIGINT with `handle_signals`). Raises
+        LeaderElectionLost when leadership is lost, after stopping everything."""
+        if self.running:
+            raise RuntimeError("the manager is already running")
+        self.running = True
+        try:
+            async with anyio.create_task_group() as tg:
+                if handle_signals:
+                    await tg.start(self._on_signals)
+                await self._start_endpoints(tg)
+                if self._local is not None:
+                    await tg.start(self._local.run)
+                    for controller in self.controllers:
+                        controller.engage(self._local, is_local=True)
+                    self._readyz.setdefault("local-cache", lambda: self.local.cache.has_synced)
+                await tg.start(self._host_clusters)
+                for controller in self.controllers:
+                    if not controller.needs_leader_election:
+                        await tg.start(controller.run)
+                for provider in self.providers:
+                    self._readyz.setdefault(f"provider-{provider.name}", lambda p=provider: p.has_synced)  # type: ignore[misc]
+                    await tg.start(provider.run, self)
+                tg.start_soon(self._campaign if self.leader_election else self._lead_directly, name="leader")
+                task_status.started()
+                await self._stop.wait()
+                log.info("manager %s: shutting down", self.name)
+                await self._stop_controllers()
+                if self._campaign_scope is not None and not (self.elector and self.elector.is_leader):
+                    self._campaign_scope.cancel()  # still campaigning: nothing to hand over
+                with anyio.move_on_after(self.graceful_shutdown_timeout):
+                    await self._lead_done.wait()  # the lease is released once leading ends
+                tg.cancel_scope.cancel()
+        finally:
+            self.running = False
+            self._clusters.clear()
+            if self._reader is not None and isinstance(self.meter_provider, SDKMeterProvider):
+                self.meter_provider.shutdown()  # our own provider: unregisters the Prometheus collector
+                self._reader = None
+        if self.lost_leadership:
+            raise LeaderElectionLost(f"manager {self.name}: leadership lost; controllers were stopped")
+
+    async def _start_endpoints(self, tg: anyio.abc.TaskGroup) -> None:
+        health: EndpointServer | None = None
+        metrics: EndpointServer | None = None
+        if self.health_bind is not None:
+            health = EndpointServer("health", self.health_bind)
+            health.add_checks("/healthz", "healthz", self._healthz)
+            health.add_checks("/readyz", "readyz", self._readyz)
+        if self.metrics_bind is not None:
+            shared = health is not None and self.metrics_bind == self.health_bind and self.metrics_bind[1] != 0
+            metrics = health if shared else EndpointServer("metrics", self.metrics_bind)
+            assert metrics is not None
+            metrics.add_metrics(self.registry)
+        if health is not None:
+            self.health_port = await tg.start(health.run)
+        if metrics is not None:
+            self.metrics_port = self.health_port if metrics is health else await tg.start(metrics.run)
+
+    async def _host_clusters(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        async with anyio.create_task_group() as tg:
+            self._clusters_tg = tg
+            try:
+                task_status.started()
+                await anyio.sleep_forever()
+            finally:
+                self._clusters_tg = None
+
+    async def _lead(self) -> None:
+        """Run the controllers that need leadership until they are stopped."""
+        self.elected.set()
+        async with anyio.create_task_group() as tg:
+            for controller in self.controllers:
+                if controller.needs_leader_election:
+                    await tg.start(controller.run)
+            await self._stop.wait()  # leadership is held until shutdown, controllers or not
+
+    async def _lead_directly(self) -> None:
+        try:
+            await self._lead()
+        finally:
+            self._lead_done.set()
+
+    async def _campaign(self) -> None:
+        assert self.leader_election is not None
+        self.elector = LeaderElector(self.local.client, self.leader_election, metrics=self.metrics)
+        self._healthz["leader-election"] = self.elector.healthy
+        try:
+            with anyio.CancelScope() as scope:
+                self._campaign_scope = scope
+                await self.elector.run(self._lead)
+        except LeaderElectionLost as exc:
+            log.error("%s", exc)
+            self.lost_leadership = True
+            self._stop.set()
+        finally:
+            self._lead_done.set()
+
+    async def _stop_controllers(self) -> None:
+        with anyio.CancelScope(shield=True):
+            async with anyio.create_task_group() as tg:
+                for controller in self.controllers:
+                    tg.start_soon(controller.shutdown, self.graceful_shutdown_timeout)
+
+    async def _on_signals(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            task_status.started()
+            async for signum in signals:
+                if self._stop.is_set():
+                    log.warning("second signal %s: stopping at once", signal.Signals(signum).name)
+                    raise KeyboardInterrupt
+                log.info("received %s: shutting down gracefully", signal.Signals(signum).name)
+                self.stop()
+
+
+def _safe(check: Callable[[], bool]) -> bool:
+    try:
+        return bool(check())
+    except Exception:
+        log.exception("readiness check raised")
+        return False

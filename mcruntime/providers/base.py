@@ -1,0 +1,36 @@
+"""The provider contract: a provider discovers clusters (files, Secrets, ClusterProfiles)
+and tells its host to engage or disengage them at run time."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
+
+import anyio.abc
+
+from ..connection import ConnectionConfig
+
+if TYPE_CHECKING:
+    from ..cluster import Cluster
+
+
+class ClusterHost(Protocol):
+    """What a provider may do with the manager that runs it."""
+
+    @property
+    def local(self) -> Cluster: ...
+
+    async def engage(self, name: str, config: ConnectionConfig, labels: Mapping[str, str] | None = None) -> None: ...
+
+    async def disengage(self, name: str) -> bool: ...
+
+
+class Provider(Protocol):
+    name: str
+
+    @property
+    def has_synced(self) -> bool:
+        """The provider has made its first complete pass (readiness waits for it)."""
+
+    async def run(self, host: ClusterHost, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        """Engage and disengage clusters until cancelled; report started once running."""

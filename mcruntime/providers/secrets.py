@@ -1,0 +1,121 @@
+"""Clusters from kubeconfig Secrets in the local cluster, selected by a label selector:
+one Secret per cluster, the cluster named after the Secret (or an annotation), its
+labels the Secret's labels, its kubeconfig under `data[kubeconfig_key]`. Runs as a
+controller over the local cluster, so a bad Secret backs off like any failed reconcile
+and a fixed one is picked up from its update event."""
+
+from __future__ import annotations
+
+import logging
+
+import anyio
+import anyio.abc
+
+from ..controller import Controller
+from ..errors import ConfigError
+from ..informer import Informer
+from ..objects import annotations_of, labels_of, meta
+from ..reconciler import Result
+from ..request import Request
+from ..resources import SECRETS
+from ..source import LOCAL
+from .base import ClusterHost
+from .secretdata import config_from_secret
+
+log = logging.getLogger(__name__)
+
+
+class KubeconfigSecretProvider:
+    name = "kubeconfig-secrets"
+
+    def __init__(
+        self,
+        *,
+        namespace: str,
+        label_selector: str,
+        kubeconfig_key: str = "kubeconfig",
+        cluster_name_annotation: str | None = None,
+        workers: int = 2,
+    ) -> None:
+        if not namespace:
+            raise ValueError("the kubeconfig Secret provider needs a namespace")
+        if not label_selector:
+            raise ValueError("the kubeconfig Secret provider needs a label selector (it must not read every Secret)")
+        self.namespace = namespace
+        self.label_selector = label_selector
+        self.kubeconfig_key = kubeconfig_key
+        self.cluster_name_annotation = cluster_name_annotation
+        self.workers = workers
+        self.engaged: dict[str, str] = {}  # cluster name → Secret name
+        self._host: ClusterHost | None = None
+        self._informer: Informer | None = None
+        self._controller: Controller | None = None
+
+    @property
+    def has_synced(self) -> bool:
+        return self._controller is not None and self._controller.idle
+
+    def _cluster_name(self, secret: dict[str, object]) -> str:
+        if self.cluster_name_annotation:
+            named = annotations_of(secret).get(self.cluster_name_annotation)
+            if named:
+                return str(named)
+        return str(meta(secret).get("name") or "")
+
+    async def reconcile(self, request: Request) -> Result:
+        assert self._host is not None and self._informer is not None
+        secret = self._informer.get(request.namespace, request.name)
+        if secret is None or meta(secret).get("deletionTimestamp"):
+            for cluster, source in list(self.engaged.items()):
+                if source == request.name:
+                    del self.engaged[cluster]
+                    await self._host.disengage(cluster)
+            return Result()
+        cluster = self._cluster_name(secret)
+        owner = self.engaged.get(cluster)
+        if owner is not None and owner != request.name:
+            log.error("Secrets %s and %s both name cluster %r; keeping %s", owner, request.name, cluster, owner)
+            return Result()
+        for other, source in list(self.engaged.items()):
+            if source == request.name and other != cluster:  # the annotation renamed the cluster
+                del self.engaged[other]
+                await self._host.disengage(other)
+        try:
+            config = await config_from_secret(secret, self.kubeconfig_key)
+        except ConfigError as exc:
+            log.error("cluster %s not engaged: %s", cluster, exc)
+            if cluster in self.engaged:
+                del self.engaged[cluster]
+                await self._host.disengage(cluster)
+            return Result()  # nothing to retry until the Secret changes
+        await self._host.engage(cluster, config, dict(labels_of(secret)))
+        self.engaged[cluster] = request.name
+        return Result()
+
+    async def run(
+        self, host: ClusterHost, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
+        self._host = host
+        local = host.local
+        controller = Controller(
+            f"provider-{self.name}",
+            self,
+            workers=self.workers,
+            needs_leader_election=False,
+            metrics=local.transport.metrics,
+        )
+        controller.for_(SECRETS, clusters=LOCAL, namespace=self.namespace, label_selector=self.label_selector)
+        self._informer = local.cache.informer(SECRETS, namespace=self.namespace, label_selector=self.label_selector)
+        self._controller = controller
+        controller.engage(local, is_local=True)
+        try:
+            async with anyio.create_task_group() as tg:
+                await tg.start(controller.run)
+                task_status.started()
+                await anyio.sleep_forever()
+        finally:
+            controller.disengage(local.name)
+            with anyio.CancelScope(shield=True):
+                for cluster in list(self.engaged):
+                    del self.engaged[cluster]
+                    await host.disengage(cluster)

@@ -1,0 +1,29 @@
+"""A reconcile request names one object in one cluster. The cluster name is part of the
+key: the same namespace/name in two clusters are two requests, and a request without
+a cluster name is refused rather than routed to some default cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .objects import name_of, namespace_of
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Request:
+    cluster: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.cluster}:{self.namespace}/{self.name}" if self.namespace else f"{self.cluster}:{self.name}"
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}" if self.namespace else self.name
+
+    @classmethod
+    def for_object(cls, cluster: str, obj: Mapping[str, Any]) -> Request:
+        return cls(cluster, namespace_of(obj), name_of(obj))

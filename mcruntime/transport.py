@@ -1,0 +1,277 @@
+"""The lean JSON transport: one aiohttp session (one connection pool) per cluster.
+
+Hot paths (cache fills, watch decoding, writes) send and receive bytes and parse them
+with orjson; kubernetes-asyncio only loaded the configuration (see `connection.py`).
+Every call has a timeout: requests a total one, watches a connect timeout plus a read
+timeout (no bytes for that long means the stream is dead, even without a FIN).
+The pool is unbounded for watches (one long-lived connection per informer, a number
+the runtime controls) and requests are bounded by a capacity limiter, so a burst of
+writes can never starve the watches of connections or the other way round."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+import anyio
+import orjson
+from yarl import URL
+
+from .connection import ConnectionConfig
+from .errors import APIError, TransportError
+from .metrics import RuntimeMetrics, default_metrics
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+MAX_LINE = 64 * 1024 * 1024
+_NET_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+
+
+class LineStream:
+    """The lines of a chunked watch response, without aiohttp's per-line size limit."""
+
+    def __init__(self, content: aiohttp.StreamReader, what: str) -> None:
+        self._content = content
+        self._what = what
+        self._pending: deque[bytes] = deque()
+        self._partial: list[bytes] = []
+        self._partial_len = 0
+
+    def __aiter__(self) -> LineStream:
+        return self
+
+    async def __anext__(self) -> bytes:
+        pending = self._pending
+        while not pending:
+            try:
+                chunk = await self._content.readany()
+            except _NET_ERRORS as exc:
+                raise TransportError(f"{self._what}: stream broke: {type(exc).__name__}: {exc}") from exc
+            if not chunk:
+                if self._partial:
+                    line = b"".join(self._partial)
+                    self._partial.clear()
+                    if line.strip():
+                        return line
+                raise StopAsyncIteration
+            if b"\n" not in chunk:
+                self._partial.append(chunk)
+                self._partial_len += len(chunk)
+                if self._partial_len > MAX_LINE:
+                    raise TransportError(f"{self._what}: a watch event exceeds {MAX_LINE} bytes")
+                continue
+            if self._partial:
+                self._partial.append(chunk)
+                chunk = b"".join(self._partial)
+                self._partial.clear()
+            lines = chunk.split(b"\n")
+            tail = lines.pop()
+            if tail:
+                self._partial.append(tail)
+            self._partial_len = len(tail)
+            pending.extend(line for line in lines if line)
+        return pending.popleft()
+
+
+class Transport:
+    def __init__(
+        self,
+        config: ConnectionConfig,
+        *,
+        cluster: str = "",
+        metrics: RuntimeMetrics | None = None,
+        request_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        max_concurrent_requests: int = 64,
+        max_throttle_retries: int = 3,
+        user_agent: str = "mcruntime",
+    ) -> None:
+        if request_timeout <= 0 or connect_timeout <= 0:
+            raise ValueError("request_timeout and connect_timeout must be positive")
+        self.config = config
+        self.cluster = cluster
+        self.metrics = metrics or default_metrics()
+        self.request_timeout = request_timeout
+        self.connect_timeout = connect_timeout
+        self.max_throttle_retries = max_throttle_retries
+        self.user_agent = user_agent
+        self._limiter = anyio.CapacityLimiter(max_concurrent_requests)
+        self._session: aiohttp.ClientSession | None = None
+        self._base = config.host
+
+    # ------------------------------------------------------------------ lifecycle
+    async def open(self) -> None:
+        if self._session is not None:
+            return
+        connector = aiohttp.TCPConnector(
+            limit=0, ssl=self.config.ssl_context if self.config.ssl_context is not None else True
+        )
+        self._session = aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": self.user_agent, "Accept": JSON},
+            read_bufsize=2**21,
+            skip_auto_headers=("Accept-Encoding",),
+        )
+
+    async def aclose(self) -> None:
+        session, self._session = self._session, None
+        if session is not None:
+            with anyio.CancelScope(shield=True):
+                await session.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._session is None
+
+    async def __aenter__(self) -> Transport:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *_exc: object) -> None:
+        await self.aclose()
+
+    def _require_session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            raise TransportError(f"cluster {self.cluster!r}: transport is closed")
+        return self._session
+
+    def url(self, path: str, query: Mapping[str, str] | None = None) -> URL:
+        url = URL(self._base + path, encoded=True)
+        return url.with_query(dict(query)) if query else url
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers: dict[str, str] = {}
+        auth = await self.config.auth.authorization()
+        if auth:
+            headers["Authorization"] = auth
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    def _record(self, verb: str, code: int | str, started: float) -> None:
+        attrs = {"cluster": self.cluster, "verb": verb}
+        self.metrics.request_latency.record(time.monotonic() - started, attrs)
+        self.metrics.requests.add(1, {**attrs, "code": str(code)})
+
+    # ------------------------------------------------------------------ requests
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        verb: str,
+        query: Mapping[str, str] | None = None,
+        body: bytes | None = None,
+        content_type: str | None = None,
+        within: float | None = None,
+    ) -> bytes:
+        """One API call; returns the response body. Raises APIError for non-2xx answers
+        (after retrying throttling answers that carry Retry-After) and TransportError
+        when no answer came within the timeout."""
+        session = self._require_session()
+        url = self.url(path, query)
+        limit = within or self.request_timeout
+        client_timeout = aiohttp.ClientTimeout(total=limit, sock_connect=min(limit, self.connect_timeout))
+        refreshed = False
+        attempt = 0
+        while True:
+            started = time.monotonic()
+            headers = await self._headers(content_type if body is not None else None)
+            try:
+                async with (
+                    self._limiter,
+                    session.request(
+                        method,
+                        url,
+                        data=body,
+                        headers=headers,
+                        timeout=client_timeout,
+                        proxy=self.config.proxy,
+                        server_hostname=self.config.tls_server_name,
+                    ) as resp,
+                ):
+                    status = resp.status
+                    data = await resp.read()
+                    retry_after = resp.headers.get("Retry-After")
+            except _NET_ERRORS as exc:
+                self._record(verb, "error", started)
+                what = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
+                raise TransportError(f"cluster {self.cluster!r}: {method} {path}: {what}") from exc
+            self._record(verb, status, started)
+            if status < 300:
+                return data
+            err = APIError.from_response(status, data, retry_after=retry_after, verb=method, path=path)
+            if status == 401 and not refreshed and await self.config.auth.refresh():
+                refreshed = True
+                continue
+            if err.retry_after is not None and (status == 429 or status >= 500) and attempt < self.max_throttle_retries:
+                attempt += 1
+                await anyio.sleep(min(err.retry_after, 10.0))
+                continue
+            raise err
+
+    async def request_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        verb: str,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str = JSON,
+        within: float | None = None,
+    ) -> Any:
+        raw = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
+        data = await self.request(
+            method, path, verb=verb, query=query, body=raw, content_type=content_type, within=within
+        )
+        if not data:
+            return None
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError as exc:
+            raise TransportError(f"cluster {self.cluster!r}: {method} {path}: answer is not JSON: {exc}") from exc
+
+    # ------------------------------------------------------------------ watches
+    @asynccontextmanager
+    async def watch(self, path: str, query: Mapping[str, str], *, read_timeout: float) -> AsyncIterator[LineStream]:
+        """Open a WATCH and yield its event lines. The connection is closed on exit,
+        whether the stream ended, failed, or the caller was cancelled."""
+        session = self._require_session()
+        url = self.url(path, {**query, "watch": "true"})
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout, sock_read=read_timeout)
+        started = time.monotonic()
+        try:
+            with anyio.fail_after(self.connect_timeout + read_timeout):  # a bound on getting the headers
+                resp = await session.get(
+                    url,
+                    headers=await self._headers(None),
+                    timeout=timeout,
+                    proxy=self.config.proxy,
+                    server_hostname=self.config.tls_server_name,
+                )
+        except (*_NET_ERRORS, TimeoutError) as exc:
+            self._record("watch", "error", started)
+            raise TransportError(f"cluster {self.cluster!r}: WATCH {path}: {type(exc).__name__}: {exc}") from exc
+        try:
+            self._record("watch", resp.status, started)
+            if resp.status != 200:
+                try:
+                    data = await resp.read()
+                except _NET_ERRORS:
+                    data = b""
+                if resp.status == 401:
+                    await self.config.auth.refresh()
+                raise APIError.from_response(
+                    resp.status, data, retry_after=resp.headers.get("Retry-After"), verb="WATCH", path=path
+                )
+            yield LineStream(resp.content, f"cluster {self.cluster!r}: WATCH {path}")
+        finally:
+            resp.close()

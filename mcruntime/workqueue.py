@@ -1,0 +1,192 @@
+"""A work queue with client-go's semantics:
+
+- an item queued several times is stored once (dirty set);
+- an item is handed to one worker at a time (processing set); added again while it is
+  processed, it is queued once more when that worker calls `done`;
+- `add_after` delays an add (the earliest pending time wins); `add_rate_limited` delays
+  by the rate limiter (per-item exponential backoff plus an overall bucket); `forget`
+  resets the item's backoff;
+- `shutdown` refuses new items and wakes every `get`, which keeps handing out what is
+  already queued and then raises `QueueShutDown`; `shutdown_with_drain` also waits until
+  in-flight items are done.
+
+Delays are served without a timer task: `get` sleeps until the earliest delayed item is
+due or something changes, so there is nothing to leak when the queue is dropped."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+import anyio
+
+from .metrics import RuntimeMetrics, default_metrics
+from .ratelimiter import RateLimiter, default_controller_rate_limiter
+
+T = TypeVar("T", bound=Hashable)
+
+
+class QueueShutDown(Exception):
+    """`get` on a queue that is shut down and empty."""
+
+
+class WorkQueue(Generic[T]):
+    def __init__(
+        self,
+        name: str = "",
+        *,
+        rate_limiter: RateLimiter[T] | None = None,
+        metrics: RuntimeMetrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.name = name
+        self.rate_limiter: RateLimiter[T] = rate_limiter or default_controller_rate_limiter()
+        self.metrics = metrics or default_metrics()
+        self._attrs = {"name": name}
+        self._clock = clock
+        self._queue: deque[T] = deque()
+        self._dirty: set[T] = set()
+        self._processing: set[T] = set()
+        self._queued_at: dict[T, float] = {}
+        self._started_at: dict[T, float] = {}
+        self._waiting: list[tuple[float, int, T]] = []
+        self._ready_at: dict[T, float] = {}
+        self._seq = itertools.count()
+        self._changed = anyio.Event()
+        self._shutting_down = False
+        self._drained = anyio.Event()
+
+    # ------------------------------------------------------------------ state
+    def __len__(self) -> int:
+        self._promote()
+        return len(self._queue)
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutting_down
+
+    @property
+    def processing(self) -> frozenset[T]:
+        return frozenset(self._processing)
+
+    @property
+    def waiting(self) -> int:
+        """Items whose delayed add is not due yet."""
+        return len(self._ready_at)
+
+    def _notify(self) -> None:
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    # ------------------------------------------------------------------ adding
+    def add(self, item: T) -> None:
+        if self._shutting_down or item in self._dirty:
+            return
+        self.metrics.queue_adds.add(1, self._attrs)
+        self._dirty.add(item)
+        if item in self._processing:
+            return  # queued again by `done`
+        self._enqueue(item)
+
+    def _enqueue(self, item: T) -> None:
+        self._queue.append(item)
+        self._queued_at.setdefault(item, self._clock())
+        self.metrics.queue_depth.add(1, self._attrs)
+        self._notify()
+
+    def add_after(self, item: T, delay: float) -> None:
+        if self._shutting_down:
+            return
+        if delay <= 0:
+            self.add(item)
+            return
+        ready = self._clock() + delay
+        current = self._ready_at.get(item)
+        if current is not None and current <= ready:
+            return
+        self._ready_at[item] = ready
+        heapq.heappush(self._waiting, (ready, next(self._seq), item))
+        self._notify()  # a getter may need to wake earlier than it planned
+
+    def add_rate_limited(self, item: T) -> None:
+        self.metrics.queue_retries.add(1, self._attrs)
+        self.add_after(item, self.rate_limiter.when(item))
+
+    def forget(self, item: T) -> None:
+        self.rate_limiter.forget(item)
+
+    def num_requeues(self, item: T) -> int:
+        return self.rate_limiter.num_requeues(item)
+
+    def _promote(self) -> None:
+        waiting = self._waiting
+        if not waiting:
+            return
+        now = self._clock()
+        while waiting and waiting[0][0] <= now:
+            ready, _seq, item = heapq.heappop(waiting)
+            if self._ready_at.get(item) == ready:
+                del self._ready_at[item]
+                self.add(item)
+
+    def _next_due(self) -> float | None:
+        waiting = self._waiting
+        while waiting and self._ready_at.get(waiting[0][2]) != waiting[0][0]:
+            heapq.heappop(waiting)  # superseded by an earlier add_after
+        return waiting[0][0] - self._clock() if waiting else None
+
+    # ------------------------------------------------------------------ taking
+    async def get(self) -> T:
+        """The next item, marked as being processed; the caller must call `done(item)`."""
+        while True:
+            self._promote()
+            if self._queue:
+                item = self._queue.popleft()
+                self._dirty.discard(item)
+                self._processing.add(item)
+                now = self._clock()
+                queued = self._queued_at.pop(item, now)
+                self._started_at[item] = now
+                self.metrics.queue_depth.add(-1, self._attrs)
+                self.metrics.queue_wait.record(now - queued, self._attrs)
+                return item
+            if self._shutting_down:
+                raise QueueShutDown(self.name)
+            changed = self._changed
+            due = self._next_due() if not self._shutting_down else None
+            with anyio.move_on_after(max(due, 0.0) if due is not None else None):
+                await changed.wait()
+
+    def done(self, item: T) -> None:
+        if item not in self._processing:
+            return
+        self._processing.discard(item)
+        started = self._started_at.pop(item, None)
+        if started is not None:
+            self.metrics.queue_work.record(self._clock() - started, self._attrs)
+        if item in self._dirty:
+            self._enqueue(item)
+        if self._shutting_down and not self._processing:
+            self._drained.set()
+
+    # ------------------------------------------------------------------ stopping
+    def shutdown(self) -> None:
+        if self._shutting_down:
+            return
+        self._shutting_down = True
+        self._waiting.clear()
+        self._ready_at.clear()
+        if not self._processing:
+            self._drained.set()
+        self._notify()
+
+    async def shutdown_with_drain(self, within: float | None = None) -> bool:
+        """Shut down and wait until no item is being processed; False if `within` ran out."""
+        self.shutdown()
+        with anyio.move_on_after(within):
+            await self._drained.wait()
+        return not self._processing

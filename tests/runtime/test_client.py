@@ -1,0 +1,168 @@
+from __future__ import annotations
+
+import anyio
+import pytest
+
+from kubeplane import EmbeddedAPIServer
+from mcruntime import APIError, Cluster, Preconditions, Resource, is_conflict, is_not_found, retry_on_conflict
+from mcruntime.resources import CONFIGMAPS
+
+from .support import Plane, configmap, eventually
+
+WIDGETS = Resource("example.com", "v1", "widgets", "Widget")
+
+
+def widget(name: str, **spec: object) -> dict[str, object]:
+    return {"metadata": {"name": name, "namespace": "default"}, "spec": dict(spec)}
+
+
+async def test_create_get_update_and_stale_update_conflicts(cluster: Cluster) -> None:
+    client = cluster.client
+    created = await client.create(CONFIGMAPS, configmap("c", a="1"))
+    assert created["metadata"]["uid"]
+    live = await client.get_live(CONFIGMAPS, "c", "default")
+    live["data"]["a"] = "2"
+    updated = await client.update(CONFIGMAPS, live)
+    assert updated["data"] == {"a": "2"}
+    live["data"]["a"] = "3"  # still carries the old resourceVersion
+    with pytest.raises(APIError) as err:
+        await client.update(CONFIGMAPS, live)
+    assert is_conflict(err.value)
+
+
+async def test_cached_reads_do_not_call_the_api(apiserver: EmbeddedAPIServer, cluster: Cluster, plane: Plane) -> None:
+    plane.create("configmaps", configmap("cached", a="1"))
+    counters = apiserver.plane.counters
+    first = await cluster.client.get(CONFIGMAPS, "cached", "default")
+    assert first["data"] == {"a": "1"}
+    for _ in range(5):
+        await cluster.client.get(CONFIGMAPS, "cached", "default")
+    assert counters.get("get", "configmaps") == 0
+    assert counters.get("list", "configmaps") == 1
+    with pytest.raises(APIError) as err:
+        await cluster.client.get(CONFIGMAPS, "missing", "default")
+    assert is_not_found(err.value)
+    cm2 = configmap("labelled")
+    cm2["metadata"]["labels"] = {"app": "web"}
+    plane.create("configmaps", cm2)
+    await eventually(lambda: cluster.cache.informer(CONFIGMAPS).get("default", "labelled"), what="cache update")
+    listed = await cluster.client.list(CONFIGMAPS, "default", label_selector="app=web")
+    assert [o["metadata"]["name"] for o in listed] == ["labelled"]
+
+
+async def test_merge_and_json_patches(cluster: Cluster) -> None:
+    client = cluster.client
+    await client.create(CONFIGMAPS, configmap("p", a="1", b="2"))
+    merged = await client.patch(CONFIGMAPS, "p", {"data": {"a": "x", "b": None}}, namespace="default")
+    assert merged["data"] == {"a": "x"}
+    patched = await client.patch(
+        CONFIGMAPS, "p", [{"op": "add", "path": "/data/c", "value": "3"}], namespace="default", patch_type="json"
+    )
+    assert patched["data"] == {"a": "x", "c": "3"}
+    with pytest.raises(ValueError, match="list of operations"):
+        await client.patch(CONFIGMAPS, "p", {"op": "add"}, namespace="default", patch_type="json")
+
+
+async def test_server_side_apply_with_field_managers(cluster: Cluster) -> None:
+    client = cluster.client
+    mine = configmap("ssa", owned="mine")
+    applied = await client.apply(CONFIGMAPS, mine, field_manager="alpha")
+    assert applied["data"] == {"owned": "mine"}
+    with pytest.raises(APIError) as err:
+        await client.apply(CONFIGMAPS, configmap("ssa", owned="theirs"), field_manager="beta")
+    assert err.value.status == 409
+    forced = await client.apply(CONFIGMAPS, configmap("ssa", owned="theirs"), field_manager="beta", force=True)
+    assert forced["data"] == {"owned": "theirs"}
+    managers = {m["manager"] for m in forced["metadata"]["managedFields"]}
+    assert "beta" in managers
+
+
+@pytest.mark.usefixtures("widgets")
+async def test_status_subresource_update_and_apply(cluster: Cluster) -> None:
+    client = cluster.client
+    created = await client.create(WIDGETS, widget("w", size=1))
+    created["status"] = {"phase": "Ready"}
+    created["spec"] = {"size": 99}  # ignored by the status subresource
+    after = await client.update_status(WIDGETS, created)
+    assert after["status"] == {"phase": "Ready"} and after["spec"] == {"size": 1}
+    # an Update and an Apply by the same manager name are two field managers (as in Kubernetes)
+    body = {"metadata": {"name": "w", "namespace": "default"}, "status": {"phase": "Done"}}
+    with pytest.raises(APIError) as err:
+        await client.apply_status(WIDGETS, body)
+    assert err.value.status == 409
+    applied = await client.apply_status(WIDGETS, body, force=True)
+    assert applied["status"]["phase"] == "Done"
+
+
+async def test_delete_with_preconditions_and_propagation(cluster: Cluster) -> None:
+    client = cluster.client
+    created = await client.create(CONFIGMAPS, configmap("d"))
+    with pytest.raises(APIError) as err:
+        await client.delete(CONFIGMAPS, "d", namespace="default", preconditions=Preconditions(uid="not-the-uid"))
+    assert is_conflict(err.value)
+    with pytest.raises(APIError) as err:
+        await client.delete(CONFIGMAPS, "d", namespace="default", preconditions=Preconditions(resource_version="1"))
+    assert is_conflict(err.value)
+    marked = await client.delete(
+        CONFIGMAPS,
+        "d",
+        namespace="default",
+        preconditions=Preconditions(uid=created["metadata"]["uid"]),
+        propagation_policy="Foreground",
+    )
+    assert marked is not None
+    assert "foregroundDeletion" in marked["metadata"].get("finalizers", [])
+    assert await client.delete(CONFIGMAPS, "never-there", namespace="default", ignore_not_found=True) is None
+    with pytest.raises(ValueError, match="propagation_policy"):
+        await client.delete(CONFIGMAPS, "d", namespace="default", propagation_policy="Sideways")  # type: ignore[arg-type]
+
+
+async def test_retry_on_conflict_reruns_the_read_modify_write(cluster: Cluster, plane: Plane) -> None:
+    client = cluster.client
+    await client.create(CONFIGMAPS, configmap("r", n="0"))
+    attempts = 0
+
+    async def bump() -> dict[str, object]:
+        nonlocal attempts
+        attempts += 1
+        live = await client.get_live(CONFIGMAPS, "r", "default")
+        if attempts == 1:  # someone else writes between our read and our write
+            other = plane.get("configmaps", "default", "r")
+            other["data"] = {"n": "10"}
+            plane.update("configmaps", other)
+        live["data"]["n"] = str(int(live["data"]["n"]) + 1)
+        return await client.update(CONFIGMAPS, live)
+
+    result = await retry_on_conflict(bump)
+    assert attempts == 2
+    assert result["data"] == {"n": "11"}
+
+
+async def test_throttling_is_retried_after_retry_after(apiserver: EmbeddedAPIServer, cluster: Cluster) -> None:
+    counters = apiserver.plane.counters
+    apiserver.plane.faults.configure(error_rate=1.0, error_code=429, retry_after_seconds=0, methods=["POST"])
+    with pytest.raises(APIError) as err:
+        await cluster.client.create(CONFIGMAPS, configmap("t"))
+    assert err.value.status == 429
+    assert counters.get("create", "configmaps") == 0, "faults answer before the request is counted"
+    assert apiserver.plane.faults.injected == 1 + cluster.transport.max_throttle_retries
+
+
+async def test_every_call_has_a_timeout(apiserver: EmbeddedAPIServer) -> None:
+    from mcruntime import TransportError
+
+    from .support import config_for
+
+    apiserver.plane.faults.configure(latency_seconds=2.0, methods=["GET"])
+    c = Cluster("slow", config_for(apiserver), transport_options={"request_timeout": 0.2})
+    async with c.started():
+        with anyio.fail_after(5), pytest.raises(TransportError, match="timed out"):
+            await c.client.get_live(CONFIGMAPS, "x", "default")
+
+
+async def test_bad_calls_fail_clearly(cluster: Cluster) -> None:
+    with pytest.raises(ValueError, match="namespaced"):
+        await cluster.client.create(CONFIGMAPS, {"metadata": {"name": "nons"}})
+    with pytest.raises(ValueError, match="is v1/Secret but the call is for v1/ConfigMap"):
+        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x", "namespace": "default"}}
+        await cluster.client.create(CONFIGMAPS, secret)

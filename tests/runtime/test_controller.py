@@ -1,0 +1,293 @@
+from __future__ import annotations
+
+import logging
+import random
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from kubeplane import EmbeddedAPIServer
+from mcruntime import (
+    APIError,
+    Cluster,
+    Controller,
+    ItemExponentialFailureRateLimiter,
+    PermanentError,
+    Request,
+    Result,
+    RuntimeMetrics,
+    TemporaryError,
+    logs,
+)
+from mcruntime.resources import CONFIGMAPS
+from mcruntime.source import ENGAGED
+
+from .support import Plane, configmap, eventually
+
+FAST = ItemExponentialFailureRateLimiter[Request](0.001, 0.02)
+
+
+def metric_points(reader: InMemoryMetricReader, name: str) -> dict[tuple[tuple[str, Any], ...], Any]:
+    data = reader.get_metrics_data()
+    out: dict[tuple[tuple[str, Any], ...], Any] = {}
+    if data is None:
+        return out
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == name:
+                    for point in metric.data.data_points:
+                        out[tuple(sorted(point.attributes.items()))] = point
+    return out
+
+
+async def run_controller(controller: Controller, body: Any) -> None:
+    async with anyio.create_task_group() as tg:
+        await tg.start(controller.run)
+        await body()
+        await controller.shutdown(grace=5)
+
+
+async def test_results_and_errors_decide_whether_and_when_a_request_returns(caplog: pytest.LogCaptureFixture) -> None:
+    calls: dict[str, int] = {}
+    conflict = APIError(409, "Conflict", "the object has been modified")
+
+    async def reconcile(req: Request) -> Result:
+        n = calls[req.name] = calls.get(req.name, 0) + 1
+        if req.name == "requeue-after" and n == 1:
+            return Result(requeue_after=0.05)
+        if req.name == "requeue" and n == 1:
+            return Result(requeue=True)
+        if req.name == "flaky" and n < 3:
+            raise RuntimeError("boom")
+        if req.name == "conflict" and n == 1:
+            raise conflict
+        if req.name == "permanent":
+            raise PermanentError("cannot ever work")
+        if req.name == "temporary" and n == 1:
+            raise TemporaryError("not yet", delay=0.05)
+        if req.name == "not-a-result" and n == 1:
+            return None  # type: ignore[return-value]
+        return Result()
+
+    reader = InMemoryMetricReader()
+    metrics = RuntimeMetrics(MeterProvider(metric_readers=[reader]))
+    controller = Controller("results", reconcile, workers=3, rate_limiter=FAST, metrics=metrics)
+    names = ["requeue-after", "requeue", "flaky", "conflict", "permanent", "temporary", "not-a-result", "plain"]
+
+    async def body() -> None:
+        for name in names:
+            controller.enqueue(Request("c", "ns", name))
+        expected = {"requeue-after": 2, "requeue": 2, "flaky": 3, "conflict": 2, "permanent": 1, "temporary": 2,
+                    "not-a-result": 2, "plain": 1}  # fmt: skip
+        await eventually(lambda: calls == expected and controller.in_flight == 0, what=f"calls {expected}, got {calls}")
+        await anyio.sleep(0.1)  # nothing else is due: a permanent error is not retried
+        assert calls == expected
+
+    with caplog.at_level(logging.DEBUG, logger="mcruntime.controller"):
+        await run_controller(controller, body)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not any("conflict" in m for m in errors), "conflicts must not be logged as errors"
+    assert any("must return a Result" in m for m in errors)
+    totals = {
+        dict(k)["result"]: p.value for k, p in metric_points(reader, "controller_runtime_reconcile_total").items()
+    }
+    assert totals["conflict"] == 1 and totals["requeue_after"] == 2 and totals["success"] == len(names) - 1
+    err_total = sum(p.value for p in metric_points(reader, "controller_runtime_reconcile_errors_total").values())
+    assert err_total == 2 + 1 + 1  # flaky twice, permanent once, not-a-result once
+
+
+async def test_empty_cluster_names_never_reach_the_reconciler() -> None:
+    seen: list[Request] = []
+
+    async def reconcile(req: Request) -> Result:
+        seen.append(req)
+        return Result()
+
+    controller = Controller("empty", reconcile)
+
+    async def body() -> None:
+        controller.enqueue(Request("", "ns", "x"))
+        controller.enqueue("not a request")
+        controller.enqueue(Request("real", "ns", "y"))
+        await eventually(lambda: seen, what="the valid request")
+
+    await run_controller(controller, body)
+    assert seen == [Request("real", "ns", "y")]
+
+
+async def test_reconciles_of_one_key_never_overlap_and_the_last_state_is_seen() -> None:
+    state = {f"k{i}": 0 for i in range(4)}
+    seen: dict[str, int] = {}
+    active: set[str] = set()
+    overlaps: list[str] = []
+
+    async def reconcile(req: Request) -> Result:
+        if req.name in active:
+            overlaps.append(req.name)
+        active.add(req.name)
+        observed = state[req.name]
+        await anyio.lowlevel.checkpoint()
+        await anyio.lowlevel.checkpoint()
+        seen[req.name] = observed
+        active.discard(req.name)
+        return Result()
+
+    controller = Controller("load", reconcile, workers=6)
+
+    async def producer(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(60):
+            key = rng.choice(list(state))
+            state[key] += 1
+            controller.enqueue(Request("c", "ns", key))
+            await anyio.lowlevel.checkpoint()
+
+    async def body() -> None:
+        async with anyio.create_task_group() as tg:
+            for seed in range(40):
+                tg.start_soon(producer, seed)
+        await eventually(lambda: seen == state and controller.in_flight == 0, what="the last state of every key")
+
+    await run_controller(controller, body)
+    assert overlaps == []
+
+
+async def test_through_an_informer_the_final_reconcile_sees_the_last_update(
+    apiserver: EmbeddedAPIServer, cluster: Cluster, plane: Plane
+) -> None:
+    seen: dict[str, str] = {}
+
+    async def reconcile(req: Request) -> Result:
+        obj = await cluster.client.get(CONFIGMAPS, req.name, req.namespace)
+        seen[req.name] = obj["data"]["n"]
+        return Result()
+
+    controller = Controller("informed", reconcile, workers=4).for_(CONFIGMAPS, clusters=ENGAGED)
+    controller.engage(cluster)
+    names = ["a", "b", "c"]
+    for name in names:
+        plane.create("configmaps", configmap(name, n="0"))
+
+    async def body() -> None:
+        for i in range(1, 101):
+            for name in names:
+                cm = plane.get("configmaps", "default", name)
+                cm["data"] = {"n": str(i)}
+                plane.update("configmaps", cm)
+            if i % 10 == 0:
+                await anyio.lowlevel.checkpoint()
+        await eventually(lambda: all(seen.get(n) == "100" for n in names), what=f"n=100 everywhere, saw {seen}")
+
+    await run_controller(controller, body)
+
+
+async def test_a_span_and_log_fields_per_reconcile() -> None:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    fields: list[dict[str, Any]] = []
+
+    async def reconcile(req: Request) -> Result:
+        fields.append(logs.current_fields())
+        if req.name == "bad":
+            raise RuntimeError("bad object")
+        return Result()
+
+    controller = Controller("traced", reconcile, tracer_provider=provider, rate_limiter=FAST)
+
+    async def body() -> None:
+        controller.enqueue(Request("cell-a", "ns", "good"))
+        controller.enqueue(Request("cell-a", "ns", "bad"))
+        await eventually(lambda: len(exporter.get_finished_spans()) >= 2, what="two spans")
+
+    await run_controller(controller, body)
+    spans = {s.attributes["k8s.object.name"]: s for s in exporter.get_finished_spans()}  # type: ignore[index]
+    good = spans["good"]
+    assert good.attributes is not None
+    assert good.attributes["k8s.cluster.name"] == "cell-a" and good.attributes["k8s.namespace.name"] == "ns"
+    assert good.attributes["result"] == "success"
+    assert spans["bad"].status.status_code.name == "ERROR"
+    assert fields[0] == {"controller": "traced", "cluster": "cell-a", "namespace": "ns", "name": "good"}
+
+
+async def test_shutdown_lets_in_flight_reconciles_finish() -> None:
+    release = anyio.Event()
+    finished: list[str] = []
+    started = anyio.Event()
+
+    async def reconcile(req: Request) -> Result:
+        started.set()
+        await release.wait()
+        finished.append(req.name)
+        return Result()
+
+    controller = Controller("graceful", reconcile)
+    async with anyio.create_task_group() as tg:
+        await tg.start(controller.run)
+        controller.enqueue(Request("c", "ns", "in-flight"))
+        controller.enqueue(Request("c", "ns", "queued-behind"))
+        await started.wait()
+        tg.start_soon(controller.shutdown, 5.0)
+        await anyio.sleep(0.02)
+        assert finished == []
+        release.set()
+    assert finished == ["in-flight"], "in-flight work finishes; queued work is left for the next leader"
+
+
+async def test_shutdown_cancels_reconciles_that_overrun_the_grace_period() -> None:
+    async def reconcile(req: Request) -> Result:
+        await anyio.sleep_forever()
+        return Result()
+
+    controller = Controller("stuck", reconcile)
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            await tg.start(controller.run)
+            controller.enqueue(Request("c", "ns", "x"))
+            await eventually(lambda: controller.in_flight == 1, what="the reconcile to start")
+            await controller.shutdown(grace=0.05)
+
+
+async def test_a_reconcile_timeout_turns_into_a_retry() -> None:
+    calls = 0
+
+    async def reconcile(req: Request) -> Result:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            await anyio.sleep(10)
+        return Result()
+
+    controller = Controller("timeouts", reconcile, reconcile_timeout=0.05, rate_limiter=FAST)
+
+    async def body() -> None:
+        controller.enqueue(Request("c", "ns", "x"))
+        await eventually(lambda: calls == 2, what="a retry after the timeout")
+
+    await run_controller(controller, body)
+
+
+def test_bad_controller_options_are_refused() -> None:
+    async def reconcile(req: Request) -> Result:
+        return Result()
+
+    with pytest.raises(ValueError, match="workers"):
+        Controller("x", reconcile, workers=0)
+    with pytest.raises(TypeError, match="EventHandler"):
+        Controller("x", reconcile).watch(CONFIGMAPS, lambda *a: None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="requeue_after"):
+        Result(requeue_after=-1)
+
+
+def test_result_sooner_keeps_the_earliest_requeue() -> None:
+    combined = Result.sooner(Result(requeue_after=30), Result(), Result(requeue_after=5))
+    assert combined == Result(requeue=False, requeue_after=5)
+    assert Result.sooner(Result(requeue=True), Result()).requeue

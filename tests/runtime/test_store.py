@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+import pytest
+
+from mcruntime import Store, indexers
+
+
+def obj(name: str, ns: str = "default", *, labels: dict[str, str] | None = None, owners: list[str] | None = None,
+        node: str | None = None) -> dict[str, object]:  # fmt: skip
+    meta: dict[str, object] = {"name": name, "namespace": ns, "labels": labels or {}}
+    if owners:
+        meta["ownerReferences"] = [
+            {"apiVersion": "v1", "kind": "Owner", "name": f"o-{u}", "uid": u, "controller": i == 0}
+            for i, u in enumerate(owners)
+        ]
+    return {"metadata": meta, "spec": {"nodeName": node} if node else {}}
+
+
+def key(o: dict[str, object]) -> str:
+    meta = o["metadata"]
+    assert isinstance(meta, dict)
+    return f"{meta['namespace']}/{meta['name']}"
+
+
+def names(items: list[dict[str, object]]) -> list[str]:
+    return sorted(str(i["metadata"]["name"]) for i in items)  # type: ignore[index]
+
+
+def test_indexes_by_namespace_owner_label_and_custom_function() -> None:
+    store = Store(
+        {
+            indexers.OWNER_UID: indexers.owner_uid,
+            indexers.CONTROLLER_UID: indexers.controller_uid,
+            "label:app": indexers.label_value("app"),
+            "node": indexers.field_value("spec.nodeName"),
+        }
+    )
+    for o in (
+        obj("a", labels={"app": "web"}, owners=["u1", "u2"], node="n1"),
+        obj("b", labels={"app": "db"}, owners=["u2"], node="n1"),
+        obj("c", "other", labels={"app": "web"}),
+    ):
+        store.put(key(o), o)
+    assert names(store.by_index(indexers.NAMESPACE, "default")) == ["a", "b"]
+    assert names(store.by_index(indexers.OWNER_UID, "u2")) == ["a", "b"]
+    assert names(store.by_index(indexers.CONTROLLER_UID, "u2")) == ["b"]
+    assert names(store.by_index("label:app", "web")) == ["a", "c"]
+    assert names(store.by_index("node", "n1")) == ["a", "b"]
+
+
+def test_updates_move_index_entries_and_deletes_remove_them() -> None:
+    store = Store({"label:app": indexers.label_value("app")})
+    store.put("default/a", obj("a", labels={"app": "web"}))
+    store.put("default/a", obj("a", labels={"app": "db"}))
+    assert store.index_keys("label:app", "web") == []
+    assert store.index_keys("label:app", "db") == ["default/a"]
+    store.delete("default/a")
+    assert store.index_keys("label:app", "db") == []
+    assert store.index_keys(indexers.NAMESPACE, "default") == []
+    assert len(store) == 0
+
+
+def test_an_indexer_added_later_indexes_existing_objects() -> None:
+    store = Store()
+    store.put("default/a", obj("a", labels={"tier": "1"}))
+    store.add_indexer("tier", indexers.label_value("tier"))
+    store.add_indexer("tier", indexers.label_value("tier"))  # the same index again is fine
+    assert store.index_keys("tier", "1") == ["default/a"]
+    with pytest.raises(ValueError, match="already exists"):
+        store.add_indexer("tier", indexers.label_value("other"))
+    with pytest.raises(KeyError, match="no index named 'missing'"):
+        store.by_index("missing", "x")
+
+
+def test_reads_are_independent_copies() -> None:
+    store = Store()
+    store.put("default/a", obj("a", labels={"app": "web"}))
+    first = store.get("default/a")
+    assert first is not None
+    first["metadata"]["labels"]["app"] = "changed"  # type: ignore[index]
+    again = store.get("default/a")
+    assert again is not None and again["metadata"]["labels"]["app"] == "web"  # type: ignore[index]
+
+
+def test_a_failing_custom_index_does_not_lose_the_object() -> None:
+    def broken(_o: dict[str, object]) -> list[str]:
+        raise RuntimeError("bug in an index function")
+
+    store = Store({"broken": broken})
+    store.put("default/a", obj("a"))
+    assert store.get("default/a") is not None
+    assert store.index_keys("broken", "x") == []

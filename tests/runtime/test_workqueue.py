@@ -1,0 +1,201 @@
+from __future__ import annotations
+
+import random
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from mcruntime import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    QueueShutDown,
+    WorkQueue,
+)
+
+from .support import eventually
+
+
+def fast_queue() -> WorkQueue[str]:
+    return WorkQueue("test", rate_limiter=ItemExponentialFailureRateLimiter(0.001, 0.01))
+
+
+async def test_an_item_queued_many_times_is_stored_once() -> None:
+    q = fast_queue()
+    for _ in range(5):
+        q.add("a")
+    q.add("b")
+    assert len(q) == 2
+    assert await q.get() == "a"
+    assert await q.get() == "b"
+    assert len(q) == 0
+
+
+async def test_an_item_added_while_processing_is_requeued_after_done_not_before() -> None:
+    q = fast_queue()
+    q.add("a")
+    item = await q.get()
+    q.add("a")
+    q.add("a")
+    assert len(q) == 0, "a key being processed must not be handed to a second worker"
+    q.done(item)
+    assert len(q) == 1, "the re-add during processing must come back exactly once"
+    assert await q.get() == "a"
+
+
+async def test_under_load_no_key_is_processed_concurrently_and_no_update_is_lost() -> None:
+    q: WorkQueue[str] = fast_queue()
+    keys = [f"key-{i}" for i in range(5)]
+    state = dict.fromkeys(keys, 0)  # the "object" each key stands for; producers bump it
+    seen = dict.fromkeys(keys, -1)  # the state the last processing of each key observed
+    active: set[str] = set()
+    violations: list[str] = []
+    rng = random.Random(7)
+
+    async def producer(n: int) -> None:
+        for _ in range(100):
+            key = rng.choice(keys)
+            state[key] += 1
+            q.add(key)
+            if rng.random() < 0.5:
+                await anyio.lowlevel.checkpoint()
+
+    async def worker() -> None:
+        while True:
+            try:
+                key = await q.get()
+            except QueueShutDown:
+                return
+            if key in active:
+                violations.append(key)
+            active.add(key)
+            observed = state[key]
+            for _ in range(rng.randint(0, 3)):
+                await anyio.lowlevel.checkpoint()  # work that yields, so other workers interleave
+            seen[key] = observed
+            active.discard(key)
+            q.done(key)
+
+    async with anyio.create_task_group() as workers:
+        for _ in range(8):
+            workers.start_soon(worker)
+        async with anyio.create_task_group() as producers:
+            for n in range(50):  # 50 tasks x 100 adds = 5000 adds of 5 keys
+                producers.start_soon(producer, n)
+        await eventually(lambda: not len(q) and not q.processing, what="the queue to drain")
+        q.shutdown()
+    assert violations == []
+    assert seen == state, "the final processing of each key must observe its last state"
+
+
+async def test_add_after_delays_and_the_earliest_time_wins() -> None:
+    q = fast_queue()
+    q.add_after("late", 0.3)
+    q.add_after("soon", 0.02)
+    q.add_after("moved-up", 60)
+    q.add_after("moved-up", 0.05)
+    assert len(q) == 0
+    with anyio.fail_after(5):
+        assert await q.get() == "soon"
+        assert await q.get() == "moved-up"
+        assert await q.get() == "late"
+
+
+async def test_a_delayed_add_that_comes_due_while_queued_is_deduplicated() -> None:
+    q = fast_queue()
+    q.add("a")
+    q.add_after("a", 0.01)
+    await anyio.sleep(0.05)
+    assert len(q) == 1
+    assert await q.get() == "a"
+    assert len(q) == 0
+
+
+def test_item_exponential_backoff_doubles_to_a_cap_and_forget_resets() -> None:
+    rl: ItemExponentialFailureRateLimiter[str] = ItemExponentialFailureRateLimiter(0.005, 0.02)
+    assert [rl.when("a") for _ in range(4)] == [0.005, 0.01, 0.02, 0.02]
+    assert rl.num_requeues("a") == 4
+    assert rl.when("b") == 0.005, "backoff is per item"
+    rl.forget("a")
+    assert rl.num_requeues("a") == 0
+    assert rl.when("a") == 0.005
+
+
+def test_bucket_limits_the_overall_rate_beyond_the_burst() -> None:
+    now = [0.0]
+    rl: BucketRateLimiter[str] = BucketRateLimiter(qps=10, burst=2, clock=lambda: now[0])
+    assert rl.when("a") == 0
+    assert rl.when("b") == 0
+    assert rl.when("c") == pytest.approx(0.1)
+    assert rl.when("d") == pytest.approx(0.2)
+    now[0] = 10.0
+    assert rl.when("e") == 0
+
+
+def test_max_of_takes_the_longest_delay() -> None:
+    now = [0.0]
+    rl: MaxOfRateLimiter[str] = MaxOfRateLimiter(
+        ItemExponentialFailureRateLimiter(0.001, 1.0), BucketRateLimiter(qps=1, burst=1, clock=lambda: now[0])
+    )
+    assert rl.when("a") == 0.001
+    assert rl.when("a") == pytest.approx(1.0)
+    assert rl.num_requeues("a") == 2
+
+
+async def test_add_rate_limited_requeues_with_growing_delay() -> None:
+    q = WorkQueue[str]("t", rate_limiter=ItemExponentialFailureRateLimiter(0.05, 1.0))
+    q.add_rate_limited("a")
+    q.add_rate_limited("a")  # the second failure asks for 0.1 s but the earlier 0.05 s wins
+    assert q.num_requeues("a") == 2
+    assert len(q) == 0
+    with anyio.fail_after(2):
+        assert await q.get() == "a"
+    q.forget("a")
+    assert q.num_requeues("a") == 0
+
+
+async def test_shutdown_hands_out_what_is_queued_then_refuses() -> None:
+    q = fast_queue()
+    q.add("a")
+    q.add_after("delayed", 0.01)
+    q.shutdown()
+    q.add("b")
+    assert await q.get() == "a"
+    with pytest.raises(QueueShutDown):
+        await q.get()
+
+
+async def test_shutdown_wakes_blocked_getters() -> None:
+    q = fast_queue()
+    failures: list[BaseException] = []
+
+    async def getter() -> None:
+        try:
+            await q.get()
+        except QueueShutDown as exc:
+            failures.append(exc)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(3):
+            tg.start_soon(getter)
+        await anyio.sleep(0.01)
+        q.shutdown()
+    assert len(failures) == 3
+
+
+async def test_shutdown_with_drain_waits_for_in_flight_items() -> None:
+    q = fast_queue()
+    q.add("a")
+    item = await q.get()
+    drained: list[bool] = []
+
+    async def drain() -> None:
+        drained.append(await q.shutdown_with_drain(within=5))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(drain)
+        await anyio.sleep(0.02)
+        assert drained == [], "drain must wait for the item being processed"
+        q.done(item)
+    assert drained == [True]
