@@ -138,13 +138,19 @@ _RESTART = ("Always", "OnFailure", "Never")
 
 def _pod_prepare_create(obj: Obj, _old: Obj | None) -> None:
     spec = obj.setdefault("spec", {})
+    default_pod_spec(spec)
+    spec.setdefault("priority", 0)  # the Priority admission plugin's doing, so pods only (not templates)
+    obj["status"] = {"phase": "Pending", "qosClass": _qos(spec)}
+
+
+def default_pod_spec(spec: Obj) -> None:
+    """SetDefaults_PodSpec and SetDefaults_Container: what a pod or pod template gets."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("securityContext", {})
     spec.setdefault("enableServiceLinks", True)
-    spec.setdefault("priority", 0)
     for group in ("initContainers", "containers"):
         for container in spec.get(group) or []:
             if not isinstance(container, dict):
@@ -159,7 +165,6 @@ def _pod_prepare_create(obj: Obj, _old: Obj | None) -> None:
             for port in container.get("ports") or []:
                 if isinstance(port, dict):
                     port.setdefault("protocol", "TCP")
-    obj["status"] = {"phase": "Pending", "qosClass": _qos(spec)}
 
 
 def _qos(spec: Obj) -> str:

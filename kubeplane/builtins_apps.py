@@ -9,7 +9,7 @@ import ipaddress
 from typing import Any
 
 from .builtin_schemas import POD_SPEC, any_, arr, b, conditions, i, int_or_string, keyed, obj, s, smap, top
-from .builtins import age_col, name_col
+from .builtins import age_col, default_pod_spec, name_col
 from .errors import FieldError, invalid, required, unsupported
 from .registry import Column, Obj, Registry, ResourceType, ScalePaths
 from .selectors import label_selector_to_string, parse_label_selector
@@ -91,10 +91,7 @@ def _deployment_prepare(obj_: Obj, _old: Obj | None) -> None:
     )
     template_spec = (spec.get("template") or {}).get("spec")
     if isinstance(template_spec, dict):
-        template_spec.setdefault("restartPolicy", "Always")
-        template_spec.setdefault("terminationGracePeriodSeconds", 30)
-        template_spec.setdefault("dnsPolicy", "ClusterFirst")
-        template_spec.setdefault("schedulerName", "default-scheduler")
+        default_pod_spec(template_spec)  # the pod template gets a pod's defaults
 
 
 def _deployment_validate(obj_: Obj, old: Obj | None) -> list[FieldError]:

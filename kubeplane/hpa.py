@@ -14,7 +14,6 @@ from typing import Any
 import orjson
 
 from .builtin_schemas import any_, i, obj, s, top
-from .builtins import age_col, name_col
 from .registry import Column, Obj, Preparer, Registry
 
 METRICS = "autoscaling.alpha.kubernetes.io/metrics"
@@ -211,26 +210,8 @@ def install_hpa(registry: Registry) -> None:
     v1.schema = HPA_V1
     v1.storage_group, v1.storage_version = "autoscaling", "v2"
     v1.to_served, v1.to_storage = v2_to_v1, v1_to_v2
-    v1.columns = (
-        name_col(),
-        Column(
-            "Reference",
-            "string",
-            "The target of the autoscaler",
-            lambda o: "{kind}/{name}".format(
-                **{"kind": "", "name": "", **((o.get("spec") or {}).get("scaleTargetRef") or {})}
-            ),
-        ),
-        Column("Targets", "string", "Current and target CPU utilization", _v1_targets),
-        Column(
-            "MinPods",
-            "string",
-            "Lower replica limit",
-            lambda o: str((o.get("spec") or {}).get("minReplicas", "<unset>")),
-        ),
-        Column("MaxPods", "integer", "Upper replica limit", lambda o: (o.get("spec") or {}).get("maxReplicas", 0)),
-        Column("Replicas", "integer", "Current replicas", lambda o: (o.get("status") or {}).get("currentReplicas", 0)),
-        age_col(),
-    )
+    # the v2 table, with the CPU-only target column a v1 object can fill
+    targets = Column("Targets", "string", "Current and target CPU utilization", _v1_targets)
+    v1.columns = tuple(targets if c.name == "Targets" else c for c in v2.columns)
     v1.extra = {}
     registry.add(v1)

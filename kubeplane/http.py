@@ -485,32 +485,37 @@ class HTTPFront:
                 raise errors.bad_request("DeleteOptions must be a JSON object")
             body = parsed
         policy = q.get("propagationPolicy") or body.get("propagationPolicy")
-        orphan = q.get("orphanDependents") or body.get("orphanDependents")
-        if policy is None and orphan is not None:
-            policy = "Orphan" if orphan in (True, "true") else "Background"
-        if policy not in (None, "Background", "Foreground", "Orphan"):
-            raise errors.invalid_object(
-                "DeleteOptions",
-                "",
-                "",
-                [errors.unsupported("propagationPolicy", policy, ["Background", "Foreground", "Orphan"])],
+        orphan_raw = q.get("orphanDependents") if "orphanDependents" in q else body.get("orphanDependents")
+        orphan = None if orphan_raw is None else orphan_raw in (True, "true", "True", "1")
+        # kube-apiserver validates DeleteOptions and answers 422 Invalid for them
+        problems: list[errors.FieldError] = []
+        if orphan is not None and policy is not None:
+            problems.append(
+                errors.invalid(
+                    "propagationPolicy", policy, "orphanDependents and deletionPropagation cannot be both set"
+                )
             )
+        if policy not in (None, "Background", "Foreground", "Orphan"):
+            problems.append(errors.unsupported("propagationPolicy", policy, ["Background", "Foreground", "Orphan"]))
+        dry = q.getall("dryRun", []) or body.get("dryRun") or []
+        problems.extend(errors.unsupported("dryRun", v, ["All"]) for v in dry if v != "All")
+        if problems:
+            raise errors.invalid_object("DeleteOptions", "meta.k8s.io", "", problems)
+        if policy is None and orphan is not None:
+            policy = "Orphan" if orphan else "Background"
         grace = q.get("gracePeriodSeconds", body.get("gracePeriodSeconds"))
         try:
             grace_i = int(grace) if grace is not None else None
         except (TypeError, ValueError):
             raise errors.bad_request(f"gracePeriodSeconds must be an integer, got {grace!r}") from None
         pre = body.get("preconditions") or {}
-        dry = q.getall("dryRun", []) or body.get("dryRun") or []
-        for value in dry:
-            if value != "All":
-                raise errors.bad_request(f'dryRun: Unsupported value: "{value}": supported values: "All"')
         return DeleteOptions(
             propagation=policy,
             grace_period=grace_i,
             uid=pre.get("uid"),
             resource_version=pre.get("resourceVersion"),
             dry_run=bool(dry),
+            orphan_dependents=orphan,
         )
 
     async def _delete(self, request: BaseRequest, t: Target) -> web.Response:
@@ -525,7 +530,11 @@ class HTTPFront:
                 details["group"] = rt.group
             status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
             return json_response(orjson.dumps(status))
-        return self._object_response(request, rt, entry.obj, None)
+        resp = self._object_response(request, rt, entry.obj, None)
+        if not deleted and opts.orphan_dependents is False:
+            # kube-apiserver's one 202: a pending deletion asked for with orphanDependents=false
+            resp.set_status(202)
+        return resp
 
     async def _delete_collection(self, request: BaseRequest, t: Target) -> web.Response:
         rt = t.rt

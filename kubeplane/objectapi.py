@@ -56,6 +56,7 @@ class DeleteOptions:
     uid: str | None = None
     resource_version: str | None = None
     dry_run: bool = False
+    orphan_dependents: bool | None = None  # the deprecated form of propagationPolicy, if sent
 
 
 @dataclass

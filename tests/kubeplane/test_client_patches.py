@@ -57,6 +57,8 @@ async def test_merge_json_and_strategic_patches(k8s: ApiClient) -> None:
     # a patch that carries a stale resourceVersion is a conflict; the current one succeeds
     stale = {"metadata": {"resourceVersion": "2"}, "data": {"q": "1"}}
     await api_error(core.patch_namespaced_config_map("c", "default", stale, _content_type=MERGE), 409, "Conflict")
+    stale_json = [{"op": "replace", "path": "/metadata/resourceVersion", "value": "2"}]
+    await api_error(core.patch_namespaced_config_map("c", "default", stale_json), 409, "Conflict")
     fresh = {"metadata": {"resourceVersion": got.metadata.resource_version}, "data": {"q": "1"}}
     got = await core.patch_namespaced_config_map("c", "default", fresh, _content_type=MERGE)
     assert got.data["q"] == "1"

@@ -178,3 +178,46 @@ async def test_zero_values_of_non_omitempty_and_pointer_fields_are_kept(client: 
     old = crd["spec"]["versions"][1]
     assert (old["served"], old["storage"]) == (False, False)
     assert old["schema"]["openAPIV3Schema"]["additionalProperties"] is False
+
+
+async def test_deployment_pod_template_gets_pod_defaults(client: Client) -> None:
+    deployment = await client.request(
+        "POST",
+        "/apis/apps/v1/namespaces/default/deployments",
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": "d"},
+            "spec": {
+                "selector": {"matchLabels": {"app": "d"}},
+                "template": {
+                    "metadata": {"labels": {"app": "d"}},
+                    "spec": {"containers": [{"name": "c", "image": "nginx:1.27", "ports": [{"containerPort": 80}]}]},
+                },
+            },
+        },
+    )
+    template = deployment["spec"]["template"]["spec"]
+    assert template["containers"][0]["ports"] == [{"containerPort": 80, "protocol": "TCP"}]
+    assert template["containers"][0]["imagePullPolicy"] == "IfNotPresent"
+    assert (template["restartPolicy"], template["dnsPolicy"]) == ("Always", "ClusterFirst")
+    assert "priority" not in template, "priority is set by admission on pods, not on templates"
+
+
+async def test_delete_options_are_validated_and_orphan_false_pending_is_202(
+    apiserver: EmbeddedAPIServer, client: Client
+) -> None:
+    await client.request(
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "held", "finalizers": ["example.com/x"]}},
+    )
+    path = "/api/v1/namespaces/default/configmaps/held"
+    bad = await client.request("DELETE", path, {"dryRun": ["Some"]}, expect=422)
+    assert bad["message"].startswith('DeleteOptions.meta.k8s.io "" is invalid: dryRun: Unsupported value: "Some"')
+    both = await client.request(
+        "DELETE", path, {"orphanDependents": False, "propagationPolicy": "Foreground"}, expect=422
+    )
+    assert "orphanDependents and deletionPropagation cannot be both set" in both["message"]
+    marked = await client.request("DELETE", path, {"orphanDependents": False}, expect=202)
+    assert marked["metadata"]["deletionTimestamp"]
