@@ -44,26 +44,53 @@ class TypeMismatch(Exception):
         super().__init__(f"json: cannot unmarshal {got} into Go struct field {at.struct}.{at.go} of type {go_type}")
 
 
-@dataclass(frozen=True)
 class _At:
-    """Where a value sits: `path` as strict decoding reports it (with list indexes), `go` and
-    `struct` as Go's json errors do (dotted from the root, innermost struct type)."""
+    """Where a value sits, as a cheap link to its parent; the two spellings of the path are
+    only built when something is reported: `path` as strict decoding prints it (with list
+    indexes), `go`/`struct` as Go's json errors do (dotted from the root, no indexes or map
+    keys, innermost struct type)."""
 
-    path: str
-    go: str
-    struct: str
+    __slots__ = ("kind", "parent", "segment", "struct")
+
+    def __init__(self, parent: _At | None, segment: str, struct: str, kind: str = "field") -> None:
+        self.parent = parent
+        self.segment = segment
+        self.struct = struct
+        self.kind = kind  # "field" | "index" | "key"
 
     def child(self, name: str) -> _At:
-        return _At(_join(self.path, name), _join(self.go, name), self.struct)
+        return _At(self, name, self.struct)
 
     def index(self, i: int) -> _At:
-        return _At(f"{self.path}[{i}]", self.go, self.struct)
+        return _At(self, str(i), self.struct, "index")
 
     def key(self, k: str) -> _At:
-        return _At(_join(self.path, k), self.go, self.struct)
+        return _At(self, k, self.struct, "key")
 
     def inside(self, message: str) -> _At:
-        return _At(self.path, self.go, message.rpartition(".")[2])
+        return _At(self.parent, self.segment, message.rpartition(".")[2], self.kind)
+
+    def _chain(self) -> list[_At]:
+        out: list[_At] = []
+        node: _At | None = self
+        while node is not None:
+            out.append(node)
+            node = node.parent
+        return out[::-1]
+
+    @property
+    def path(self) -> str:
+        text = ""
+        for node in self._chain():
+            if node.kind == "index":
+                text += f"[{node.segment}]"
+            elif node.segment:
+                text = _join(text, node.segment)
+        return text
+
+    @property
+    def go(self) -> str:
+        return ".".join(n.segment for n in self._chain() if n.kind == "field" and n.segment)
 
 
 def supports(api_version: str, kind: str) -> bool:
@@ -88,7 +115,7 @@ def normalize(obj: Obj, api_version: str, kind: str) -> Outcome:
     message_name = KINDS[(api_version, kind)]
     outcome = Outcome()
     try:
-        _object(obj, message_name, _At("", "", kind), outcome, top=True)
+        _object(obj, message_name, _At(None, "", kind), outcome, top=True)
     except TypeMismatch as exc:
         version = api_version.rpartition("/")[2]
         raise APIError(
@@ -143,13 +170,21 @@ def _field_value(value: Any, f: Field, at: _At, outcome: Outcome) -> Any:
     if f.repeated:
         if not isinstance(value, list):
             raise TypeMismatch(_json_type(value), at, f"[]{_go(f)}")
-        items = [_element(v, f, at.index(i), outcome) for i, v in enumerate(value)]
+        if f.type == "string" and all(type(v) is str for v in value):
+            items = value
+        else:
+            items = [_element(v, f, at.index(i), outcome) for i, v in enumerate(value)]
         return items if items or f.keep_zero else _DROP
     if f.map_value:
         if not isinstance(value, dict):
             raise TypeMismatch(_json_type(value), at, f"map[string]{_go(f)}")
-        out = {k: _element(v, f, at.key(k), outcome) for k, v in value.items()}
+        if f.type == "string" and all(type(v) is str for v in value.values()):
+            out = value  # labels, annotations, data: the common case needs no walk
+        else:
+            out = {k: _element(v, f, at.key(k), outcome) for k, v in value.items()}
         return out if out or f.keep_zero else _DROP
+    if f.type == "string" and type(value) is str:
+        return value if value or f.keep_zero else _DROP
     converted = _element(value, f, at, outcome)
     if f.type in SCALARS and not f.keep_zero and converted in ("", 0, False) and not isinstance(converted, float):
         return _DROP
