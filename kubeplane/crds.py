@@ -11,6 +11,7 @@ import anyio
 
 from .builtin_schemas import SCHEMAS
 from .builtins import name_col
+from .cel import crd_rule_errors
 from .errors import APIError, FieldError, invalid, required, unsupported
 from .follow import Follower
 from .jsonpath import JSONPathError, compile_path
@@ -131,7 +132,10 @@ def _validate_versions(versions: Any) -> list[FieldError]:
         if schema is None:
             errs.append(required(f"{path}.schema.openAPIV3Schema", "schemas are required"))
         else:
-            errs.extend(structural_errors(schema, f"{path}.schema.openAPIV3Schema"))
+            schema_errs = structural_errors(schema, f"{path}.schema.openAPIV3Schema")
+            errs.extend(schema_errs)
+            if not schema_errs:  # CEL rules are only compiled against a valid structural schema
+                errs.extend(crd_rule_errors(schema, f"{path}.schema.openAPIV3Schema"))
         scale = (v.get("subresources") or {}).get("scale")
         if isinstance(scale, dict):
             errs.extend(_validate_scale(scale, f"{path}.subresources.scale"))

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from . import errors, typed
+from .cel import validate_object
 from .errors import APIError, FieldError
 from .fieldmanager import FieldManager
 from .meta import generated_suffix, new_uid, now_rfc3339
@@ -718,6 +719,7 @@ class ObjectAPI:
             opts.warnings.extend(finalizer_warnings(obj["metadata"], old["metadata"] if old else None))
         if rt.custom and rt.schema is not None:
             errs.extend(e for e in validate(obj, rt.schema) if not e.field.startswith("metadata"))
+            errs.extend(validate_object(rt.schema, obj, old, errs, opts.warnings if opts is not None else None))
         if rt.validate is not None and not errs:
             errs.extend(rt.validate(obj, old))
         if errs:

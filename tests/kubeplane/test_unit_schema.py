@@ -177,3 +177,19 @@ def test_structural_schema_checks() -> None:
     assert [e.field for e in errs] == ["s.properties[n].default"]
     errs = structural_errors({"type": "object", "properties": {"t": {"type": "strange"}}}, "s")
     assert [(e.field, e.kind) for e in errs] == [("s.properties[t].type", "Unsupported value")]
+
+
+def test_pattern_uses_re2_semantics_and_linear_time() -> None:
+    # Python's backtracking `re` needs ~2^40 steps here; RE2 (what Kubernetes uses) is linear
+    hostile = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^(a+)+$"}}}
+    (err,) = validate({"x": "a" * 40 + "b"}, hostile)
+    assert err.field == "x" and "should match '^(a+)+$'" in err.detail
+    # RE2's `$` matches only at the very end of the text, not before a trailing newline
+    anchored = {"type": "object", "properties": {"x": {"type": "string", "pattern": "^a$"}}}
+    assert validate({"x": "a"}, anchored) == []
+    assert len(validate({"x": "a\n"}, anchored)) == 1
+
+
+def test_schema_patterns_must_be_valid_re2() -> None:
+    errs = structural_errors({"type": "object", "properties": {"x": {"type": "string", "pattern": "(?=look)"}}}, "s")
+    assert [e.field for e in errs] == ["s.properties[x].pattern"]

@@ -1,0 +1,402 @@
+"""`x-kubernetes-validations` on custom resources: the CRD-time check of every rule of a
+version's schema, and the evaluation of the rules on each create and update, as
+apiextensions-apiserver's schema/cel Validator does it:
+
+- a rule sees `self` (the value at its node) and, on updates where an old value can be
+  correlated (object properties, map entries, items of `x-kubernetes-list-type: map` lists
+  by key), `oldSelf`; transition rules (rules using oldSelf) are skipped without one unless
+  `optionalOldSelf` makes oldSelf an optional;
+- a false rule reports its message (or messageExpression) at the node (or its fieldPath)
+  with its reason and the node's type as the value (`Invalid value: "object": ...`);
+- errors of rules whose value did not change are only warnings (CRDValidationRatcheting,
+  on by default in 1.32), except for transition rules;
+- the evaluation cost is bounded per rule and per object; past it validation stops.
+
+Validators are compiled once per schema object and cached."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import FieldError, forbidden, invalid, required
+from .interp import Activation
+from .program import PER_CALL_LIMIT
+from .rules import CompiledRule, compile_errors, compile_rule, spec_errors
+from .schema_types import Converter, converter, is_resource
+from .values import CelError, CostExceeded, Optional
+
+RUNTIME_BUDGET = 10_000_000  # celconfig.RuntimeCELCostBudget: per object
+MAX_MESSAGE_BYTES = 5 * 1024
+NOT_CHECKED = (
+    "some validation rules were not checked because the object was invalid; "
+    "correct the existing errors to complete validation"
+)
+OUT_OF_BUDGET = "validation failed due to running out of cost budget, no further validation rules will be run"
+_BLOCKING_KINDS = frozenset({"Unsupported value", "Required value", "Too long", "Too many"})
+
+
+# ------------------------------------------------------------------ CRD-time checks
+
+
+def crd_rule_errors(schema: dict[str, Any], path: str) -> list[FieldError]:
+    """Errors for the x-kubernetes-validations of one version's openAPIV3Schema at `path`."""
+    schema_errs: list[FieldError] = []
+    cel_errs: list[FieldError] = []
+    _check_node(schema, path, True, None, schema_errs, cel_errs)
+    return schema_errs + cel_errs
+
+
+def _check_node(
+    schema: Any,
+    path: str,
+    resource_root: bool,
+    uncorrelatable: str | None,
+    schema_errs: list[FieldError],
+    cel_errs: list[FieldError],
+) -> None:
+    if not isinstance(schema, dict):
+        return
+    before = len(schema_errs)
+    for name, prop in (schema.get("properties") or {}).items():
+        _check_node(prop, f"{path}.properties[{name}]", _embedded(prop), uncorrelatable, schema_errs, cel_errs)
+    additional = schema.get("additionalProperties")
+    if isinstance(additional, dict):
+        apath = f"{path}.additionalProperties"
+        _check_node(additional, apath, _embedded(additional), uncorrelatable, schema_errs, cel_errs)
+    items = schema.get("items")
+    if isinstance(items, dict):
+        # only the items of map lists can be correlated with their old values
+        item_uncorrelatable = uncorrelatable
+        if schema.get("x-kubernetes-list-type") != "map" and item_uncorrelatable is None:
+            item_uncorrelatable = path
+        _check_node(items, f"{path}.items", _embedded(items), item_uncorrelatable, schema_errs, cel_errs)
+    rules = schema.get("x-kubernetes-validations")
+    if rules is None:
+        return
+    schema_errs.extend(spec_errors(rules, schema, path))
+    # like apiextensions: no CEL compilation where the schema at or below this node has errors
+    if len(schema_errs) == before and isinstance(rules, list):
+        cel_errs.extend(compile_errors(rules, schema, path, resource_root=resource_root, uncorrelatable=uncorrelatable))
+
+
+def _embedded(schema: Any) -> bool:
+    return isinstance(schema, dict) and is_resource(schema)
+
+
+# ------------------------------------------------------------------ the validator tree
+
+
+@dataclass
+class NodeValidator:
+    schema: dict[str, Any]
+    resource_root: bool
+    rules: list[CompiledRule] = field(default_factory=list)
+    properties: dict[str, NodeValidator] = field(default_factory=dict)
+    items: NodeValidator | None = None
+    additional: NodeValidator | None = None
+    convert: Converter | None = None  # JSON -> CEL value of this node (None: the JSON as it is)
+    all_of: list[NodeValidator] = field(default_factory=list)  # rules declared in allOf schemas
+
+    @property
+    def type_name(self) -> str:
+        return str(self.schema.get("type") or "")
+
+    @property
+    def uses_old(self) -> bool:
+        return any(r.transition for r in self.rules)
+
+
+def build(schema: Any, resource_root: bool, node_schema: Any = None) -> NodeValidator | None:
+    """The validators of a schema subtree; None where no rule is declared. Rules come from
+    `schema`; types and values from `node_schema` (the same, except for the schemas of an
+    allOf, whose rules apply to the node's own values, as in apiextensions)."""
+    node_schema = schema if node_schema is None else node_schema
+    if not isinstance(schema, dict) or not isinstance(node_schema, dict):
+        return None
+    node = NodeValidator(node_schema, resource_root)
+    rules = schema.get("x-kubernetes-validations")
+    if isinstance(rules, list):
+        node.rules = [compile_rule(r, node_schema, resource_root) for r in rules if isinstance(r, dict)]
+        node.convert = converter(node_schema, resource_root)
+    node_props = node_schema.get("properties") or {}
+    for name, prop in (schema.get("properties") or {}).items():
+        if name in node_props:  # (rules in an allOf only reach fields the node itself declares)
+            child = build(prop, _embedded(node_props[name]), node_props[name])
+            if child is not None:
+                node.properties[name] = child
+    additional, node_additional = schema.get("additionalProperties"), node_schema.get("additionalProperties")
+    if isinstance(additional, dict) and isinstance(node_additional, dict):
+        node.additional = build(additional, _embedded(node_additional), node_additional)
+    items, node_items = schema.get("items"), node_schema.get("items")
+    if isinstance(items, dict) and isinstance(node_items, dict):
+        node.items = build(items, _embedded(node_items), node_items)
+    for sub in schema.get("allOf") or []:
+        nested = build(sub, resource_root, node_schema)
+        if nested is not None:
+            node.all_of.append(nested)
+    if node.rules or node.properties or node.items or node.additional or node.all_of:
+        return node
+    return None
+
+
+_CACHE: OrderedDict[int, tuple[dict[str, Any], NodeValidator | None]] = OrderedDict()
+_CACHE_SIZE = 256
+
+
+def validator_for(schema: dict[str, Any]) -> NodeValidator | None:
+    """The (cached) validator for a resource's schema; keyed by the schema object itself."""
+    key = id(schema)
+    hit = _CACHE.get(key)
+    if hit is not None and hit[0] is schema:
+        _CACHE.move_to_end(key)
+        return hit[1]
+    validator = build(schema, resource_root=True)
+    _CACHE[key] = (schema, validator)
+    if len(_CACHE) > _CACHE_SIZE:
+        _CACHE.popitem(last=False)
+    return validator
+
+
+# ------------------------------------------------------------------ ratcheting
+
+
+class _Corr:
+    """A value correlated with its old value (apiserver's CorrelatedObject)."""
+
+    __slots__ = ("_equal", "old", "value")
+
+    def __init__(self, value: Any, old: Any) -> None:
+        self.value, self.old = value, old
+        self._equal: bool | None = None
+
+    def equal(self) -> bool:
+        if self._equal is None:
+            self._equal = bool(self.value == self.old)
+        return self._equal
+
+
+@dataclass(frozen=True)
+class _Ratchet:
+    current: _Corr | None = None
+    parent: _Corr | None = None
+
+    def should_ratchet(self) -> bool:
+        corr = self.current if self.current is not None else self.parent
+        return corr is not None and corr.equal()
+
+    def key(self, name: str) -> _Ratchet:
+        cur = self.current
+        if cur is None:
+            return self
+        if self.parent is None and name in ("apiVersion", "kind"):
+            return _Ratchet()  # converted objects always agree on these; never ratchet them
+        child = None
+        if isinstance(cur.value, dict) and isinstance(cur.old, dict) and name in cur.value and name in cur.old:
+            child = _Corr(cur.value[name], cur.old[name])
+        return _Ratchet(child, cur)
+
+    def index(self, i: int, old_item: Any, has_old: bool) -> _Ratchet:
+        cur = self.current
+        if cur is None:
+            return self
+        child = _Corr(cur.value[i], old_item) if has_old else None
+        return _Ratchet(child, cur)
+
+
+# ------------------------------------------------------------------ evaluation
+
+
+@dataclass
+class _Run:
+    errors: list[FieldError] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    remaining: int = RUNTIME_BUDGET
+    stopped: bool = False
+
+    def done(self) -> bool:
+        # (a method, so type checkers do not assume the flag keeps a value across calls)
+        return self.stopped
+
+
+def validate_object(
+    schema: dict[str, Any],
+    obj: dict[str, Any],
+    old: dict[str, Any] | None,
+    prior: list[FieldError],
+    warnings: list[str] | None = None,
+) -> list[FieldError]:
+    """Evaluate every rule of `schema` on `obj` (an update when `old` is given). `prior` are the
+    object's other validation errors: some of them keep the rules from running at all."""
+    validator = validator_for(schema)
+    if validator is None:
+        return []
+    blocked = blocking_error(prior)
+    if blocked is not None:
+        return [blocked]
+    run = _Run()
+    ratchet = _Ratchet(_Corr(obj, old)) if old is not None else _Ratchet()
+    _validate(validator, obj, old, "", ratchet, run)
+    if warnings is not None:
+        warnings.extend(run.warnings)
+    return run.errors
+
+
+def blocking_error(errs: list[FieldError]) -> FieldError | None:
+    """The error apiextensions adds instead of running CEL when the object already fails in a
+    way that makes rule results meaningless (missing or mistyped values, too many, too long)."""
+    for err in errs:
+        if err.kind in _BLOCKING_KINDS or " in body must be of type " in err.detail:
+            return invalid("<nil>", "null", NOT_CHECKED)
+    return None
+
+
+def _child(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+
+
+def _validate(node: NodeValidator, value: Any, old: Any, path: str, ratchet: _Ratchet, run: _Run) -> None:
+    if value is None or run.done():
+        return
+    if node.rules:
+        _evaluate_rules(node, value, old, path, ratchet, run)
+        if run.done():
+            return
+    for sub in node.all_of:
+        # like apiextensions: allOf errors ratchet only on an unchanged parent, not on the node itself
+        _validate(sub, value, old, path, _Ratchet(None, ratchet.parent), run)
+        if run.done():
+            return
+    if isinstance(value, dict):
+        old_map = old if isinstance(old, dict) else {}
+        if node.additional is not None:
+            for key, item in value.items():
+                _validate(node.additional, item, old_map.get(key), f"{path}[{key}]", ratchet.key(key), run)
+                if run.done():
+                    return
+        for key, child in node.properties.items():
+            item = value.get(key)
+            if item is not None:
+                _validate(child, item, old_map.get(key), _child(path, key), ratchet.key(key), run)
+                if run.done():
+                    return
+    elif isinstance(value, list) and node.items is not None:
+        keys = node.schema.get("x-kubernetes-list-map-keys") or ()
+        by_key = _old_items_by_key(old, keys) if node.schema.get("x-kubernetes-list-type") == "map" else None
+        for i, item in enumerate(value):
+            old_item = by_key.get(_item_key(item, keys)) if by_key is not None else None
+            _validate(node.items, item, old_item, f"{path}[{i}]", ratchet.index(i, old_item, old_item is not None), run)
+            if run.done():
+                return
+
+
+def _item_key(item: Any, keys: Any) -> Any:
+    if not isinstance(item, dict):
+        return None
+    return tuple(repr(item.get(k)) for k in keys)
+
+
+def _old_items_by_key(old: Any, keys: Any) -> dict[Any, Any]:
+    if not isinstance(old, list):
+        return {}
+    return {_item_key(item, keys): item for item in old if isinstance(item, dict)}
+
+
+def _evaluate_rules(node: NodeValidator, value: Any, old: Any, path: str, ratchet: _Ratchet, run: _Run) -> None:
+    shown = path or "<nil>"
+    if run.remaining <= 0:
+        run.errors.append(invalid(shown, node.type_name, OUT_OF_BUDGET))
+        run.stopped = True
+        return
+    try:
+        convert = node.convert
+        self_value = convert(value) if convert is not None else value
+        old_value = None
+        if old is not None and node.uses_old:
+            old_value = convert(old) if convert is not None else old
+    except CelError as exc:
+        for rule in node.rules:
+            run.errors.append(invalid(shown, node.type_name, f"{exc.message} evaluating rule: {rule.error_string()}"))
+        return
+    for rule in node.rules:
+        if rule.program is None:
+            if rule.error:
+                run.errors.append(invalid(shown, node.type_name, f"rule compile error: {rule.error}"))
+            continue
+        if rule.transition and old is None and not rule.optional_old_self:
+            continue  # transition rules need an old value
+        env: dict[str, Any] = {"self": self_value}
+        if rule.optional_old_self:
+            env["oldSelf"] = Optional(old_value, True) if old is not None else Optional()
+        elif old is not None and rule.transition:
+            env["oldSelf"] = old_value
+        act = Activation(env, PER_CALL_LIMIT)
+        try:
+            result = rule.program.evaluate(act)
+        except CostExceeded as exc:
+            detail = f"'{exc}': no further validation rules will be run due to call cost exceeds limit for rule: "
+            run.errors.append(invalid(shown, node.type_name, detail + rule.error_string()))
+            run.stopped = True
+            return
+        except CelError as exc:
+            run.remaining -= act.cost
+            if exc.message.startswith("no such overload"):
+                detail = (
+                    f"'{exc.message}': call arguments did not match a supported operator, function or macro "
+                    f"signature for rule: {rule.error_string()}"
+                )
+            else:
+                detail = f"{exc.message} evaluating rule: {rule.error_string()}"
+            run.errors.append(invalid(shown, node.type_name, detail))
+            continue
+        if act.cost > run.remaining:
+            run.errors.append(invalid(shown, node.type_name, OUT_OF_BUDGET))
+            run.stopped = True
+            return
+        run.remaining -= act.cost
+        if result is True:
+            continue
+        target = _child(path, rule.field_path) if rule.field_path else shown
+        detail = _message(rule, self_value, old_value if old is not None else None, run) or _default_message(rule)
+        err = _error_for_reason(rule.reason, target, node.type_name, detail)
+        if not rule.transition and ratchet.should_ratchet():
+            run.warnings.append(str(err))
+        else:
+            run.errors.append(err)
+
+
+def _default_message(rule: CompiledRule) -> str:
+    return rule.message or f"failed rule: {rule.text.strip()}"
+
+
+def _message(rule: CompiledRule, self_value: Any, old_value: Any, run: _Run) -> str | None:
+    """The evaluated messageExpression, or None to fall back to the static message."""
+    if rule.message_program is None:
+        return None
+    env: dict[str, Any] = {"self": self_value}
+    if old_value is not None:
+        env["oldSelf"] = old_value
+    act = Activation(env, min(PER_CALL_LIMIT, max(run.remaining, 0)))
+    try:
+        text = rule.message_program.evaluate(act)
+    except (CelError, CostExceeded):
+        return None
+    finally:
+        run.remaining -= act.cost
+    if not isinstance(text, str):
+        return None
+    text = text.strip()
+    if not text or "\n" in text or len(text.encode()) > MAX_MESSAGE_BYTES:
+        return None
+    return text
+
+
+def _error_for_reason(reason: str | None, path: str, type_name: str, detail: str) -> FieldError:
+    if reason == "FieldValueForbidden":
+        return forbidden(path, detail)
+    if reason == "FieldValueRequired":
+        return required(path, detail)
+    if reason == "FieldValueDuplicate":
+        return FieldError("Duplicate value", path, "", type_name, True)
+    return invalid(path, type_name, detail)
