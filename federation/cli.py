@@ -104,7 +104,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"--log-level: unknown level {args.log_level!r}")
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        anyio.run(args.run, args)
+        # uvloop: a faster event loop for the many small requests servers and controllers make
+        anyio.run(args.run, args, backend_options={"use_uvloop": True})
     except KeyboardInterrupt:
         return 130
     return 0

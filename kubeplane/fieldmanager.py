@@ -357,9 +357,11 @@ class FieldManager:
                 return
         else:
             managers = decode_managed(old_entries)
-        old_m = self._members(old, subresource)
         new_m = self._members(new, subresource)
-        added, modified, removed = compare(old_m, new_m)
+        if old is None:  # a create: everything is added, nothing to compare with
+            added, modified, removed = set(new_m), set(), set()
+        else:
+            added, modified, removed = compare(self._members(old, subresource), new_m)
         changed = added | modified
         key = (manager, "Update", subresource)
         for k, m in managers.items():

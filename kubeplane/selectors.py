@@ -40,10 +40,13 @@ class Requirement:
 
 
 class LabelSelector:
-    __slots__ = ("requirements",)
+    __slots__ = ("_equal", "_rest", "requirements")
 
     def __init__(self, requirements: tuple[Requirement, ...] = ()) -> None:
         self.requirements = requirements
+        # `key=value` terms are most selectors; checked first, without a method call each
+        self._equal = tuple((r.key, r.values[0]) for r in requirements if r.op == "=")
+        self._rest = tuple(r for r in requirements if r.op != "=")
 
     def empty(self) -> bool:
         return not self.requirements
@@ -52,7 +55,10 @@ class LabelSelector:
         if not self.requirements:
             return True
         lab = labels or {}
-        return all(r.matches(lab) for r in self.requirements)
+        for key, value in self._equal:
+            if lab.get(key) != value:
+                return False
+        return all(r.matches(lab) for r in self._rest)
 
     def equality_value(self, key: str) -> str | None:
         """The single value this selector pins `key` to, if any (used for index lookups)."""

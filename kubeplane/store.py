@@ -110,6 +110,7 @@ class ResourceStore:
         self.watchers: set[Waker] = set()
         self.dropped = False
         self._sorted: list[Key] | None = None
+        self._sorted_ns: dict[str, list[Key]] = {}
 
     # ------------------------------------------------------------- reads
     def get(self, ns: str, name: str) -> Entry | None:
@@ -124,9 +125,12 @@ class ResourceStore:
             yield from bucket.values()
 
     def sorted_keys(self, ns: str | None = None) -> list[Key]:
-        """Keys in etcd order (namespace, then name)."""
+        """Keys in etcd order (namespace, then name); cached until a key comes or goes."""
         if ns is not None:
-            return [(ns, name) for name in sorted(self.by_ns.get(ns) or {})]
+            cached = self._sorted_ns.get(ns)
+            if cached is None:
+                cached = self._sorted_ns[ns] = [(ns, name) for name in sorted(self.by_ns.get(ns) or {})]
+            return cached
         if self._sorted is None:
             self._sorted = sorted((n, name) for n, bucket in self.by_ns.items() for name in bucket)
         return self._sorted
@@ -152,6 +156,7 @@ class ResourceStore:
         if is_new:
             self.count += 1
             self._sorted = None
+            self._sorted_ns.pop(ns, None)
         return is_new
 
     def _drop(self, ns: str, name: str) -> None:
@@ -162,6 +167,7 @@ class ResourceStore:
                 del self.by_ns[ns]
             self.count -= 1
             self._sorted = None
+            self._sorted_ns.pop(ns, None)
 
 
 class Database:

@@ -148,12 +148,17 @@ def _object(obj: Obj, message_name: str, at: _At, outcome: Outcome, *, top: bool
         if top and key in ("apiVersion", "kind"):
             continue
         f = fields.get(key)
-        child = at.child(key)
         if f is None:
             del obj[key]
-            outcome.unknown.append(child.path)
+            outcome.unknown.append(at.child(key).path)
             continue
-        keep = _field_value(obj[key], f, child, outcome)
+        value = obj[key]
+        if f.type == "string" and type(value) is str and not (f.repeated or f.map_value):
+            # the commonest field by far: no path node, no call
+            if not value and not f.keep_zero:
+                del obj[key]
+            continue
+        keep = _field_value(value, f, at.child(key), outcome)
         if keep is _DROP:
             del obj[key]
         else:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 from .errors import FieldError, forbidden, invalid, required
@@ -37,7 +38,16 @@ LABEL_VALUE_MSG = (
 TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
+@lru_cache(maxsize=8192)  # the same label keys and values recur across objects
+def _dns1123_label_errors(value: str) -> tuple[str, ...]:
+    return tuple(_dns1123_label_errors_uncached(value))
+
+
 def dns1123_label_errors(value: str) -> list[str]:
+    return list(_dns1123_label_errors(value))
+
+
+def _dns1123_label_errors_uncached(value: str) -> list[str]:
     errs = []
     if len(value) > 63:
         errs.append("must be no more than 63 characters")
@@ -46,7 +56,16 @@ def dns1123_label_errors(value: str) -> list[str]:
     return errs
 
 
+@lru_cache(maxsize=8192)  # the same label keys and values recur across objects
+def _dns1123_subdomain_errors(value: str) -> tuple[str, ...]:
+    return tuple(_dns1123_subdomain_errors_uncached(value))
+
+
 def dns1123_subdomain_errors(value: str) -> list[str]:
+    return list(_dns1123_subdomain_errors(value))
+
+
+def _dns1123_subdomain_errors_uncached(value: str) -> list[str]:
     errs = []
     if len(value) > 253:
         errs.append("must be no more than 253 characters")
@@ -72,7 +91,16 @@ NAME_RULES = {
 }
 
 
+@lru_cache(maxsize=8192)  # the same label keys and values recur across objects
+def _qualified_name_errors(value: str) -> tuple[str, ...]:
+    return tuple(_qualified_name_errors_uncached(value))
+
+
 def qualified_name_errors(value: str) -> list[str]:
+    return list(_qualified_name_errors(value))
+
+
+def _qualified_name_errors_uncached(value: str) -> list[str]:
     errs: list[str] = []
     parts = value.split("/")
     if len(parts) == 1:
@@ -99,7 +127,16 @@ def qualified_name_errors(value: str) -> list[str]:
     return errs
 
 
+@lru_cache(maxsize=8192)  # the same label keys and values recur across objects
+def _label_value_errors(value: str) -> tuple[str, ...]:
+    return tuple(_label_value_errors_uncached(value))
+
+
 def label_value_errors(value: str) -> list[str]:
+    return list(_label_value_errors(value))
+
+
+def _label_value_errors_uncached(value: str) -> list[str]:
     errs = []
     if len(value) > 63:
         errs.append("must be no more than 63 characters")
