@@ -358,6 +358,9 @@ class FieldManager:
         else:
             managers = decode_managed(old_entries)
         new_m = self._members(new, subresource)
+        added: set[Path]
+        modified: set[Path]
+        removed: set[Path]
         if old is None:  # a create: everything is added, nothing to compare with
             added, modified, removed = set(new_m), set(), set()
         else:

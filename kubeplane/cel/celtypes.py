@@ -7,12 +7,14 @@ pin down is checked at run time instead."""
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 
-class CelT:
+class CelT(ABC):
+    @abstractmethod
     def name(self) -> str:
-        raise NotImplementedError
+        """The type's name as CEL prints it."""
 
     def __str__(self) -> str:
         return self.name()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import ipaddress
 import re
 import unicodedata
@@ -113,10 +114,8 @@ def is_datetime(text: str) -> bool:
 def parse_datetime(text: str) -> int:
     """strfmt.ParseDateTime to nanoseconds since the epoch (RFC 3339 with or without a
     fraction, or a local time read as UTC)."""
-    try:
+    with contextlib.suppress(ValueError):  # not RFC 3339: try the looser local-time form below
         return parse_rfc3339(text)
-    except ValueError:
-        pass
     m = re.match(r"^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)$", text)
     if m:
         stamp = m.group(1)
@@ -148,10 +147,8 @@ _SCALA_UNITS = (
 
 def parse_duration(text: str) -> int:
     """strfmt.ParseDuration: Go's duration syntax, else the Scala-like `3 days 4h` form."""
-    try:
+    with contextlib.suppress(ValueError):  # not Go syntax: try the Scala-like form below
         return parse_go_duration(text)
-    except ValueError:
-        pass
     if not _SCALA_VALID.match(text):
         raise ValueError(f"unable to parse {text} as duration")
     total, ok = 0, False
