@@ -20,35 +20,13 @@ from typing import Any
 
 from .celtypes import BOOL, BYTES, DOUBLE, DURATION, DYN, INT, STRING, TIMESTAMP, CelT, ListT, MapT, ObjT
 from .formats import decode_base64, parse_date, parse_datetime, parse_duration
+from .lexer import RESERVED
 from .values import CelError, Duration, MapList, SetList, Timestamp
 
 Schema = dict[str, Any]
 
-_RESERVED = frozenset(
-    {
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    }
-)
+# property names CEL cannot use as identifiers: its literals, `in`, and the reserved words
+_RESERVED = RESERVED | {"true", "false", "null", "in"}
 _ALLOWED = re.compile(r"^[a-zA-Z_.\-/][a-zA-Z0-9_.\-/]*$")
 _EXPAND = re.compile(r"__|[-./]")
 _REPLACEMENTS = {"__": "__underscores__", ".": "__dot__", "-": "__dash__", "/": "__slash__"}

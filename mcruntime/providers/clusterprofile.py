@@ -26,7 +26,7 @@ from ..reconciler import Result
 from ..request import Request
 from ..resources import CLUSTER_PROFILES, SECRETS
 from ..source import LOCAL
-from .base import ClusterHost
+from .base import ClusterHost, run_provider_controller
 from .secretdata import config_from_secret
 
 log = logging.getLogger(__name__)
@@ -134,15 +134,4 @@ class ClusterProfileProvider:
         )
         self._secrets = local.cache.informer(SECRETS, namespace=self.namespace)
         self._controller = controller
-        controller.engage(local, is_local=True)
-        try:
-            async with anyio.create_task_group() as tg:
-                await tg.start(controller.run)
-                task_status.started()
-                await anyio.sleep_forever()
-        finally:
-            controller.disengage(local.name)
-            with anyio.CancelScope(shield=True):
-                for cluster in list(self.engaged):
-                    del self.engaged[cluster]
-                    await host.disengage(cluster)
+        await run_provider_controller(controller, host, self.engaged, task_status=task_status)

@@ -19,7 +19,7 @@ from ..reconciler import Result
 from ..request import Request
 from ..resources import SECRETS
 from ..source import LOCAL
-from .base import ClusterHost
+from .base import ClusterHost, run_provider_controller
 from .secretdata import config_from_secret
 
 log = logging.getLogger(__name__)
@@ -107,15 +107,4 @@ class KubeconfigSecretProvider:
         controller.for_(SECRETS, clusters=LOCAL, namespace=self.namespace, label_selector=self.label_selector)
         self._informer = local.cache.informer(SECRETS, namespace=self.namespace, label_selector=self.label_selector)
         self._controller = controller
-        controller.engage(local, is_local=True)
-        try:
-            async with anyio.create_task_group() as tg:
-                await tg.start(controller.run)
-                task_status.started()
-                await anyio.sleep_forever()
-        finally:
-            controller.disengage(local.name)
-            with anyio.CancelScope(shield=True):
-                for cluster in list(self.engaged):
-                    del self.engaged[cluster]
-                    await host.disengage(cluster)
+        await run_provider_controller(controller, host, self.engaged, task_status=task_status)
