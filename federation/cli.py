@@ -93,7 +93,11 @@ async def _up(args: argparse.Namespace) -> None:
         raise SystemExit(f"federation-manager up: {exc}") from None
     if args.duration is not None and args.duration <= 0:
         raise SystemExit("federation-manager up: --duration must be a positive number of seconds")
-    await demo.up(args.state_dir, cells, projects, args.duration)
+    try:
+        await demo.up(args.state_dir, cells, projects, args.duration)
+    except OSError as exc:
+        where = f" {exc.filename}" if exc.filename else ""
+        raise SystemExit(f"federation-manager up: cannot use{where}: {exc.strerror or exc}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -39,6 +39,8 @@ async def serve(args: argparse.Namespace) -> None:
     try:
         await server.start()
     except OSError as exc:
+        if exc.filename is not None:  # the kubeconfig could not be written
+            raise SystemExit(f"--kubeconfig: cannot write {exc.filename}: {exc.strerror or exc}") from None
         raise SystemExit(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
     print(f"embedded API server {args.name!r} serving at {server.url}; kubeconfig: {args.kubeconfig}", flush=True)
     try:

@@ -165,9 +165,13 @@ class EmbeddedAPIServer:
 
     async def start(self) -> None:
         self._supervisor = asyncio.create_task(self.plane.run_controllers(), name=f"{self.name}-controllers")
-        await self._listen()
-        if self.kubeconfig_path is not None:
-            self.write_kubeconfig(self.kubeconfig_path)
+        try:
+            await self._listen()
+            if self.kubeconfig_path is not None:
+                self.write_kubeconfig(self.kubeconfig_path)
+        except BaseException:
+            await self.stop()  # a half-started server must not keep its port or tasks
+            raise
 
     async def _listen(self) -> None:
         # handler_cancellation: a client that disconnects ends its request (a watch above all) at

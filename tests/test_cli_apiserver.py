@@ -92,3 +92,22 @@ async def test_tls_with_token_works_for_kubectl_and_kubernetes_asyncio(tmp_path:
         if kubectl_path() is not None:
             out = await Kubectl(tmp_path / "kc", tmp_path / "cache")("get", "ns", "default", "-o", "name")
             assert out.strip() == "namespace/default"
+
+
+async def test_apiserver_command_names_an_unwritable_kubeconfig(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    proc = await _start("--port", "0", "--kubeconfig", str(blocker / "kc.yaml"))
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1
+    assert err.decode().startswith(f"--kubeconfig: cannot write {blocker}"), err.decode()
+    assert "Traceback" not in err.decode()
+
+
+async def test_a_server_that_cannot_write_its_kubeconfig_does_not_keep_running(tmp_path: Path) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    server = EmbeddedAPIServer(kubeconfig=blocker / "kc.yaml")
+    with pytest.raises(OSError):
+        await server.start()
+    assert server.paused, "the half-started server released its port"

@@ -59,7 +59,13 @@ async def test_up_registers_cells_and_projects_and_stops_cleanly(tmp_path: Path)
 
 
 async def test_up_rejects_bad_flags(tmp_path: Path) -> None:
-    for args, text in ((["--cell", "dfw"], "expected NAME:CITY"), (["--duration", "-1"], "--duration")):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    for args, text in (
+        (["--cell", "dfw"], "expected NAME:CITY"),
+        (["--duration", "-1"], "--duration"),
+        (["--state-dir", str(blocker / "demo"), "--duration", "1"], f"cannot use {blocker / 'demo'}"),
+    ):
         proc = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
