@@ -58,8 +58,8 @@ async def _crds(args: argparse.Namespace) -> None:
 
 
 async def _run(args: argparse.Namespace) -> None:
-    """Start a Manager from the settings; controllers register here as they arrive."""
-    # submodule imports: the editable install's finder may map `mcruntime` as a namespace package
+    """Load the settings and run the manager (federation/app.py composes it)."""
+    from federation import app
     from mcruntime import logs
     from mcruntime.errors import ConfigError
     from mcruntime.leaderelection import LeaderElectionLost
@@ -72,12 +72,10 @@ async def _run(args: argparse.Namespace) -> None:
         raise SystemExit(2) from None
     logs.configure(settings.log_level, json=settings.log_format == "json")
     try:
-        manager = await settings_module.build_manager(settings)
+        await app.run_manager(settings)
     except ConfigError as exc:
         sys.stderr.write(f"federation-manager run: {exc}\n")
         raise SystemExit(1) from None
-    try:
-        await manager.run(handle_signals=True)
     except LeaderElectionLost as exc:
         logging.getLogger("federation").error("%s; exiting so a fresh process can campaign again", exc)
         raise SystemExit(1) from None

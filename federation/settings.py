@@ -12,8 +12,6 @@ from __future__ import annotations
 import argparse
 import os
 import re
-import socket
-import uuid
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -23,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
+from .api.constants import REGISTRATION_NAMESPACE
 from .features import FeatureGates, describe_known
 
 ENV_PREFIX = "FEDERATION_"
@@ -52,7 +51,9 @@ class RegistrationSettings(BaseModel):
         description="cluster provider: clusterprofile, secrets, kubeconfig-dir, none, or auto (kubeconfig-dir when "
         "a directory is set, clusterprofile with management controllers, else none)",
     )
-    namespace: str = Field("", description="namespace of ClusterProfiles and kubeconfig Secrets (empty: own namespace)")
+    namespace: str = Field(
+        REGISTRATION_NAMESPACE, description="namespace of cluster registrations (ClusterProfiles, kubeconfig Secrets)"
+    )
     kubeconfig_dir: Path | None = Field(None, description="directory of <cluster>.yaml kubeconfig files")
     label_selector: str = Field(
         f"{CLUSTER_ROLE_LABEL} in (cell,project)", description="which ClusterProfiles / Secrets register clusters"
@@ -296,59 +297,3 @@ def load_settings(args: argparse.Namespace | None = None, **overrides: Any) -> M
         return ManagerSettings(**values)
     except ValidationError as exc:
         raise _explain(exc) from None
-
-
-def default_identity() -> str:
-    """client-go's leader identity: hostname (the pod name) plus a unique suffix."""
-    return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4()}"
-
-
-async def build_manager(settings: ManagerSettings) -> Any:
-    """A runtime Manager configured from settings: local cluster, leader election,
-    endpoints and the cluster provider. Controllers are registered by the caller."""
-    from mcruntime.connection import load_default
-    from mcruntime.leaderelection import LeaderElectionConfig
-    from mcruntime.manager import Manager
-    from mcruntime.providers.clusterprofile import ClusterProfileProvider
-    from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
-    from mcruntime.providers.secrets import KubeconfigSecretProvider
-
-    local = await load_default(settings.kubeconfig)
-    election = None
-    if settings.leader_elect:
-        election = LeaderElectionConfig(
-            namespace=settings.leader_election_namespace or settings.own_namespace(),
-            name=settings.leader_election_id,
-            identity=default_identity(),
-            lease_duration=settings.leader_election_lease_duration,
-            renew_deadline=settings.leader_election_renew_deadline,
-            retry_period=settings.leader_election_retry_period,
-        )
-    manager = Manager(
-        local,
-        name="federation-manager",
-        local_cluster_name=settings.local_cluster_name,
-        leader_election=election,
-        health_probe_bind_address=settings.health_probe_bind_address,
-        metrics_bind_address=settings.metrics_bind_address,
-        graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
-    )
-    reg = settings.registration
-    namespace = reg.namespace or settings.own_namespace()
-    provider = settings.effective_provider()
-    if provider == "clusterprofile":
-        manager.add_provider(
-            ClusterProfileProvider(
-                secret_annotation=reg.kubeconfig_secret_annotation,
-                namespace=namespace,
-                label_selector=reg.label_selector,
-            )
-        )
-    elif provider == "secrets":
-        manager.add_provider(KubeconfigSecretProvider(namespace=namespace, label_selector=reg.label_selector))
-    elif provider == "kubeconfig-dir":
-        assert reg.kubeconfig_dir is not None
-        manager.add_provider(
-            KubeconfigDirProvider(reg.kubeconfig_dir, poll_interval=reg.poll_interval, subdir_label=CLUSTER_ROLE_LABEL)
-        )
-    return manager

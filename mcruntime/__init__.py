@@ -9,29 +9,37 @@ Writing a controller::
 
     async def reconcile(req: Request) -> Result:
         cluster = mgr.get_cluster(req.cluster)          # never a default cluster
-        obj = await cluster.client.get(WIDGETS, req.name, req.namespace)  # from the cache
+        obj = await cluster.client.get_or_none(WIDGETS, req.name, namespace=req.namespace)  # the cache view
+        if obj is None:
+            return Result()
         ...
-        return Result(requeue_after=30)
+        return Result()
 
     ctrl = mgr.new_controller("widgets", reconcile, workers=4)
     ctrl.for_(WIDGETS, clusters=engaged("role=project"), predicates=[generation_changed])
     ctrl.watch(PODS, EnqueueRequestsFromMapFunc(to_widget, cluster_name=ClusterName.PRESERVE_MAPPED),
-               clusters=engaged("role=cell"))
+               clusters=engaged("role=cell"), label_selector="app.example.com/widget")
+    ctrl.watch_clusters(widgets_for_new_cell, clusters=engaged("role=cell"))
     await mgr.run(handle_signals=True)
-"""
 
-from . import connection, indexers, logs, predicates
+Reads come from the cache view the controller declared for the resource (one informer
+per cluster, resource and view, shared with the watch); what each reconcile outcome
+leads to is tabled in `reconciler.py`; `controllerutil` has the author's kit."""
+
+from . import connection, controllerutil, indexers, logs, predicates
 from .backoff import Backoff
-from .cache import InformerCache
+from .cache import CacheOptions, InformerCache, InformerOptions, ViewConflictError
 from .client import Client, Preconditions, retry_on_conflict
-from .cluster import Cluster
+from .cluster import Cluster, ClusterOptions, ClusterState, TransportOptions
 from .connection import ConnectionConfig
 from .controller import Controller
 from .errors import (
     APIError,
     CacheNotSyncedError,
     ClusterNotEngagedError,
+    ClusterNotReadyError,
     ConfigError,
+    NoCacheViewError,
     TransportError,
     is_already_exists,
     is_conflict,
@@ -52,14 +60,21 @@ from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElec
 from .manager import Manager
 from .metrics import RuntimeMetrics
 from .providers import ClusterProfileProvider, KubeconfigDirProvider, KubeconfigSecretProvider, Provider
-from .ratelimiter import BucketRateLimiter, ItemExponentialFailureRateLimiter, MaxOfRateLimiter, RateLimiter
+from .ratelimiter import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    PartitionedRateLimiter,
+    RateLimiter,
+)
 from .reconciler import PermanentError, Reconciler, Result, TemporaryError
 from .request import Request
 from .resources import Resource
 from .selectors import LabelSelector
-from .source import ENGAGED, LOCAL, ClusterFilter, engaged, named
+from .source import ENGAGED, LOCAL, ClusterEvent, ClusterEventType, ClusterFilter, engaged, named
 from .store import Store
 from .transport import Transport
+from .view import View
 from .workqueue import QueueShutDown, WorkQueue
 
 __all__ = [
@@ -69,12 +84,18 @@ __all__ = [
     "Backoff",
     "BucketRateLimiter",
     "CacheNotSyncedError",
+    "CacheOptions",
     "Client",
     "Cluster",
+    "ClusterEvent",
+    "ClusterEventType",
     "ClusterFilter",
     "ClusterName",
     "ClusterNotEngagedError",
+    "ClusterNotReadyError",
+    "ClusterOptions",
     "ClusterProfileProvider",
+    "ClusterState",
     "ConfigError",
     "ConnectionConfig",
     "Controller",
@@ -86,6 +107,7 @@ __all__ = [
     "EventType",
     "Informer",
     "InformerCache",
+    "InformerOptions",
     "ItemExponentialFailureRateLimiter",
     "KubeconfigDirProvider",
     "KubeconfigSecretProvider",
@@ -95,7 +117,9 @@ __all__ = [
     "LeaderElector",
     "Manager",
     "MaxOfRateLimiter",
+    "NoCacheViewError",
     "ObjectEvent",
+    "PartitionedRateLimiter",
     "PermanentError",
     "Preconditions",
     "Provider",
@@ -111,8 +135,12 @@ __all__ = [
     "TemporaryError",
     "Transport",
     "TransportError",
+    "TransportOptions",
+    "View",
+    "ViewConflictError",
     "WorkQueue",
     "connection",
+    "controllerutil",
     "engaged",
     "indexers",
     "is_already_exists",

@@ -1,28 +1,60 @@
-"""One cluster's informer cache: informers shared per (resource, namespace, label
-selector, field selector), started on first use, and cached reads that wait for the
-informer's first LIST (a reconciler never mistakes an unsynced cache for "not found")."""
+"""One cluster's informer cache: one informer per declared view (see `view.py`), and
+cached reads served from the view of the resource read.
+
+Reads never wait long and never start a cache nobody declared:
+- a resource (or namespace) outside every declared view raises `NoCacheViewError`;
+- a view whose LIST was refused with 401/403 raises that refusal at once;
+- on an unreachable cluster, or a view still syncing after `sync_wait` seconds, the read
+  raises `ClusterNotReadyError` and the caller's request is retried with backoff. One
+  dead cluster therefore costs a worker at most `sync_wait`, never the sync timeout."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 import anyio
 import anyio.abc
 
-from .errors import APIError, CacheNotSyncedError
+from .backoff import Backoff
+from .errors import APIError, ClusterNotReadyError, NoCacheViewError
 from .indexers import NAMESPACE, IndexFunc
-from .informer import Informer, Transform
+from .informer import Informer
 from .metrics import RuntimeMetrics, default_metrics
-from .objects import Obj, Objs, labels_of, make_key, strip_for_cache
+from .objects import Obj, Objs, labels_of, make_key
 from .resources import Resource
 from .selectors import LabelSelector
 from .transport import Transport
+from .view import View
 
 log = logging.getLogger(__name__)
 
-InformerKey = tuple[Resource, str | None, str | None, str | None]
+
+class ViewConflictError(ValueError):
+    """Two different views of one resource declared in one cluster."""
+
+
+@dataclass(frozen=True)
+class InformerOptions:
+    """Tuning shared by a cache's informers (client-go's reflector defaults)."""
+
+    page_size: int = 500
+    watch_timeout: tuple[int, int] = (300, 600)
+    read_timeout: float = 120.0
+    backoff: Callable[[], Backoff] = field(default=Backoff)
+
+
+@dataclass(frozen=True)
+class CacheOptions:
+    """How long a cached read may wait for a view that is still syncing, and informer tuning."""
+
+    sync_wait: float = 1.0
+    informer: InformerOptions = field(default_factory=InformerOptions)
+
+    def __post_init__(self) -> None:
+        if self.sync_wait < 0:
+            raise ValueError("sync_wait must be >= 0 seconds")
 
 
 class InformerCache:
@@ -32,52 +64,70 @@ class InformerCache:
         *,
         cluster: str = "",
         metrics: RuntimeMetrics | None = None,
-        transform: Transform | None = strip_for_cache,
-        sync_timeout: float = 60.0,
-        informer_options: Mapping[str, Any] | None = None,
+        options: CacheOptions | None = None,
     ) -> None:
         self.transport = transport
         self.cluster = cluster
         self.metrics = metrics or default_metrics()
-        self.transform = transform
-        self.sync_timeout = sync_timeout
-        self.informer_options = dict(informer_options or {})
-        self._informers: dict[InformerKey, Informer] = {}
+        self.options = options or CacheOptions()
+        self._views: dict[Resource, View] = {}
+        self._informers: dict[View, Informer] = {}
         self._tg: anyio.abc.TaskGroup | None = None
+        self._on_synced: list[Callable[[], None]] = []
 
-    # ------------------------------------------------------------------ informers
-    def informer(
-        self,
-        resource: Resource,
-        *,
-        namespace: str | None = None,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        indexers: Mapping[str, IndexFunc] | None = None,
-    ) -> Informer:
-        """The shared informer for this view of a resource (created and started if new)."""
-        if label_selector:
-            LabelSelector.parse(label_selector)  # a bad selector fails here, clearly, not in a retry loop
-        key: InformerKey = (resource, namespace or None, label_selector or None, field_selector or None)
-        informer = self._informers.get(key)
+    # ------------------------------------------------------------------ views
+    def declare(self, view: View, *, indexers: Mapping[str, IndexFunc] | None = None) -> Informer:
+        """The informer of `view`, created (and started, when the cache runs) on first
+        declaration. Declaring the same view again returns the same informer; a
+        different view of a resource that already has one is a `ViewConflictError`."""
+        existing = self._views.get(view.resource)
+        if existing is not None and existing != view:
+            raise ViewConflictError(
+                f"cluster {self.cluster!r}: {view.resource} already has the cache view [{existing}]; "
+                f"cannot also declare [{view}] (one view per resource and cluster, shared by watches and reads)"
+            )
+        informer = self._informers.get(view)
         if informer is None:
+            opts = self.options.informer
             informer = Informer(
                 self.transport,
-                resource,
+                view.resource,
                 cluster=self.cluster,
-                namespace=namespace,
-                label_selector=label_selector,
-                field_selector=field_selector,
-                transform=self.transform,
+                namespace=view.namespace,
+                label_selector=view.label_selector,
+                field_selector=view.field_selector,
+                transform=view.transform,
+                page_size=opts.page_size,
+                watch_timeout=opts.watch_timeout,
+                read_timeout=opts.read_timeout,
+                backoff=opts.backoff(),
                 metrics=self.metrics,
-                **self.informer_options,
             )
-            self._informers[key] = informer
+            self._views[view.resource] = view
+            self._informers[view] = informer
             if self._tg is not None:
-                self._tg.start_soon(informer.run, name=repr(informer))
+                self._start(self._tg, informer)
         for name, func in (indexers or {}).items():
             informer.add_indexer(name, func)
         return informer
+
+    def view_of(self, resource: Resource) -> View | None:
+        return self._views.get(resource)
+
+    @property
+    def views(self) -> dict[Resource, View]:
+        """The declared views, by resource."""
+        return dict(self._views)
+
+    def informer_of(self, resource: Resource) -> Informer:
+        """The informer of the resource's declared view."""
+        view = self._views.get(resource)
+        if view is None:
+            raise NoCacheViewError(
+                f"cluster {self.cluster!r}: no cache view of {resource} is declared; declare one "
+                "(Controller.watch / Controller.reads) or read it live (Client.get_live)"
+            )
+        return self._informers[view]
 
     @property
     def informers(self) -> list[Informer]:
@@ -87,11 +137,25 @@ class InformerCache:
     def has_synced(self) -> bool:
         return all(inf.has_synced for inf in self._informers.values())
 
+    def on_synced(self, callback: Callable[[], None]) -> None:
+        """Call `callback` whenever one of the informers completes its first LIST."""
+        self._on_synced.append(callback)
+
     async def wait_for_sync(self, within: float | None = None) -> bool:
         with anyio.move_on_after(within):
             for informer in list(self._informers.values()):
                 await informer.wait_for_sync()
         return self.has_synced
+
+    # ------------------------------------------------------------------ running
+    def _start(self, tg: anyio.abc.TaskGroup, informer: Informer) -> None:
+        tg.start_soon(informer.run, name=repr(informer))
+        tg.start_soon(self._report_sync, informer, name=f"sync report {informer!r}")
+
+    async def _report_sync(self, informer: Informer) -> None:
+        await informer.wait_for_sync()
+        for callback in list(self._on_synced):
+            callback()
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Run every informer (present and future) until cancelled."""
@@ -100,24 +164,38 @@ class InformerCache:
             try:
                 for informer in self._informers.values():
                     if not informer.running:
-                        tg.start_soon(informer.run, name=repr(informer))
+                        self._start(tg, informer)
                 task_status.started()
                 await anyio.sleep_forever()
             finally:
                 self._tg = None
 
     # ------------------------------------------------------------------ cached reads
-    async def _synced_informer(self, resource: Resource) -> Informer:
-        informer = self.informer(resource)
-        if not informer.has_synced and not await informer.wait_for_sync(self.sync_timeout):
-            raise CacheNotSyncedError(
-                f"cluster {self.cluster!r}: cache for {resource} did not sync within {self.sync_timeout}s"
+    async def _synced(self, resource: Resource, namespace: str | None) -> Informer:
+        informer = self.informer_of(resource)
+        view = self._views[resource]
+        if not view.covers_namespace(namespace):
+            where = f"namespace {namespace!r}" if namespace else "all namespaces"
+            raise NoCacheViewError(
+                f"cluster {self.cluster!r}: the cache view of {resource} is [{view}]; it cannot serve {where}"
             )
+        if informer.has_synced:
+            return informer
+        if informer.access_error is not None:
+            raise informer.access_error
+        contact = self.transport.contact
+        if contact.reachable is False:
+            raise ClusterNotReadyError(self.cluster, "unreachable", contact.last_error)
+        if not await informer.wait_for_sync(self.options.sync_wait):
+            if informer.access_error is not None:
+                raise informer.access_error
+            state = "syncing" if self.transport.contact.reachable is not False else "unreachable"
+            raise ClusterNotReadyError(self.cluster, state, f"the cache of [{view}] has not synced yet")
         return informer
 
-    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj:
         """The cached object; raises the API's NotFound error when it is not cached."""
-        informer = await self._synced_informer(resource)
+        informer = await self._synced(resource, namespace if resource.namespaced else None)
         obj = informer.store.get(make_key(namespace or "", name) if resource.namespaced else name)
         if obj is None:
             raise APIError.not_found(resource.qualified, name)
@@ -126,14 +204,14 @@ class InformerCache:
     async def list(
         self,
         resource: Resource,
-        namespace: str | None = None,
         *,
+        namespace: str | None = None,
         label_selector: str | None = None,
         index: tuple[str, str] | None = None,
     ) -> Objs:
-        """Cached objects, optionally in one namespace, matching a label selector, or
-        filed under an index value (`index=("owner-uid", uid)`)."""
-        informer = await self._synced_informer(resource)
+        """Cached objects of the resource's view, optionally narrowed to one namespace, a
+        label selector, or an index value (`index=("owner-uid", uid)`)."""
+        informer = await self._synced(resource, namespace)
         store = informer.store
         if index is not None:
             items = store.by_index(*index)

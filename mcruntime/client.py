@@ -90,35 +90,46 @@ class Client:
         return result
 
     # ------------------------------------------------------------------ reads
-    async def get(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
-        """From the cache when the cluster has one (the informer starts on first use)."""
+    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj:
+        """From the cache: the declared view of `resource` (see `view.py`); a client
+        built without a cache reads live."""
         if self.cache is not None:
-            return await self.cache.get(resource, name, namespace)
-        return await self.get_live(resource, name, namespace)
+            return await self.cache.get(resource, name, namespace=namespace)
+        return await self.get_live(resource, name, namespace=namespace)
+
+    async def get_or_none(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj | None:
+        """`get`, with NotFound as None (any other error is raised)."""
+        try:
+            return await self.get(resource, name, namespace=namespace)
+        except APIError as exc:
+            if is_not_found(exc):
+                return None
+            raise
 
     async def list(
         self,
         resource: Resource,
-        namespace: str | None = None,
         *,
+        namespace: str | None = None,
         label_selector: str | None = None,
         index: tuple[str, str] | None = None,
     ) -> Objs:
         if self.cache is not None:
-            return await self.cache.list(resource, namespace, label_selector=label_selector, index=index)
+            return await self.cache.list(resource, namespace=namespace, label_selector=label_selector, index=index)
         if index is not None:
             raise ValueError("index lookups need a cache")
-        return await self.list_live(resource, namespace, label_selector=label_selector)
+        return await self.list_live(resource, namespace=namespace, label_selector=label_selector)
 
-    async def get_live(self, resource: Resource, name: str, namespace: str | None = None) -> Obj:
+    async def get_live(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj:
+        """An uncached GET (explicit: reads outside any declared view go through here)."""
         path = resource.path(self._namespace(resource, None, namespace), name)
         return self._obj(await self.transport.request_json("GET", path, verb="get"), f"GET {path}")
 
     async def list_live(
         self,
         resource: Resource,
-        namespace: str | None = None,
         *,
+        namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
         page_size: int = 500,

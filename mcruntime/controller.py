@@ -2,16 +2,27 @@
 N workers take requests off the queue and call the reconciler, one request per key at a
 time, and decide from the outcome whether and when the request comes back.
 
-Clusters are bound at run time: `engage(cluster)` attaches every watch whose cluster
-filter matches to that cluster's shared informers; `disengage(name)` detaches them.
-Requests for a cluster that is gone fail with ClusterNotEngagedError and are dropped
-(re-engaging lists everything again, so nothing is lost)."""
+Clusters are bound at run time: `engage(cluster)` declares the controller's cache views
+in the cluster (see `view.py`) and attaches every watch whose cluster filter matches to
+the view's informer; `disengage(name)` detaches them. Cluster lifecycle (engaged, ready,
+unreachable, disengaged) is a source too (`watch_clusters`). Requests for a cluster that
+is gone fail with ClusterNotEngagedError and are dropped (re-engaging lists everything
+again, so nothing is lost). What each reconcile outcome leads to is tabled in
+`reconciler.py`.
+
+    ctrl = mgr.new_controller("copies", reconcile, workers=4)
+    ctrl.for_(WIDGETS, clusters=engaged("role=project"))
+    ctrl.owns(INSTANCES, owner=WIDGETS, clusters=engaged("role=project"))
+    ctrl.reads(NAMESPACES, clusters=engaged("role=project"))
+    ctrl.watch_clusters(widgets_for_new_cell, clusters=engaged("role=cell"))"""
 
 from __future__ import annotations
 
+import inspect
 import logging
 import time
-from collections.abc import Iterable
+from collections import deque
+from collections.abc import Iterable, Mapping
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -20,17 +31,35 @@ import anyio.abc
 from opentelemetry.trace import TracerProvider
 
 from . import logs
-from .errors import APIError, ClusterNotEngagedError, is_conflict
+from .errors import APIError, ClusterNotEngagedError, ClusterNotReadyError, is_conflict
 from .handlers import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
-from .informer import ListenerHandle, ObjectEvent
+from .indexers import IndexFunc
+from .informer import ListenerHandle, ObjectEvent, Transform
 from .metrics import RuntimeMetrics, default_metrics
+from .objects import strip_for_cache
 from .predicates import Predicate
-from .ratelimiter import RateLimiter
+from .ratelimiter import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    MaxOfRateLimiter,
+    PartitionedRateLimiter,
+    RateLimiter,
+)
 from .reconciler import FuncReconciler, PermanentError, ReconcileFunc, Reconciler, Result, TemporaryError
 from .request import Request
 from .resources import Resource
-from .source import ENGAGED, ClusterFilter, Watch
+from .source import (
+    ALL_CLUSTER_EVENTS,
+    ENGAGED,
+    ClusterEvent,
+    ClusterEventType,
+    ClusterFilter,
+    ClusterMapFunc,
+    ClusterWatch,
+    Watch,
+)
 from .tracing import mark_error, reconcile_span, tracer_for
+from .view import View
 from .workqueue import QueueShutDown, WorkQueue
 
 if TYPE_CHECKING:
@@ -52,6 +81,10 @@ class _Sink:
 
     def drop(self, reason: str, detail: str) -> None:
         self.controller._dropped(reason, f"{self.watch.resource} event from {self.cluster!r}: {detail}")
+
+
+def _cluster_of(request: Request) -> str:
+    return request.cluster
 
 
 class Controller:
@@ -80,8 +113,18 @@ class Controller:
         self.reconcile_timeout = reconcile_timeout
         self.metrics = metrics or default_metrics()
         self.tracer = tracer_for(tracer_provider)
+        if rate_limiter is None:
+            self._bucket: RateLimiter[Request] = PartitionedRateLimiter(
+                _cluster_of, lambda: BucketRateLimiter[Request](10.0, 100)
+            )
+            rate_limiter = MaxOfRateLimiter(ItemExponentialFailureRateLimiter[Request](0.005, 1000.0), self._bucket)
+        else:
+            self._bucket = rate_limiter
         self.queue: WorkQueue[Request] = WorkQueue(name, rate_limiter=rate_limiter, metrics=self.metrics)
         self.watches: list[Watch] = []
+        self.cluster_watches: list[ClusterWatch] = []
+        self._cluster_events: deque[tuple[ClusterWatch, ClusterEvent]] = deque()
+        self._cluster_events_ready = anyio.Event()
         self._bindings: dict[str, list[ListenerHandle]] = {}
         self._attrs = {"controller": name}
         self._tg: anyio.abc.TaskGroup | None = None
@@ -103,48 +146,118 @@ class Controller:
         namespace: str | None = None,
         label_selector: str | None = None,
         field_selector: str | None = None,
+        transform: Transform | None = strip_for_cache,
+        indexers: Mapping[str, IndexFunc] | None = None,
     ) -> Controller:
+        """Reconcile what `handler` maps this resource's events to. The namespace,
+        selectors and transform declare the resource's cache view in the matching
+        clusters: cached reads of the resource are served from the same informer."""
         if not isinstance(handler, EventHandler):
             raise TypeError(f"controller {self.name}: handler must be an EventHandler, got {handler!r}")
+        view = View(resource, namespace, label_selector, field_selector, transform)
+        return self._add(Watch(view, handler, clusters, tuple(predicates), tuple((indexers or {}).items())))
+
+    def reads(
+        self,
+        resource: Resource,
+        *,
+        clusters: ClusterFilter = ENGAGED,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        transform: Transform | None = strip_for_cache,
+        indexers: Mapping[str, IndexFunc] | None = None,
+    ) -> Controller:
+        """Declare a cache view this controller reads without reconciling on its events."""
+        view = View(resource, namespace, label_selector, field_selector, transform)
+        return self._add(Watch(view, None, clusters, (), tuple((indexers or {}).items())))
+
+    def _add(self, watch: Watch) -> Controller:
         if self._bindings:
             raise RuntimeError(f"controller {self.name}: add watches before clusters are engaged")
-        self.watches.append(
-            Watch(resource, handler, clusters, tuple(predicates), namespace, label_selector, field_selector)
-        )
+        self.watches.append(watch)
         return self
 
-    def for_(self, resource: Resource, **options: Any) -> Controller:
+    def for_(
+        self,
+        resource: Resource,
+        *,
+        clusters: ClusterFilter = ENGAGED,
+        predicates: Iterable[Predicate] = (),
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        indexers: Mapping[str, IndexFunc] | None = None,
+    ) -> Controller:
         """Reconcile `resource` itself (builder.For)."""
-        return self.watch(resource, EnqueueRequestForObject(), **options)
+        return self.watch(
+            resource, EnqueueRequestForObject(), clusters=clusters, predicates=predicates, namespace=namespace,
+            label_selector=label_selector, field_selector=field_selector, indexers=indexers,
+        )  # fmt: skip
 
-    def owns(self, resource: Resource, *, owner: Resource, only_controller: bool = True, **options: Any) -> Controller:
+    def owns(
+        self,
+        resource: Resource,
+        *,
+        owner: Resource,
+        only_controller: bool = True,
+        clusters: ClusterFilter = ENGAGED,
+        predicates: Iterable[Predicate] = (),
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        indexers: Mapping[str, IndexFunc] | None = None,
+    ) -> Controller:
         """Reconcile the owner of `resource` objects (builder.Owns)."""
-        return self.watch(resource, EnqueueRequestForOwner(owner, only_controller=only_controller), **options)
+        return self.watch(
+            resource, EnqueueRequestForOwner(owner, only_controller=only_controller), clusters=clusters,
+            predicates=predicates, namespace=namespace, label_selector=label_selector,
+            field_selector=field_selector, indexers=indexers,
+        )  # fmt: skip
+
+    def watch_clusters(
+        self,
+        map_func: ClusterMapFunc,
+        *,
+        clusters: ClusterFilter = ENGAGED,
+        types: Iterable[ClusterEventType] = ALL_CLUSTER_EVENTS,
+    ) -> Controller:
+        """Reconcile what `map_func` maps cluster lifecycle events to (engaged, ready,
+        unreachable, disengaged), e.g. every object a newly ready cell must receive."""
+        self.cluster_watches.append(ClusterWatch(map_func, clusters, frozenset(types)))
+        return self
 
     # ------------------------------------------------------------------ clusters
     def engage(self, cluster: Cluster, *, is_local: bool = False) -> int:
-        """Bind the watches that cover this cluster; returns how many were bound."""
+        """Declare this controller's views in the cluster and bind the watches that cover
+        it; returns how many watches were bound."""
         if cluster.name in self._bindings:
             return len(self._bindings[cluster.name])
         handles: list[ListenerHandle] = []
         for watch in self.watches:
             if not watch.clusters.matches(cluster.name, cluster.labels, is_local=is_local):
                 continue
-            informer = cluster.cache.informer(
-                watch.resource,
-                namespace=watch.namespace,
-                label_selector=watch.label_selector,
-                field_selector=watch.field_selector,
-            )
-            handles.append(
-                informer.add_listener(self._listener(watch, cluster.name), name=f"{self.name}/{watch.resource}")
-            )
+            informer = cluster.cache.declare(watch.view, indexers=dict(watch.indexers))
+            if watch.handler is not None:
+                handles.append(
+                    informer.add_listener(self._listener(watch, cluster.name), name=f"{self.name}/{watch.resource}")
+                )
         self._bindings[cluster.name] = handles
         return len(handles)
 
     def disengage(self, cluster_name: str) -> None:
         for handle in self._bindings.pop(cluster_name, []):
             handle.remove()
+        if isinstance(self._bucket, PartitionedRateLimiter):
+            self._bucket.discard(cluster_name)
+
+    def cluster_event(self, event: ClusterEvent, *, is_local: bool = False) -> None:
+        """Hand a cluster lifecycle event to the cluster watches that cover it."""
+        for watch in self.cluster_watches:
+            if event.type in watch.types and watch.clusters.matches(event.cluster, event.labels, is_local=is_local):
+                self._cluster_events.append((watch, event))
+        if self._cluster_events:
+            self._cluster_events_ready.set()
 
     @property
     def engaged_clusters(self) -> list[str]:
@@ -157,8 +270,26 @@ class Controller:
 
     @property
     def idle(self) -> bool:
-        """Synced, nothing queued, nothing in flight (delayed requeues do not count)."""
-        return self.has_synced and len(self.queue) == 0 and self.in_flight == 0
+        """Synced, nothing queued, nothing in flight, no cluster event unmapped (delayed
+        requeues do not count)."""
+        return self.has_synced and len(self.queue) == 0 and self.in_flight == 0 and not self._cluster_events
+
+    async def wait_idle(self, within: float | None = None, *, settle: float = 0.05) -> bool:
+        """Wait until the controller is idle and stays idle for `settle` seconds (so an
+        event still travelling from an informer to the queue is not missed); for tests
+        and tools. Returns False if `within` ran out first."""
+        with anyio.move_on_after(within):
+            quiet_since: float | None = None
+            while True:
+                if self.idle:
+                    now = time.monotonic()
+                    quiet_since = quiet_since or now
+                    if now - quiet_since >= settle:
+                        return True
+                else:
+                    quiet_since = None
+                await anyio.sleep(0.01)
+        return False
 
     async def wait_for_sync(self, within: float | None = None) -> bool:
         """Whether every bound watch has delivered its informer's initial state."""
@@ -171,6 +302,7 @@ class Controller:
     def _listener(self, watch: Watch, cluster: str) -> Any:
         sink = _Sink(self, watch, cluster)
         handler = watch.handler
+        assert handler is not None, "read-only views have no listener"
         predicates = watch.predicates
 
         async def on_event(event: ObjectEvent) -> None:
@@ -210,6 +342,8 @@ class Controller:
                 self._tg = tg
                 for i in range(self.workers):
                     tg.start_soon(self._worker, name=f"{self.name} worker {i}")
+                if self.cluster_watches:
+                    tg.start_soon(self._map_cluster_events, name=f"{self.name} cluster events")
                 task_status.started()
         finally:
             self._tg = None
@@ -219,6 +353,7 @@ class Controller:
     async def shutdown(self, grace: float = 30.0) -> None:
         """Stop taking new work, let in-flight reconciles finish (up to `grace` seconds), stop."""
         self.queue.shutdown()
+        self._cluster_events_ready.set()
         if not self._started:
             return
         with anyio.move_on_after(grace) as scope:
@@ -227,6 +362,29 @@ class Controller:
             log.warning("controller %s: in-flight reconciles did not finish within %.0fs; cancelling", self.name, grace)
             self._tg.cancel_scope.cancel()
             await self._stopped.wait()
+
+    async def _map_cluster_events(self) -> None:
+        """Map buffered cluster events to requests (runs with the workers, so events that
+        arrived before this controller started, e.g. while campaigning, are kept)."""
+        while not self.queue.shutting_down:
+            while self._cluster_events:
+                watch, event = self._cluster_events.popleft()
+                try:
+                    result = watch.map_func(event)
+                    if inspect.isawaitable(result):
+                        result = await result
+                    requests = list(result or ())
+                except Exception:
+                    # a mapping bug must not stop lifecycle delivery; logged with the event
+                    log.exception("controller %s: mapping cluster event %s %s failed", self.name, event.type,
+                                  event.cluster)  # fmt: skip
+                    continue
+                for request in requests:
+                    self.enqueue(request)
+            self._cluster_events_ready = anyio.Event()
+            if self._cluster_events:
+                continue
+            await self._cluster_events_ready.wait()
 
     async def _worker(self) -> None:
         queue = self.queue
@@ -260,6 +418,11 @@ class Controller:
                 if not isinstance(result, Result):
                     raise TypeError(f"reconciler returned {result!r}; it must return a Result (Result() when done)")
                 outcome = self._after_success(request, result)
+            except ClusterNotReadyError as exc:
+                self.queue.add_rate_limited(request)
+                self._count_retry(request)
+                outcome = "cluster-not-ready"
+                log.debug("reconcile %s: %s; retrying with backoff", request, exc)
             except ClusterNotEngagedError as exc:
                 if exc.cluster != request.cluster:
                     outcome = self._after_error(request, exc, span)
@@ -274,15 +437,18 @@ class Controller:
                 log.error("reconcile %s failed permanently (no retry until it changes): %s", request, exc)
             except TemporaryError as exc:
                 if exc.delay is not None:
-                    self.queue.forget(request)
                     self.queue.add_after(request, exc.delay)
                     outcome = "requeue_after"
                     log.info("reconcile %s: %s; retrying in %.1fs", request, exc, exc.delay)
                 else:
-                    outcome = self._after_error(request, exc, span)
+                    self.queue.add_rate_limited(request)
+                    self._count_retry(request)
+                    outcome = "temporary"
+                    log.info("reconcile %s: %s; retrying with backoff", request, exc)
             except APIError as exc:
                 if is_conflict(exc):
                     self.queue.add_rate_limited(request)
+                    self._count_retry(request)
                     outcome = "conflict"
                     log.debug("reconcile %s hit a conflict; retrying: %s", request, exc)
                 else:
@@ -297,18 +463,18 @@ class Controller:
                 span.set_attribute("result", outcome)
 
     def _after_success(self, request: Request, result: Result) -> str:
+        self.queue.forget(request)
         if result.requeue_after:
-            self.queue.forget(request)
             self.queue.add_after(request, result.requeue_after)
             return "requeue_after"
-        if result.requeue:
-            self.queue.add_rate_limited(request)
-            return "requeue"
-        self.queue.forget(request)
         return "success"
+
+    def _count_retry(self, request: Request) -> None:
+        self.metrics.cluster_retries.add(1, {**self._attrs, "cluster": request.cluster})
 
     def _after_error(self, request: Request, exc: Exception, span: Any) -> str:
         self.queue.add_rate_limited(request)
+        self._count_retry(request)
         mark_error(span, exc)
         self.metrics.reconcile_errors.add(1, self._attrs)
         log.error(

@@ -105,6 +105,23 @@ class CacheNotSyncedError(TimeoutError):
     """A cached read waited for its informer's first LIST longer than allowed."""
 
 
+class ClusterNotReadyError(CacheNotSyncedError):
+    """A read or write on a cluster that is not ready (still syncing, or unreachable):
+    raised at once instead of waiting, so one bad cluster never holds a worker. The
+    controller requeues the request with that cluster's backoff."""
+
+    def __init__(self, cluster: str, state: str, detail: str = "") -> None:
+        super().__init__(f"cluster {cluster!r} is {state}" + (f": {detail}" if detail else ""))
+        self.cluster = cluster
+        self.state = state
+
+
+class NoCacheViewError(LookupError):
+    """A cached read of a resource (or namespace) no cache view covers. Reads come from
+    the view a controller declared (`watch`, `reads`); a read outside every view is a
+    wiring bug, not a reason to start a second, unfiltered cache of the whole kind."""
+
+
 def _status(err: BaseException) -> int | None:
     return err.status if isinstance(err, APIError) else None
 

@@ -14,7 +14,9 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_l
 
 log = logging.getLogger(__name__)
 
-Check = Callable[[], bool]
+CheckResult = bool | tuple[bool, str]
+Check = Callable[[], CheckResult]
+"""A named check: pass/fail, optionally with a detail shown by `?verbose`."""
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -39,12 +41,14 @@ def _checks_handler(kind: str, checks: Mapping[str, Check]) -> Callable[[web.Req
         failed: list[str] = []
         lines: list[str] = []
         for name, check in checks.items():
+            detail = ""
             try:
-                ok = bool(check())
+                result = check()
+                ok, detail = (bool(result[0]), str(result[1])) if isinstance(result, tuple) else (bool(result), "")
             except Exception as exc:  # noqa: BLE001 - a broken check reports failure, not a 500 trace
                 log.warning("%s check %s raised: %s", kind, name, exc)
                 ok = False
-            lines.append(f"[{'+' if ok else '-'}]{name} {'ok' if ok else 'failed'}")
+            lines.append(f"[{'+' if ok else '-'}]{name} {'ok' if ok else 'failed'}" + (f": {detail}" if detail else ""))
             if not ok:
                 failed.append(name)
         if failed:

@@ -212,6 +212,9 @@ class Informer:
         self.metrics = metrics or default_metrics()
         self.stats = InformerStats()
         self.resource_version: str | None = None  # the last version seen (event, bookmark or list)
+        # the last LIST refusal that retrying cannot fix by itself (401/403): reads fail
+        # fast with it instead of waiting for a sync that needs someone to grant access
+        self.access_error: APIError | None = None
         self._synced = anyio.Event()
         self._listeners: list[_Listener] = []
         self._tg: anyio.abc.TaskGroup | None = None
@@ -303,6 +306,8 @@ class Informer:
                 try:
                     await self._list_and_replace()
                 except (APIError, TransportError) as exc:
+                    if isinstance(exc, APIError) and exc.status in (401, 403):
+                        self.access_error = exc
                     self.stats.errors += 1
                     delay = self.backoff.next()
                     log.warning("%r: LIST failed, retrying in %.1fs: %s", self, delay, exc)
@@ -337,7 +342,7 @@ class Informer:
             if continue_token:
                 query["continue"] = continue_token
             try:
-                page = await self.transport.request_json("GET", self._path, verb="list", query=query)
+                page = await self.transport.request_json("GET", self._path, verb="list", query=query, fail_fast=False)
             except APIError as exc:
                 if exc.status == 410 and continue_token:
                     # the continue token outlived the server's history: start over from scratch
@@ -361,6 +366,7 @@ class Informer:
             if not continue_token:
                 break
         self._replace(fresh)
+        self.access_error = None
         self.resource_version = list_rv
         self.stats.lists += 1
         self.metrics.informer_lists.add(1, self._attrs)
@@ -484,8 +490,9 @@ class Informer:
             self._unreported_events = 0
 
     # ------------------------------------------------------------------ reads
-    def get(self, namespace: str, name: str) -> Obj | None:
+    def get(self, name: str, *, namespace: str = "") -> Obj | None:
+        """The cached object (name first, namespace by keyword, as everywhere in the runtime)."""
         return self.store.get(f"{namespace}/{name}" if namespace else name)
 
-    def list(self, namespace: str | None = None) -> list[Obj]:
+    def list(self, *, namespace: str | None = None) -> list[Obj]:
         return self.store.list(namespace)

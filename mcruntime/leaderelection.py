@@ -81,7 +81,7 @@ class LeaderElector:
         now = _now()
         lease: dict[str, Any] | None
         try:
-            lease = await self.client.get_live(LEASES, cfg.name, cfg.namespace)
+            lease = await self.client.get_live(LEASES, cfg.name, namespace=cfg.namespace)
         except APIError as exc:
             if not is_not_found(exc):
                 raise
@@ -230,7 +230,7 @@ class LeaderElector:
         cfg = self.config
         try:
             with anyio.fail_after(cfg.retry_period * 2):
-                lease = await self.client.get_live(LEASES, cfg.name, cfg.namespace)
+                lease = await self.client.get_live(LEASES, cfg.name, namespace=cfg.namespace)
                 spec = dict(lease.get("spec") or {})
                 if spec.get("holderIdentity") != cfg.identity:
                     return False

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import logging
 import signal
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import anyio
 import anyio.abc
@@ -20,15 +19,19 @@ from opentelemetry.sdk.metrics import MeterProvider as SDKMeterProvider
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
 
-from .cluster import Cluster
+from .cluster import Cluster, ClusterOptions, ClusterState
 from .connection import ConnectionConfig
 from .controller import Controller
 from .errors import ClusterNotEngagedError
-from .health import Check, EndpointServer, parse_bind_address
+from .events import EventRecorder
+from .health import Check, CheckResult, EndpointServer, parse_bind_address
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector
 from .metrics import RuntimeMetrics
 from .providers.base import Provider
+from .ratelimiter import RateLimiter
 from .reconciler import ReconcileFunc, Reconciler
+from .request import Request
+from .source import ClusterEvent, ClusterEventType, disjoint
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +56,7 @@ class Manager:
         meter_provider: MeterProvider | None = None,
         tracer_provider: TracerProvider | None = None,
         graceful_shutdown_timeout: float = 30.0,
-        cluster_options: Mapping[str, Any] | None = None,
+        cluster_options: ClusterOptions | None = None,
         field_manager: str | None = None,
     ) -> None:
         self.name = name
@@ -66,10 +69,10 @@ class Manager:
         self.tracer_provider = tracer_provider
         self.metrics = RuntimeMetrics(meter_provider)
         self.field_manager = field_manager or name
-        self.cluster_options = dict(cluster_options or {})
+        self.cluster_options = cluster_options or ClusterOptions()
         if isinstance(local, ConnectionConfig):
             local = Cluster(local_cluster_name, local, metrics=self.metrics, field_manager=self.field_manager,
-                            **self.cluster_options)  # fmt: skip
+                            options=self.cluster_options)  # fmt: skip
         self._local = local
         self.leader_election = leader_election
         if leader_election is not None and local is None:
@@ -92,7 +95,8 @@ class Manager:
         self.health_port: int | None = None
         self.metrics_port: int | None = None
         self._healthz: dict[str, Check] = {"ping": lambda: True}
-        self._readyz: dict[str, Check] = {"ping": lambda: True}
+        self._readyz: dict[str, Check] = {"ping": lambda: True, "clusters": self._clusters_detail}
+        self._recorders: dict[tuple[str, str], EventRecorder] = {}
 
     # ------------------------------------------------------------------ clusters
     @property
@@ -131,21 +135,30 @@ class Manager:
             if existing is not None:
                 if config.fingerprint and existing.cluster.config.fingerprint == config.fingerprint:
                     if dict(labels or {}) != existing.cluster.labels:
-                        existing.cluster.labels = dict(labels or {})
+                        cluster = existing.cluster
+                        self._dispatch(ClusterEventType.DISENGAGED, cluster)
+                        cluster.labels = dict(labels or {})
                         for controller in self.controllers:
                             controller.disengage(name)
-                            controller.engage(existing.cluster)
+                            controller.engage(cluster)
+                        self._dispatch(ClusterEventType.ENGAGED, cluster)
+                        if cluster.state is ClusterState.READY:
+                            self._dispatch(ClusterEventType.READY, cluster)
                         log.info("cluster %s: labels changed; watches re-bound", name)
                     return
                 await self._disengage_locked(name)
             cluster = Cluster(name, config, labels=labels, metrics=self.metrics, field_manager=self.field_manager,
-                              **self.cluster_options)  # fmt: skip
+                              options=self.cluster_options)  # fmt: skip
             engaged = _Engaged(cluster)
             self._clusters[name] = engaged
             await self._clusters_tg.start(self._run_cluster, engaged)
             for controller in self.controllers:
                 controller.engage(cluster)
             self.metrics.engaged_clusters.add(1)
+            self.metrics.cluster_state.add(1, {"cluster": name, "state": str(cluster.state)})
+            cluster.on_state_change(self._on_cluster_state)
+            self._dispatch(ClusterEventType.ENGAGED, cluster)
+            cluster.mark_bound()
             log.info("engaged cluster %s (%s)", name, config.source or config.host)
 
     async def _run_cluster(self, engaged: _Engaged, *, task_status: anyio.abc.TaskStatus[None]) -> None:
@@ -165,15 +178,64 @@ class Manager:
         engaged = self._clusters.pop(name, None)
         if engaged is None:
             return False
+        cluster = engaged.cluster
         for controller in self.controllers:
             controller.disengage(name)
+        for key in [k for k in self._recorders if k[0] == name]:
+            del self._recorders[key]
         if engaged.scope is not None:
             engaged.scope.cancel()
         with anyio.CancelScope(shield=True):
             await engaged.done.wait()
         self.metrics.engaged_clusters.add(-1)
+        self.metrics.cluster_state.add(-1, {"cluster": name, "state": str(cluster.state)})
+        self._dispatch(ClusterEventType.DISENGAGED, cluster)
         log.info("disengaged cluster %s", name)
         return True
+
+    def _on_cluster_state(self, cluster: Cluster, old: ClusterState, new: ClusterState) -> None:
+        if self._clusters.get(cluster.name) is None or self._clusters[cluster.name].cluster is not cluster:
+            return  # a stale cluster object winding down
+        self.metrics.cluster_state.add(-1, {"cluster": cluster.name, "state": str(old)})
+        self.metrics.cluster_state.add(1, {"cluster": cluster.name, "state": str(new)})
+        if new is ClusterState.UNREACHABLE:
+            log.warning("cluster %s is unreachable: %s", cluster.name, cluster.last_error)
+            self._dispatch(ClusterEventType.UNREACHABLE, cluster)
+        elif new is ClusterState.READY:
+            log.info("cluster %s is ready", cluster.name)
+            self._dispatch(ClusterEventType.READY, cluster)
+
+    def _on_local_state(self, cluster: Cluster, _old: ClusterState, new: ClusterState) -> None:
+        if new is ClusterState.UNREACHABLE:
+            log.warning("the local cluster %s is unreachable: %s", cluster.name, cluster.last_error)
+        if new in (ClusterState.READY, ClusterState.UNREACHABLE):
+            event = ClusterEventType.READY if new is ClusterState.READY else ClusterEventType.UNREACHABLE
+            self._dispatch(event, cluster, is_local=True)
+
+    def _dispatch(self, type_: ClusterEventType, cluster: Cluster, *, is_local: bool = False) -> None:
+        event = ClusterEvent(type_, cluster.name, dict(cluster.labels))
+        for controller in self.controllers:
+            controller.cluster_event(event, is_local=is_local)
+
+    def _clusters_detail(self) -> CheckResult:
+        """Informational: each engaged cluster's state (an unreachable cell must not make
+        the manager unready; it is reported, and the controllers route around it)."""
+        lines = [f"{name}: {e.cluster.describe()}" for name, e in sorted(self._clusters.items())]
+        return True, "; ".join(lines) if lines else "none engaged"
+
+    def cluster_states(self) -> dict[str, ClusterState]:
+        return {name: e.cluster.state for name, e in self._clusters.items()}
+
+    # ------------------------------------------------------------------ events
+    def event_recorder(self, cluster: str, component: str | None = None) -> EventRecorder:
+        """The event recorder for a cluster, kept while the cluster is engaged so its
+        deduplication and spam-filter state survive from one reconcile to the next."""
+        component = component or self.name
+        key = (cluster, component)
+        recorder = self._recorders.get(key)
+        if recorder is None:
+            recorder = self._recorders[key] = EventRecorder(self.get_cluster(cluster).client, component)
+        return recorder
 
     # ------------------------------------------------------------------ wiring
     def add_controller(self, controller: Controller) -> Controller:
@@ -184,11 +246,35 @@ class Manager:
         self.controllers.append(controller)
         return controller
 
-    def new_controller(self, name: str, reconciler: Reconciler | ReconcileFunc, **options: Any) -> Controller:
+    def new_controller(
+        self,
+        name: str,
+        reconciler: Reconciler | ReconcileFunc,
+        *,
+        workers: int = 1,
+        rate_limiter: RateLimiter[Request] | None = None,
+        needs_leader_election: bool = True,
+        reconcile_timeout: float | None = None,
+    ) -> Controller:
         """A controller wired to this manager's metrics and tracer."""
-        options.setdefault("metrics", self.metrics)
-        options.setdefault("tracer_provider", self.tracer_provider)
-        return self.add_controller(Controller(name, reconciler, **options))
+        controller = Controller(
+            name, reconciler, workers=workers, rate_limiter=rate_limiter, needs_leader_election=needs_leader_election,
+            reconcile_timeout=reconcile_timeout, metrics=self.metrics, tracer_provider=self.tracer_provider,
+        )  # fmt: skip
+        return self.add_controller(controller)
+
+    def check_views(self) -> None:
+        """Refuse, before anything runs, two controllers declaring different cache views of
+        one resource for clusters that may overlap (each cluster holds one view per resource)."""
+        declared = [(c, w) for c in self.controllers for w in c.watches]
+        for i, (ca, wa) in enumerate(declared):
+            for cb, wb in declared[i + 1 :]:
+                if wa.resource != wb.resource or wa.view == wb.view or disjoint(wa.clusters, wb.clusters):
+                    continue
+                raise ValueError(
+                    f"controllers {ca.name!r} and {cb.name!r} declare different cache views of {wa.resource} for "
+                    f"clusters that may overlap: [{wa.view}] and [{wb.view}]; use one view (or disjoint clusters)"
+                )
 
     def add_provider(self, provider: Provider) -> Provider:
         if self.running:
@@ -218,6 +304,7 @@ class Manager:
         LeaderElectionLost when leadership is lost, after stopping everything."""
         if self.running:
             raise RuntimeError("the manager is already running")
+        self.check_views()
         self.running = True
         try:
             async with anyio.create_task_group() as tg:
@@ -225,10 +312,13 @@ class Manager:
                     await tg.start(self._on_signals)
                 await self._start_endpoints(tg)
                 if self._local is not None:
-                    await tg.start(self._local.run)
+                    local = self._local
+                    await tg.start(local.run)
                     for controller in self.controllers:
-                        controller.engage(self._local, is_local=True)
-                    self._readyz.setdefault("local-cache", lambda: self.local.cache.has_synced)
+                        controller.engage(local, is_local=True)
+                    local.on_state_change(self._on_local_state)
+                    local.mark_bound()
+                    self._readyz.setdefault("local-cache", lambda: local.cache.has_synced)
                 await tg.start(self._host_clusters)
                 for controller in self.controllers:
                     if not controller.needs_leader_election:
@@ -249,6 +339,7 @@ class Manager:
         finally:
             self.running = False
             self._clusters.clear()
+            self._recorders.clear()
             if self._reader is not None and isinstance(self.meter_provider, SDKMeterProvider):
                 self.meter_provider.shutdown()  # our own provider: unregisters the Prometheus collector
                 self._reader = None
@@ -328,9 +419,10 @@ class Manager:
                 self.stop()
 
 
-def _safe(check: Callable[[], bool]) -> bool:
+def _safe(check: Check) -> bool:
     try:
-        return bool(check())
+        result = check()
     except Exception:
         log.exception("readiness check raised")
         return False
+    return bool(result[0] if isinstance(result, tuple) else result)

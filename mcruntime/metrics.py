@@ -39,6 +39,10 @@ class RuntimeMetrics:
         self.active_workers = meter.create_up_down_counter(
             "controller_runtime_active_workers", description="Workers currently reconciling"
         )
+        self.cluster_retries = meter.create_counter(
+            "mcruntime_cluster_retries_total",
+            description="Requests retried with backoff, per controller and cluster (one failing cluster stands out)",
+        )
         self.dropped_requests = meter.create_counter(
             "controller_runtime_dropped_requests_total",
             description="Requests a handler or controller refused (empty or unknown cluster name, ...)",
@@ -85,6 +89,10 @@ class RuntimeMetrics:
         # clusters
         self.engaged_clusters = meter.create_up_down_counter(
             "mcruntime_engaged_clusters", description="Clusters currently engaged by providers"
+        )
+        self.cluster_state = meter.create_up_down_counter(
+            "mcruntime_cluster_state",
+            description="1 for each engaged cluster in its current state (syncing, ready, unreachable)",
         )
 
 

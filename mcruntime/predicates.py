@@ -32,11 +32,17 @@ annotations_changed: Predicate = _changed(lambda o: dict(annotations_of(o)))
 
 
 def label_selector(selector: str) -> Predicate:
-    """Events for objects matching the selector (parsed now: a bad selector fails here)."""
+    """Events for objects matching the selector (parsed now: a bad selector fails here).
+    An update passes when the old OR the new object matches, so a controller hears about
+    an object whose labels stopped matching (controller-runtime's LabelSelectorPredicate
+    misses exactly that removal)."""
     parsed = LabelSelector.parse(selector)
 
     def predicate(event: ObjectEvent) -> bool:
-        return parsed.matches(labels_of(event.obj))
+        if parsed.matches(labels_of(event.obj)):
+            return True
+        old = event.old if event.type is EventType.MODIFIED else None
+        return old is not None and parsed.matches(labels_of(old))
 
     return predicate
 

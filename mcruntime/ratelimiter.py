@@ -92,6 +92,49 @@ class MaxOfRateLimiter(Generic[T]):
         return max(limiter.num_requeues(item) for limiter in self.limiters)
 
 
-def default_controller_rate_limiter() -> MaxOfRateLimiter[Hashable]:
-    """controller-runtime's default: exponential 5 ms..1000 s per item, 10 qps / 100 burst overall."""
-    return MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0.005, 1000.0), BucketRateLimiter(10.0, 100))
+class PartitionedRateLimiter(Generic[T]):
+    """One limiter per partition of the items (per cluster, for a multicluster
+    controller): an overall bucket drained by one failing cluster must not slow the
+    retries of every other. Partitions are created on first use and dropped by `discard`."""
+
+    def __init__(self, partition: Callable[[T], Hashable], factory: Callable[[], RateLimiter[T]]) -> None:
+        self.partition = partition
+        self.factory = factory
+        self._limiters: dict[Hashable, RateLimiter[T]] = {}
+
+    def _limiter(self, item: T) -> RateLimiter[T]:
+        key = self.partition(item)
+        limiter = self._limiters.get(key)
+        if limiter is None:
+            limiter = self._limiters[key] = self.factory()
+        return limiter
+
+    def when(self, item: T) -> float:
+        return self._limiter(item).when(item)
+
+    def forget(self, item: T) -> None:
+        limiter = self._limiters.get(self.partition(item))
+        if limiter is not None:
+            limiter.forget(item)
+
+    def num_requeues(self, item: T) -> int:
+        limiter = self._limiters.get(self.partition(item))
+        return limiter.num_requeues(item) if limiter is not None else 0
+
+    def discard(self, partition: Hashable) -> None:
+        self._limiters.pop(partition, None)
+
+    @property
+    def partitions(self) -> list[Hashable]:
+        return list(self._limiters)
+
+
+def default_controller_rate_limiter(partition: Callable[[T], Hashable] | None = None) -> RateLimiter[T]:
+    """controller-runtime's default: exponential 5 ms..1000 s per item, 10 qps / 100 burst
+    overall; with `partition`, the overall bucket is kept per partition (per cluster)."""
+    bucket: RateLimiter[T] = (
+        PartitionedRateLimiter(partition, lambda: BucketRateLimiter(10.0, 100))
+        if partition is not None
+        else BucketRateLimiter(10.0, 100)
+    )
+    return MaxOfRateLimiter(ItemExponentialFailureRateLimiter(0.005, 1000.0), bucket)

@@ -1,12 +1,23 @@
 """The reconciler contract: `async reconcile(request) -> Result`.
 
-- Return `Result()` when done, `Result(requeue_after=s)` to look again in s seconds
-  (the item's error backoff is reset), `Result(requeue=True)` to retry with backoff.
-- Raise anything to retry with per-item exponential backoff (logged as an error).
-- A 409 Conflict is retried with backoff but logged quietly: someone else wrote first,
-  the next attempt reads the newer object.
-- kopf-style: `TemporaryError(msg, delay=s)` retries after s seconds (or with backoff
-  if no delay), `PermanentError(msg)` gives up until the object changes again."""
+What happens to the request after each outcome (one table, the only rules there are):
+
+| the reconciler... | the controller... | logged as |
+| --- | --- | --- |
+| returns `Result()` | forgets the request's backoff; done until the next event | - |
+| returns `Result(requeue_after=s)` | forgets the backoff; looks again in `s` seconds | - |
+| raises `TemporaryError(msg, delay=s)` | looks again in `s` seconds (backoff untouched) | info |
+| raises `TemporaryError(msg)` | retries with the request's exponential backoff | info |
+| raises `PermanentError(msg)` | forgets it until the object changes (a new event) | error |
+| raises `ClusterNotReadyError` (cluster syncing or unreachable) | retries with backoff; quietly | debug |
+| raises an `APIError` 409 Conflict | retries with backoff; quietly (someone wrote first) | debug |
+| raises `ClusterNotEngagedError` for its own cluster | drops the request (re-engaging lists everything) | debug |
+| raises anything else | retries with backoff | error, with traceback unless it is an APIError |
+
+Backoff is per request (5 ms doubling to 1000 s) combined with a token bucket per
+cluster (10 qps, burst 100): a failing cluster only slows retries to itself.
+There is no `Result(requeue=True)`: say why you want to come back (`TemporaryError`) or when
+(`requeue_after`)."""
 
 from __future__ import annotations
 
@@ -19,7 +30,6 @@ from .request import Request
 
 @dataclass(frozen=True, slots=True)
 class Result:
-    requeue: bool = False
     requeue_after: float | None = None
 
     def __post_init__(self) -> None:
@@ -28,10 +38,10 @@ class Result:
 
     @staticmethod
     def sooner(*results: Result) -> Result:
-        """Combine results of sub-steps: the earliest requeue_after wins, any requeue sticks.
-        Use it so no return path drops a requeue a sub-step computed."""
+        """Combine results of sub-steps: the earliest requeue_after wins. Use it so no
+        return path drops a requeue a sub-step computed."""
         afters = [r.requeue_after for r in results if r.requeue_after]
-        return Result(requeue=any(r.requeue for r in results), requeue_after=min(afters) if afters else None)
+        return Result(requeue_after=min(afters) if afters else None)
 
 
 @runtime_checkable
@@ -53,7 +63,7 @@ class FuncReconciler:
 
 
 class TemporaryError(Exception):
-    """Retry later: after `delay` seconds if given, else with the item's backoff."""
+    """Retry later: after `delay` seconds if given, else with the request's backoff."""
 
     def __init__(self, message: str, *, delay: float | None = None) -> None:
         super().__init__(message)

@@ -45,6 +45,23 @@ class LabelSelector:
     def empty(self) -> bool:
         return not self.requirements
 
+    def disjoint_from(self, other: LabelSelector) -> bool:
+        """Provably no label set matches both (one requires a key's value in a set the other
+        excludes, or a key one requires the other forbids); False when they may overlap."""
+        for a in self.requirements:
+            for b in other.requirements:
+                if a.key != b.key:
+                    continue
+                if a.op == "in" and b.op == "in" and not (a.values & b.values):
+                    return True
+                if {a.op, b.op} == {"in", "notin"}:
+                    inn, out = (a, b) if a.op == "in" else (b, a)
+                    if inn.values <= out.values:
+                        return True
+                if {a.op, b.op} in ({"exists", "!exists"}, {"in", "!exists"}):
+                    return True
+        return False
+
     def __str__(self) -> str:
         return self.text
 

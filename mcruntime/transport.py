@@ -14,7 +14,7 @@ import asyncio
 import logging
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -24,7 +24,7 @@ import orjson
 from yarl import URL
 
 from .connection import ConnectionConfig
-from .errors import APIError, TransportError
+from .errors import APIError, ClusterNotReadyError, TransportError
 from .metrics import RuntimeMetrics, default_metrics
 
 log = logging.getLogger(__name__)
@@ -32,14 +32,76 @@ log = logging.getLogger(__name__)
 JSON = "application/json"
 MAX_LINE = 64 * 1024 * 1024
 _NET_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
+# failures that say the server cannot be reached at all (as opposed to one connection
+# dropping mid-answer, which a retry on a fresh connection fixes)
+_UNREACHABLE_ERRORS = (aiohttp.ClientConnectorError, asyncio.TimeoutError, aiohttp.ServerTimeoutError, ConnectionError)
+
+
+class Contact:
+    """Whether a cluster answers: the wall-clock time of its last answer (any HTTP
+    status, or bytes on a watch stream) and whether the last attempt to reach it got
+    through. A connection that cannot be made (refused, timed out) makes the cluster
+    unreachable until something gets an answer again.
+
+    While unreachable, requests fail fast (`ClusterNotReadyError`) except one probe per
+    `probe_interval` (a half-open circuit breaker): workers never queue up behind a dead
+    cluster, and a cluster that came back is noticed by the next probe or informer retry."""
+
+    __slots__ = ("_listeners", "_probe_at", "_probing", "last_contact", "last_error", "probe_interval", "reachable")
+
+    def __init__(self, probe_interval: float = 2.0) -> None:
+        self.last_contact: float | None = None
+        self.reachable: bool | None = None  # None: not tried yet
+        self.last_error = ""
+        self.probe_interval = probe_interval
+        self._probing = False
+        self._probe_at = 0.0
+        self._listeners: list[Callable[[], None]] = []
+
+    def on_change(self, callback: Callable[[], None]) -> None:
+        self._listeners.append(callback)
+
+    def answered(self) -> None:
+        self.last_contact = time.time()
+        if self.reachable is not True:
+            self.reachable = True
+            self.last_error = ""
+            self._notify()
+
+    def failed(self, error: str) -> None:
+        self.last_error = error
+        self._probe_at = time.monotonic() + self.probe_interval  # the next probe waits its turn
+        if self.reachable is not False:
+            self.reachable = False
+            self._notify()
+
+    def _notify(self) -> None:
+        for callback in list(self._listeners):
+            callback()
+
+    def admit(self) -> bool:
+        """May a request go out now? Always while reachable; while unreachable only as
+        the single probe allowed per `probe_interval` (the caller must `end_probe`)."""
+        if self.reachable is not False:
+            return True
+        now = time.monotonic()
+        if self._probing or now < self._probe_at:
+            return False
+        self._probing = True
+        self._probe_at = now + self.probe_interval
+        return True
+
+    def end_probe(self) -> None:
+        self._probing = False
 
 
 class LineStream:
     """The lines of a chunked watch response, without aiohttp's per-line size limit."""
 
-    def __init__(self, content: aiohttp.StreamReader, what: str) -> None:
+    def __init__(self, content: aiohttp.StreamReader, what: str, contact: Contact | None = None) -> None:
         self._content = content
         self._what = what
+        self._contact = contact
         self._pending: deque[bytes] = deque()
         self._partial: list[bytes] = []
         self._partial_len = 0
@@ -54,6 +116,8 @@ class LineStream:
                 chunk = await self._content.readany()
             except _NET_ERRORS as exc:
                 raise TransportError(f"{self._what}: stream broke: {type(exc).__name__}: {exc}") from exc
+            if self._contact is not None:
+                self._contact.answered()
             if not chunk:
                 if self._partial:
                     line = b"".join(self._partial)
@@ -103,6 +167,7 @@ class Transport:
         self.max_throttle_retries = max_throttle_retries
         self.user_agent = user_agent
         self._limiter = anyio.CapacityLimiter(max_concurrent_requests)
+        self.contact = Contact()
         self._session: aiohttp.ClientSession | None = None
         self._base = config.host
 
@@ -171,11 +236,36 @@ class Transport:
         body: bytes | None = None,
         content_type: str | None = None,
         within: float | None = None,
+        fail_fast: bool = True,
     ) -> bytes:
         """One API call; returns the response body. Raises APIError for non-2xx answers
-        (after retrying throttling answers that carry Retry-After) and TransportError
-        when no answer came within the timeout."""
+        (after retrying throttling answers that carry Retry-After), TransportError when no
+        answer came within the timeout, and ClusterNotReadyError at once while the cluster
+        is unreachable (unless `fail_fast=False`, which informers use: they are the probes)."""
         session = self._require_session()
+        contact = self.contact
+        probing = False
+        if fail_fast and contact.reachable is False:
+            if not contact.admit():
+                raise ClusterNotReadyError(self.cluster, "unreachable", contact.last_error)
+            probing = True
+        try:
+            return await self._request(session, method, path, verb, query, body, content_type, within)
+        finally:
+            if probing:
+                contact.end_probe()
+
+    async def _request(
+        self,
+        session: aiohttp.ClientSession,
+        method: str,
+        path: str,
+        verb: str,
+        query: Mapping[str, str] | None,
+        body: bytes | None,
+        content_type: str | None,
+        within: float | None,
+    ) -> bytes:
         url = self.url(path, query)
         limit = within or self.request_timeout
         client_timeout = aiohttp.ClientTimeout(total=limit, sock_connect=min(limit, self.connect_timeout))
@@ -203,7 +293,10 @@ class Transport:
             except _NET_ERRORS as exc:
                 self._record(verb, "error", started)
                 what = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, _UNREACHABLE_ERRORS):
+                    self.contact.failed(what)
                 raise TransportError(f"cluster {self.cluster!r}: {method} {path}: {what}") from exc
+            self.contact.answered()
             self._record(verb, status, started)
             if status < 300:
                 return data
@@ -227,11 +320,13 @@ class Transport:
         body: Any = None,
         content_type: str = JSON,
         within: float | None = None,
+        fail_fast: bool = True,
     ) -> Any:
         raw = None if body is None else (body if isinstance(body, bytes) else orjson.dumps(body))
         data = await self.request(
-            method, path, verb=verb, query=query, body=raw, content_type=content_type, within=within
-        )
+            method, path, verb=verb, query=query, body=raw, content_type=content_type, within=within,
+            fail_fast=fail_fast,
+        )  # fmt: skip
         if not data:
             return None
         try:
@@ -259,8 +354,11 @@ class Transport:
                 )
         except (*_NET_ERRORS, TimeoutError) as exc:
             self._record("watch", "error", started)
+            if isinstance(exc, (*_UNREACHABLE_ERRORS, TimeoutError)):
+                self.contact.failed(f"{type(exc).__name__}: {exc}")
             raise TransportError(f"cluster {self.cluster!r}: WATCH {path}: {type(exc).__name__}: {exc}") from exc
         try:
+            self.contact.answered()
             self._record("watch", resp.status, started)
             if resp.status != 200:
                 try:
@@ -272,6 +370,6 @@ class Transport:
                 raise APIError.from_response(
                     resp.status, data, retry_after=resp.headers.get("Retry-After"), verb="WATCH", path=path
                 )
-            yield LineStream(resp.content, f"cluster {self.cluster!r}: WATCH {path}")
+            yield LineStream(resp.content, f"cluster {self.cluster!r}: WATCH {path}", self.contact)
         finally:
             resp.close()

@@ -150,3 +150,8 @@ class ClusterRole(DocumentedStr):
 
 class InstanceManagementPolicy(DocumentedStr):
     ORDERED_READY = "OrderedReady", "Create, replace and delete Instances one at a time, waiting for readiness."
+
+
+# Namespace of cluster registrations (ClusterProfiles and kubeconfig Secrets) in the
+# management cluster: where the overlays deploy the manager and `up` registers clusters.
+REGISTRATION_NAMESPACE: Final = "federation-system"

@@ -26,6 +26,7 @@ from ..reconciler import Result
 from ..request import Request
 from ..resources import CLUSTER_PROFILES, SECRETS
 from ..source import LOCAL
+from ..view import View
 from .base import ClusterHost, run_provider_controller
 from .secretdata import config_from_secret
 
@@ -87,7 +88,7 @@ class ClusterProfileProvider:
     async def reconcile(self, request: Request) -> Result:
         assert self._host is not None and self._profiles is not None and self._secrets is not None
         cluster, ns = request.name, request.namespace
-        profile = self._profiles.get(ns, cluster)
+        profile = self._profiles.get(cluster, namespace=ns)
         if profile is None or meta(profile).get("deletionTimestamp"):
             await self._drop(cluster, ns)
             return Result()
@@ -97,7 +98,7 @@ class ClusterProfileProvider:
                       cluster, cluster)  # fmt: skip
             return Result()
         secret_name = self.secret_name(profile)
-        secret = self._secrets.get(ns, secret_name)
+        secret = self._secrets.get(secret_name, namespace=ns)
         if secret is None:
             log.warning("ClusterProfile %s/%s: kubeconfig Secret %s/%s not found; cluster not engaged", ns, cluster,
                         ns, secret_name)  # fmt: skip
@@ -129,9 +130,7 @@ class ClusterProfileProvider:
             clusters=LOCAL,
             namespace=self.namespace,
         )
-        self._profiles = local.cache.informer(
-            CLUSTER_PROFILES, namespace=self.namespace, label_selector=self.label_selector
-        )
-        self._secrets = local.cache.informer(SECRETS, namespace=self.namespace)
+        self._profiles = local.cache.declare(View(CLUSTER_PROFILES, self.namespace, self.label_selector))
+        self._secrets = local.cache.declare(View(SECRETS, self.namespace))
         self._controller = controller
         await run_provider_controller(controller, host, self.engaged, task_status=task_status)

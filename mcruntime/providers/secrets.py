@@ -19,6 +19,7 @@ from ..reconciler import Result
 from ..request import Request
 from ..resources import SECRETS
 from ..source import LOCAL
+from ..view import View
 from .base import ClusterHost, run_provider_controller
 from .secretdata import config_from_secret
 
@@ -64,7 +65,7 @@ class KubeconfigSecretProvider:
 
     async def reconcile(self, request: Request) -> Result:
         assert self._host is not None and self._informer is not None
-        secret = self._informer.get(request.namespace, request.name)
+        secret = self._informer.get(request.name, namespace=request.namespace)
         if secret is None or meta(secret).get("deletionTimestamp"):
             for cluster, source in list(self.engaged.items()):
                 if source == request.name:
@@ -105,6 +106,6 @@ class KubeconfigSecretProvider:
             metrics=local.transport.metrics,
         )
         controller.for_(SECRETS, clusters=LOCAL, namespace=self.namespace, label_selector=self.label_selector)
-        self._informer = local.cache.informer(SECRETS, namespace=self.namespace, label_selector=self.label_selector)
+        self._informer = local.cache.declare(View(SECRETS, self.namespace, self.label_selector))
         self._controller = controller
         await run_provider_controller(controller, host, self.engaged, task_status=task_status)

@@ -9,9 +9,7 @@ import yaml
 from kubeplane import EmbeddedAPIServer
 from mcruntime import ClusterProfileProvider, Manager, Request, Result, engaged
 from mcruntime.resources import CONFIGMAPS
-
-from .conftest import CLUSTER_PROFILE_CRD, install_crd
-from .support import Plane, config_for, configmap, eventually
+from tests.support import Plane, config_for, configmap, eventually, install_project_crds
 
 ROLE = "compute.datumapis.com/cluster-role"
 SECRET_ANNOTATION = "compute.datumapis.com/kubeconfig-secret"
@@ -35,7 +33,7 @@ def kubeconfig_secret(name: str, server: EmbeddedAPIServer) -> dict[str, Any]:
 async def test_cluster_profiles_engage_rotate_relabel_and_disengage(
     apiserver: EmbeddedAPIServer, second_server: EmbeddedAPIServer
 ) -> None:
-    await install_crd(apiserver, CLUSTER_PROFILE_CRD)
+    await install_project_crds(apiserver)
     mgmt = Plane(apiserver)
     mgmt.create("namespaces", {"metadata": {"name": "fleet"}})
     async with EmbeddedAPIServer(name="third", bookmark_interval=1.0) as third:

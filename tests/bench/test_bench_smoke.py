@@ -9,10 +9,15 @@ from pathlib import Path
 
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "bench"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+SCRIPTS = sorted(p.name for p in BENCH.glob("bench_*.py"))
 
 
-@pytest.mark.parametrize("script", sorted(p.name for p in BENCH.glob("bench_*.py")))
+def test_the_benchmarks_are_found() -> None:
+    assert len(SCRIPTS) >= 4, f"no benchmarks under {BENCH}: the smoke test below would silently run nothing"
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
 def test_benchmark_runs_in_smoke_mode(script: str) -> None:
     result = subprocess.run(
         [sys.executable, str(BENCH / script), "--smoke"], capture_output=True, text=True, timeout=300, check=False

@@ -11,7 +11,7 @@ import yaml
 from kubeplane import EmbeddedAPIServer
 from kubeplane.testing import Kubectl
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 OVERLAYS = ("management", "cell-dfw", "cell-lhr", "all-in-one")
 
 

@@ -10,8 +10,7 @@ import aiohttp
 import anyio
 
 from kubeplane import EmbeddedAPIServer
-
-from .support import Plane, eventually
+from tests.support import Plane, eventually
 
 
 def free_port() -> int:

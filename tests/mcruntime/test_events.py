@@ -5,8 +5,7 @@ import pytest
 from kubeplane import EmbeddedAPIServer
 from mcruntime import Cluster, EventRecorder
 from mcruntime.resources import CONFIGMAPS, EVENTS
-
-from .support import configmap
+from tests.support import configmap
 
 
 async def test_events_are_posted_and_repeats_aggregated(apiserver: EmbeddedAPIServer, cluster: Cluster) -> None:
@@ -16,7 +15,7 @@ async def test_events_are_posted_and_repeats_aggregated(apiserver: EmbeddedAPISe
     await recorder.event(obj, "Warning", "ImageUnavailable", "image x cannot be pulled")
     await recorder.event(obj, "Warning", "ImageUnavailable", "image x cannot be pulled")
     await recorder.event(obj, "Normal", "Available", "running")
-    events = await cluster.client.list_live(EVENTS, "default")
+    events = await cluster.client.list_live(EVENTS, namespace="default")
     by_reason = {e["reason"]: e for e in events}
     assert len(events) == 2
     pulled = by_reason["ImageUnavailable"]

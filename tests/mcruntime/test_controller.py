@@ -28,8 +28,7 @@ from mcruntime import (
 )
 from mcruntime.resources import CONFIGMAPS
 from mcruntime.source import ENGAGED
-
-from .support import Plane, configmap, eventually
+from tests.support import Plane, configmap, eventually
 
 FAST = ItemExponentialFailureRateLimiter[Request](0.001, 0.02)
 
@@ -63,8 +62,8 @@ async def test_results_and_errors_decide_whether_and_when_a_request_returns(capl
         n = calls[req.name] = calls.get(req.name, 0) + 1
         if req.name == "requeue-after" and n == 1:
             return Result(requeue_after=0.05)
-        if req.name == "requeue" and n == 1:
-            return Result(requeue=True)
+        if req.name == "backoff" and n == 1:
+            raise TemporaryError("not ready yet")
         if req.name == "flaky" and n < 3:
             raise RuntimeError("boom")
         if req.name == "conflict" and n == 1:
@@ -80,12 +79,12 @@ async def test_results_and_errors_decide_whether_and_when_a_request_returns(capl
     reader = InMemoryMetricReader()
     metrics = RuntimeMetrics(MeterProvider(metric_readers=[reader]))
     controller = Controller("results", reconcile, workers=3, rate_limiter=FAST, metrics=metrics)
-    names = ["requeue-after", "requeue", "flaky", "conflict", "permanent", "temporary", "not-a-result", "plain"]
+    names = ["requeue-after", "backoff", "flaky", "conflict", "permanent", "temporary", "not-a-result", "plain"]
 
     async def body() -> None:
         for name in names:
             controller.enqueue(Request("c", "ns", name))
-        expected = {"requeue-after": 2, "requeue": 2, "flaky": 3, "conflict": 2, "permanent": 1, "temporary": 2,
+        expected = {"requeue-after": 2, "backoff": 2, "flaky": 3, "conflict": 2, "permanent": 1, "temporary": 2,
                     "not-a-result": 2, "plain": 1}  # fmt: skip
         await eventually(lambda: calls == expected and controller.in_flight == 0, what=f"calls {expected}, got {calls}")
         await anyio.sleep(0.1)  # nothing else is due: a permanent error is not retried
@@ -166,7 +165,7 @@ async def test_through_an_informer_the_final_reconcile_sees_the_last_update(
     seen: dict[str, str] = {}
 
     async def reconcile(req: Request) -> Result:
-        obj = await cluster.client.get(CONFIGMAPS, req.name, req.namespace)
+        obj = await cluster.client.get(CONFIGMAPS, req.name, namespace=req.namespace)
         seen[req.name] = obj["data"]["n"]
         return Result()
 
@@ -289,5 +288,5 @@ def test_bad_controller_options_are_refused() -> None:
 
 def test_result_sooner_keeps_the_earliest_requeue() -> None:
     combined = Result.sooner(Result(requeue_after=30), Result(), Result(requeue_after=5))
-    assert combined == Result(requeue=False, requeue_after=5)
-    assert Result.sooner(Result(requeue=True), Result()).requeue
+    assert combined == Result(requeue_after=5)
+    assert Result.sooner(Result(), Result()) == Result()

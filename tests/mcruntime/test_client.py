@@ -4,10 +4,20 @@ import anyio
 import pytest
 
 from kubeplane import EmbeddedAPIServer
-from mcruntime import APIError, Cluster, Preconditions, Resource, is_conflict, is_not_found, retry_on_conflict
+from mcruntime import (
+    APIError,
+    Cluster,
+    ClusterOptions,
+    Preconditions,
+    Resource,
+    TransportOptions,
+    View,
+    is_conflict,
+    is_not_found,
+    retry_on_conflict,
+)
 from mcruntime.resources import CONFIGMAPS
-
-from .support import Plane, configmap, eventually
+from tests.support import Plane, configmap, eventually
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget")
 
@@ -20,7 +30,7 @@ async def test_create_get_update_and_stale_update_conflicts(cluster: Cluster) ->
     client = cluster.client
     created = await client.create(CONFIGMAPS, configmap("c", a="1"))
     assert created["metadata"]["uid"]
-    live = await client.get_live(CONFIGMAPS, "c", "default")
+    live = await client.get_live(CONFIGMAPS, "c", namespace="default")
     live["data"]["a"] = "2"
     updated = await client.update(CONFIGMAPS, live)
     assert updated["data"] == {"a": "2"}
@@ -32,21 +42,23 @@ async def test_create_get_update_and_stale_update_conflicts(cluster: Cluster) ->
 
 async def test_cached_reads_do_not_call_the_api(apiserver: EmbeddedAPIServer, cluster: Cluster, plane: Plane) -> None:
     plane.create("configmaps", configmap("cached", a="1"))
+    cluster.cache.declare(View(CONFIGMAPS))
     counters = apiserver.plane.counters
-    first = await cluster.client.get(CONFIGMAPS, "cached", "default")
+    first = await cluster.client.get(CONFIGMAPS, "cached", namespace="default")
     assert first["data"] == {"a": "1"}
     for _ in range(5):
-        await cluster.client.get(CONFIGMAPS, "cached", "default")
+        await cluster.client.get(CONFIGMAPS, "cached", namespace="default")
     assert counters.get("get", "configmaps") == 0
     assert counters.get("list", "configmaps") == 1
     with pytest.raises(APIError) as err:
-        await cluster.client.get(CONFIGMAPS, "missing", "default")
+        await cluster.client.get(CONFIGMAPS, "missing", namespace="default")
     assert is_not_found(err.value)
     cm2 = configmap("labelled")
     cm2["metadata"]["labels"] = {"app": "web"}
     plane.create("configmaps", cm2)
-    await eventually(lambda: cluster.cache.informer(CONFIGMAPS).get("default", "labelled"), what="cache update")
-    listed = await cluster.client.list(CONFIGMAPS, "default", label_selector="app=web")
+    informer = cluster.cache.informer_of(CONFIGMAPS)
+    await eventually(lambda: informer.get("labelled", namespace="default"), what="cache update")
+    listed = await cluster.client.list(CONFIGMAPS, namespace="default", label_selector="app=web")
     assert [o["metadata"]["name"] for o in listed] == ["labelled"]
 
 
@@ -125,7 +137,7 @@ async def test_retry_on_conflict_reruns_the_read_modify_write(cluster: Cluster, 
     async def bump() -> dict[str, object]:
         nonlocal attempts
         attempts += 1
-        live = await client.get_live(CONFIGMAPS, "r", "default")
+        live = await client.get_live(CONFIGMAPS, "r", namespace="default")
         if attempts == 1:  # someone else writes between our read and our write
             other = plane.get("configmaps", "default", "r")
             other["data"] = {"n": "10"}
@@ -150,14 +162,13 @@ async def test_throttling_is_retried_after_retry_after(apiserver: EmbeddedAPISer
 
 async def test_every_call_has_a_timeout(apiserver: EmbeddedAPIServer) -> None:
     from mcruntime import TransportError
-
-    from .support import config_for
+    from tests.support import config_for
 
     apiserver.plane.faults.configure(latency_seconds=2.0, methods=["GET"])
-    c = Cluster("slow", config_for(apiserver), transport_options={"request_timeout": 0.2})
+    c = Cluster("slow", config_for(apiserver), options=ClusterOptions(transport=TransportOptions(request_timeout=0.2)))
     async with c.started():
         with anyio.fail_after(5), pytest.raises(TransportError, match="timed out"):
-            await c.client.get_live(CONFIGMAPS, "x", "default")
+            await c.client.get_live(CONFIGMAPS, "x", namespace="default")
 
 
 async def test_bad_calls_fail_clearly(cluster: Cluster) -> None:

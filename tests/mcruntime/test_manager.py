@@ -23,8 +23,7 @@ from mcruntime import (
 )
 from mcruntime.resources import CONFIGMAPS
 from mcruntime.source import ENGAGED
-
-from .support import Plane, config_for, configmap, eventually, open_sockets
+from tests.support import Plane, config_for, configmap, eventually, open_sockets
 
 
 async def test_engaging_and_disengaging_100_times_leaves_no_tasks_or_sockets(
@@ -126,7 +125,7 @@ async def test_health_readiness_and_metrics_endpoints(apiserver: EmbeddedAPIServ
     )
 
     async def reconcile(req: Request) -> Result:
-        await mgr.local.client.get(CONFIGMAPS, req.name, req.namespace)
+        await mgr.local.client.get(CONFIGMAPS, req.name, namespace=req.namespace)
         return Result()
 
     from mcruntime import LOCAL

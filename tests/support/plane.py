@@ -1,6 +1,7 @@
-"""Helpers for the runtime tests: bounded waits with clear failure messages, and direct
-writes to an embedded plane (synchronous, so a test can change state between two
-network events without racing the code under test)."""
+"""Embedded servers in tests: runtime clusters pointed at them, direct writes to their
+plane (synchronous, so a test can change state between two network events without
+racing the code under test), socket counting, and running `run(task_status=...)`
+coroutines in the background from fixtures."""
 
 from __future__ import annotations
 
@@ -13,17 +14,6 @@ import anyio
 from kubeplane import EmbeddedAPIServer
 from kubeplane.objectapi import DeleteOptions, WriteOptions
 from mcruntime import Cluster, ConnectionConfig
-
-
-async def eventually(check: Callable[[], Any], *, within: float = 10.0, what: str = "condition") -> Any:
-    """Poll `check` until it returns something truthy; fail with `what` after `within` s."""
-    with anyio.move_on_after(within):
-        while True:
-            result = check()
-            if result:
-                return result
-            await anyio.sleep(0.01)
-    raise AssertionError(f"timed out after {within}s waiting for {what}")
 
 
 def config_for(server: EmbeddedAPIServer) -> ConnectionConfig:
@@ -60,6 +50,17 @@ class Plane:
 
     def get(self, plural: str, namespace: str, name: str, *, group: str = "", version: str = "v1") -> dict[str, Any]:
         return self.api.get(self.rt(group, version, plural), namespace, name).copy()
+
+    def list(
+        self, plural: str, namespace: str | None = None, *, group: str = "", version: str = "v1"
+    ) -> list[dict[str, Any]]:
+        """Every stored object (in one namespace, or all), as copies."""
+        store = self.api.store_for(self.rt(group, version, plural))
+        entries = (store.get(*key) for key in store.sorted_keys(namespace))
+        return [entry.copy() for entry in entries if entry is not None]
+
+    def names(self, plural: str, namespace: str | None = None, *, group: str = "", version: str = "v1") -> set[str]:
+        return {o["metadata"]["name"] for o in self.list(plural, namespace, group=group, version=version)}
 
 
 def configmap(name: str, namespace: str = "default", **data: str) -> dict[str, Any]:

@@ -13,8 +13,7 @@ from mcruntime import (
     QueueShutDown,
     WorkQueue,
 )
-
-from .support import eventually
+from tests.support import eventually
 
 
 def fast_queue() -> WorkQueue[str]:

@@ -7,8 +7,7 @@ from kubeplane import EmbeddedAPIServer
 from mcruntime import EventType, Informer, ObjectEvent, Transport
 from mcruntime.objects import LAST_APPLIED
 from mcruntime.resources import CONFIGMAPS
-
-from .support import Plane, config_for, configmap, eventually
+from tests.support import Plane, config_for, configmap, eventually
 
 
 class Recorder:
@@ -52,8 +51,8 @@ async def test_lists_then_watches_and_keeps_the_store_current(apiserver: Embedde
         modified = [e for e in rec.events if e.type is EventType.MODIFIED]
         assert modified[-1].obj["data"] == {"a": "2"} and modified[-1].old is not None
         assert modified[-1].old["data"] == {"a": "1"}
-        assert informer.get("default", "before")["data"] == {"a": "2"}  # type: ignore[index]
-        assert informer.get("default", "after") is None
+        assert informer.get("before", namespace="default")["data"] == {"a": "2"}  # type: ignore[index]
+        assert informer.get("after", namespace="default") is None
 
     await run_informer(apiserver, {}, body)
 
@@ -178,7 +177,7 @@ async def test_transform_strips_managed_fields_and_last_applied(apiserver: Embed
     plane.create("configmaps", cm)
 
     async def body(informer: Informer, rec: Recorder) -> None:
-        cached = informer.get("default", "big")
+        cached = informer.get("big", namespace="default")
         assert cached is not None
         assert "managedFields" not in cached["metadata"]
         assert cached["metadata"]["annotations"] == {"keep": "me"}

@@ -9,8 +9,7 @@ import pytest
 from kubeplane import EmbeddedAPIServer
 from mcruntime import LeaderElectionConfig, LeaderElectionLost, LeaderElector, Manager, Request, Result
 from mcruntime.resources import LEASES
-
-from .support import Plane, cluster_for, config_for, eventually
+from tests.support import Plane, cluster_for, config_for, eventually
 
 LEASE, RENEW, RETRY = 1.0, 0.6, 0.15
 
@@ -135,7 +134,7 @@ async def test_only_one_of_two_simultaneous_candidates_acquires(apiserver: Embed
             tg.start_soon(attempt, "a", ea)
             tg.start_soon(attempt, "b", eb)
         assert sorted(results.values()) == [False, True]
-        lease = await ca.client.get_live(LEASES, "manager-lock", "default")
+        lease = await ca.client.get_live(LEASES, "manager-lock", namespace="default")
         winner = "a" if results["a"] else "b"
         assert lease["spec"]["holderIdentity"] == winner
 

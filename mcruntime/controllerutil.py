@@ -1,0 +1,173 @@
+"""The controller author's kit (controller-runtime's `controllerutil`): finalizers, owner
+references, and "apply only if the cached object differs".
+
+Every helper makes at most one API request, and none when there is nothing to change:
+at steady state a controller built from these sends no request at all."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .client import Client
+from .errors import APIError, is_not_found
+from .objects import Obj, meta, name_of, namespace_of
+from .resources import Resource
+
+
+class AlreadyOwnedError(ValueError):
+    """The object already has a different controller (controller-runtime's AlreadyOwnedError)."""
+
+
+# ---------------------------------------------------------------------- finalizers
+def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
+    finalizers = meta(obj).get("finalizers")
+    return isinstance(finalizers, list) and finalizer in finalizers
+
+
+def _finalizer_patch(obj: Mapping[str, Any], finalizers: Sequence[str]) -> dict[str, Any]:
+    # resourceVersion makes the merge patch conditional: a concurrent change to the list
+    # (another controller's finalizer) answers 409 instead of being overwritten
+    return {"metadata": {"finalizers": list(finalizers), "resourceVersion": meta(obj).get("resourceVersion")}}
+
+
+async def add_finalizer(client: Client, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> Obj:
+    """Add `finalizer` to `obj` (as read, e.g. from the cache); no request if present.
+    Returns the object after the change (the server's answer) or `obj` unchanged."""
+    if has_finalizer(obj, finalizer):
+        return dict(obj)
+    current = [str(f) for f in meta(obj).get("finalizers") or []]
+    return await client.patch(
+        resource, name_of(obj), _finalizer_patch(obj, [*current, finalizer]), namespace=namespace_of(obj) or None
+    )
+
+
+async def remove_finalizer(client: Client, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> Obj | None:
+    """Remove `finalizer`; no request if absent. Returns the object after the change, or
+    None when the object is gone (this was its last finalizer, or it was already deleted)."""
+    if not has_finalizer(obj, finalizer):
+        return dict(obj)
+    remaining = [str(f) for f in meta(obj).get("finalizers") or [] if f != finalizer]
+    try:
+        return await client.patch(
+            resource, name_of(obj), _finalizer_patch(obj, remaining), namespace=namespace_of(obj) or None
+        )
+    except APIError as exc:
+        if is_not_found(exc):
+            return None
+        raise
+
+
+# ---------------------------------------------------------------------- owner references
+def owner_reference(
+    owner: Mapping[str, Any], *, controller: bool = False, block_owner_deletion: bool = False
+) -> dict[str, Any]:
+    """An ownerReference to a live object: its own apiVersion, kind, name and uid (a
+    reference built from anything else, e.g. a controller name where the Kind belongs,
+    is the bug that silently breaks cascading deletion)."""
+    m = meta(owner)
+    missing = [f for f, v in (("apiVersion", owner.get("apiVersion")), ("kind", owner.get("kind")),
+                              ("metadata.name", m.get("name")), ("metadata.uid", m.get("uid"))) if not v]  # fmt: skip
+    if missing:
+        raise ValueError(f"an owner reference needs a live object with {', '.join(missing)}")
+    ref: dict[str, Any] = {
+        "apiVersion": str(owner["apiVersion"]),
+        "kind": str(owner["kind"]),
+        "name": str(m["name"]),
+        "uid": str(m["uid"]),
+    }
+    if controller:
+        ref["controller"] = True
+    if block_owner_deletion:
+        ref["blockOwnerDeletion"] = True
+    return ref
+
+
+def controller_reference(owner: Mapping[str, Any], *, block_owner_deletion: bool = True) -> dict[str, Any]:
+    """The controller ownerReference to `owner` (controller=true, blockOwnerDeletion)."""
+    return owner_reference(owner, controller=True, block_owner_deletion=block_owner_deletion)
+
+
+def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    for ref in meta(obj).get("ownerReferences") or []:
+        if isinstance(ref, Mapping) and ref.get("controller"):
+            return ref
+    return None
+
+
+def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
+    ref = controller_of(obj)
+    return ref is not None and ref.get("uid") == meta(owner).get("uid")
+
+
+def set_controller_reference(owner: Mapping[str, Any], obj: dict[str, Any]) -> None:
+    """Make `owner` the controller of `obj` (in place). Raises AlreadyOwnedError when
+    another object already controls it: a controller never adopts what it does not own."""
+    ref = controller_reference(owner)
+    current = controller_of(obj)
+    if current is not None and current.get("uid") != ref["uid"]:
+        raise AlreadyOwnedError(
+            f"{obj.get('kind', 'object')} {name_of(obj)!r} is already controlled by "
+            f"{current.get('kind')} {current.get('name')!r} (uid {current.get('uid')})"
+        )
+    refs = [r for r in meta(obj).get("ownerReferences") or [] if r.get("uid") != ref["uid"]]
+    obj.setdefault("metadata", {})["ownerReferences"] = [*refs, ref]
+
+
+# ---------------------------------------------------------------------- apply if differs
+def is_subset(desired: Any, actual: Any) -> bool:
+    """Whether everything `desired` states is already true of `actual`: the server-side
+    apply reading of an intent. Maps compare key by key (keys only in `actual`, such as
+    defaults or other managers' fields, do not matter); lists of equal length compare item
+    by item the same way (so defaulted fields inside list items do not count as drift);
+    scalars compare equal."""
+    if isinstance(desired, Mapping):
+        if not isinstance(actual, Mapping):
+            return False
+        return all(k in actual and is_subset(v, actual[k]) for k, v in desired.items())
+    if isinstance(desired, list):
+        if not isinstance(actual, list) or len(desired) != len(actual):
+            return False
+        return all(is_subset(d, a) for d, a in zip(desired, actual, strict=True))
+    if isinstance(desired, bool) or isinstance(actual, bool):  # True == 1 in Python, not in JSON
+        return isinstance(desired, bool) and isinstance(actual, bool) and desired == actual
+    return bool(desired == actual)
+
+
+_TYPE_FIELDS = ("apiVersion", "kind")  # absent from LIST items in the cache; the call names the type
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    obj: Obj
+    changed: bool  # a request was sent
+
+
+async def apply_if_differs(
+    client: Client,
+    resource: Resource,
+    desired: Mapping[str, Any],
+    *,
+    cached: Mapping[str, Any] | None = None,
+    field_manager: str | None = None,
+    force: bool = True,
+    subresource: str = "",
+) -> ApplyResult:
+    """Server-side apply `desired` (this manager's whole intent for the fields it owns)
+    unless the cached object already says everything it says: then no request at all.
+
+    `cached` is the object as the caller read it from the cache; when omitted it is read
+    from the cache (a missing object is applied, i.e. created). `force` takes fields over
+    from other managers, as controllers do. Removing a field from the intent is not seen
+    as a difference: an intent that shrinks needs an explicit write (controller-runtime's
+    apply has the same blind spot, since it compares nothing)."""
+    if cached is None:
+        cached = await client.get_or_none(resource, name_of(desired), namespace=namespace_of(desired) or None)
+    intent = {k: v for k, v in desired.items() if k not in _TYPE_FIELDS}
+    if subresource == "status":
+        intent = {"status": desired.get("status") or {}}
+    if cached is not None and is_subset(intent, cached):
+        return ApplyResult(dict(cached), False)
+    applied = await client.apply(resource, desired, field_manager=field_manager, force=force, subresource=subresource)
+    return ApplyResult(applied, True)

@@ -1,0 +1,51 @@
+"""Cache views: which slice of a resource a cluster's cache holds.
+
+A view is a resource narrowed by namespace, label selector and field selector, plus
+the transform applied before objects are cached (controller-runtime's per-object cache
+options, `cache.Options.ByObject`). Each cluster's cache holds at most ONE view per
+resource, declared by the controllers that watch or read it; watches and cached reads
+of that resource share the view's single informer (one LIST+WATCH stream), so what a
+controller reads is exactly what it is told about. Declaring a second, different view
+of the same resource in the same cluster is a wiring error, raised when it happens."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .informer import Transform
+from .objects import strip_for_cache
+from .resources import Resource
+from .selectors import LabelSelector
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    resource: Resource
+    namespace: str | None = None
+    label_selector: str | None = None
+    field_selector: str | None = None
+    transform: Transform | None = strip_for_cache
+
+    def __post_init__(self) -> None:
+        if self.namespace and not self.resource.namespaced:
+            raise ValueError(f"{self.resource} is cluster-scoped; its view cannot name namespace {self.namespace!r}")
+        if self.label_selector:
+            LabelSelector.parse(self.label_selector)  # a bad selector fails at wiring time, not in a retry loop
+        # "" and None mean the same (no narrowing); normalise so equal views compare equal
+        for name in ("namespace", "label_selector", "field_selector"):
+            if getattr(self, name) == "":
+                object.__setattr__(self, name, None)
+
+    def __str__(self) -> str:
+        parts = [self.resource.qualified]
+        if self.namespace:
+            parts.append(f"namespace={self.namespace}")
+        if self.label_selector:
+            parts.append(f"labels={self.label_selector}")
+        if self.field_selector:
+            parts.append(f"fields={self.field_selector}")
+        return " ".join(parts)
+
+    def covers_namespace(self, namespace: str | None) -> bool:
+        """Whether reads in `namespace` (None: all namespaces) can be served from this view."""
+        return self.namespace is None or namespace == self.namespace

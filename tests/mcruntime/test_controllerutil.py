@@ -1,0 +1,202 @@
+"""The controller author's kit against an embedded server: finalizers, owner references,
+apply-only-if-differs (zero requests when equal), one key order, the removal-aware label
+predicate, the per-cluster event recorder and waiting until a controller is idle."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from kubeplane import EmbeddedAPIServer
+from mcruntime import (
+    APIError,
+    Cluster,
+    Informer,
+    Manager,
+    ObjectEvent,
+    Request,
+    Result,
+    View,
+    controllerutil,
+    is_conflict,
+    predicates,
+)
+from mcruntime.informer import EventType
+from mcruntime.resources import CONFIGMAPS
+from mcruntime.source import LOCAL
+from tests.support import Plane, config_for, configmap, eventually
+
+
+def writes(server: EmbeddedAPIServer) -> int:
+    return server.plane.counters.writes()
+
+
+async def cached(cluster: Cluster, name: str) -> dict[str, Any]:
+    async def fresh() -> dict[str, Any] | None:
+        return await cluster.client.get_or_none(CONFIGMAPS, name, namespace="default")
+
+    return await eventually(fresh, f"{name} cached")  # type: ignore[no-any-return]
+
+
+async def test_finalizers_are_added_and_removed_once_and_conditionally(
+    apiserver: EmbeddedAPIServer, cluster: Cluster
+) -> None:
+    Plane(apiserver).create("configmaps", configmap("f"))
+    cluster.cache.declare(View(CONFIGMAPS))
+    obj = await cached(cluster, "f")
+    before = writes(apiserver)
+    added = await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, obj, "example.com/guard")
+    assert added["metadata"]["finalizers"] == ["example.com/guard"]
+    again = await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, added, "example.com/guard")
+    assert again["metadata"]["finalizers"] == ["example.com/guard"]
+    assert writes(apiserver) == before + 1, "adding a present finalizer sends nothing"
+    # a stale copy (someone else changed the list meanwhile) conflicts instead of overwriting
+    with pytest.raises(APIError) as err:
+        await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, obj, "example.com/other")
+    assert is_conflict(err.value)
+    await cluster.client.delete(CONFIGMAPS, "f", namespace="default")
+    live = await cluster.client.get_live(CONFIGMAPS, "f", namespace="default")
+    assert live["metadata"].get("deletionTimestamp")
+    assert await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, live, "example.com/guard") is not None
+    with pytest.raises(APIError) as gone:
+        await cluster.client.get_live(CONFIGMAPS, "f", namespace="default")
+    assert gone.value.status == 404
+    assert await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, live, "example.com/guard") is None
+    unchanged = await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, configmap("x"), "example.com/guard")
+    assert unchanged == configmap("x")
+
+
+def test_owner_references_come_from_live_objects() -> None:
+    owner = {"apiVersion": "compute.datumapis.com/v1alpha", "kind": "WorkloadDeployment",
+             "metadata": {"name": "web", "namespace": "ns", "uid": "u-1"}}  # fmt: skip
+    ref = controllerutil.controller_reference(owner)
+    assert ref == {"apiVersion": "compute.datumapis.com/v1alpha", "kind": "WorkloadDeployment", "name": "web",
+                   "uid": "u-1", "controller": True, "blockOwnerDeletion": True}  # fmt: skip
+    with pytest.raises(ValueError, match=r"metadata\.uid"):
+        controllerutil.controller_reference({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    child: dict[str, Any] = {"metadata": {"name": "web-0"}}
+    controllerutil.set_controller_reference(owner, child)
+    controllerutil.set_controller_reference(owner, child)  # idempotent
+    assert child["metadata"]["ownerReferences"] == [ref]
+    assert controllerutil.is_controlled_by(child, owner)
+    other = {**owner, "metadata": {"name": "web", "namespace": "ns", "uid": "u-2"}}
+    with pytest.raises(controllerutil.AlreadyOwnedError, match="already controlled by WorkloadDeployment 'web'"):
+        controllerutil.set_controller_reference(other, child)
+
+
+@pytest.mark.parametrize(
+    ("desired", "actual", "subset"),
+    [
+        ({"a": 1}, {"a": 1, "b": 2}, True),
+        ({"a": {"b": 1}}, {"a": {"b": 1, "c": 2}}, True),
+        ({"a": {"b": 1}}, {"a": {"b": 2}}, False),
+        ({"a": 1}, {}, False),
+        ({"l": [{"n": "x"}]}, {"l": [{"n": "x", "protocol": "TCP"}]}, True),  # defaults inside list items
+        ({"l": [{"n": "x"}]}, {"l": [{"n": "x"}, {"n": "y"}]}, False),
+        ({"l": [1, 2]}, {"l": [2, 1]}, False),
+        ({"b": True}, {"b": 1}, False),
+        ({"n": 1}, {"n": 1.0}, True),
+        ({"s": "1"}, {"s": 1}, False),
+    ],
+)
+def test_is_subset_reads_desired_state_as_an_apply_intent(desired: Any, actual: Any, subset: bool) -> None:
+    assert controllerutil.is_subset(desired, actual) is subset
+
+
+async def test_apply_if_differs_sends_nothing_when_the_cache_already_agrees(
+    apiserver: EmbeddedAPIServer, cluster: Cluster
+) -> None:
+    cluster.cache.declare(View(CONFIGMAPS))
+    await cluster.cache.wait_for_sync(5)
+    desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default",
+               "labels": {"app": "web"}}, "data": {"k": "v"}}  # fmt: skip
+    first = await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, desired, field_manager="kit")
+    assert first.changed and first.obj["data"] == {"k": "v"}
+    await cached(cluster, "a")
+    before = apiserver.plane.counters.snapshot()
+    for _ in range(5):
+        again = await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, desired, field_manager="kit")
+        assert not again.changed
+    assert apiserver.plane.counters.snapshot() == before, "no request at all when the cache agrees"
+    desired["data"] = {"k": "w"}
+    changed = await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, desired, field_manager="kit")
+    assert changed.changed and changed.obj["data"] == {"k": "w"}
+
+
+async def test_one_key_order_everywhere(cluster: Cluster, apiserver: EmbeddedAPIServer) -> None:
+    """Name positional, namespace by keyword: a swapped pair cannot read as NotFound."""
+    informer = cluster.cache.declare(View(CONFIGMAPS))
+    Plane(apiserver).create("configmaps", configmap("k"))
+    await eventually(lambda: informer.get("k", namespace="default"), "cached")
+    with pytest.raises(TypeError):
+        informer.get("default", "k")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        await cluster.client.get(CONFIGMAPS, "k", "default")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        await cluster.client.get_live(CONFIGMAPS, "k", "default")  # type: ignore[misc]
+    assert isinstance(informer, Informer)
+
+
+def test_the_label_predicate_sees_an_object_leave_the_selector() -> None:
+    match = predicates.label_selector("app=web")
+    old = {"metadata": {"name": "x", "labels": {"app": "web"}}}
+    new = {"metadata": {"name": "x", "labels": {"app": "db"}}}
+    was_web = b'{"metadata":{"labels":{"app":"web"}}}'
+    assert match(ObjectEvent(EventType.MODIFIED, "x", obj=new, old_raw=was_web))
+    assert match(ObjectEvent(EventType.ADDED, "x", obj=old))
+    assert not match(ObjectEvent(EventType.ADDED, "x", obj=new))
+    unrelated = b'{"metadata":{"labels":{"app":"db"}}}'
+    assert not match(ObjectEvent(EventType.MODIFIED, "x", obj=new, old_raw=unrelated))
+
+
+def test_result_has_no_requeue_flag() -> None:
+    with pytest.raises(TypeError):
+        Result(requeue=True)  # type: ignore[call-arg]
+
+
+async def test_the_event_recorder_of_a_cluster_keeps_its_dedup_cache_across_reconciles(
+    apiserver: EmbeddedAPIServer,
+) -> None:
+    Plane(apiserver).create("configmaps", configmap("watched"))
+    mgr = Manager(config_for(apiserver), local_cluster_name="mgmt")
+    recorders: list[object] = []
+
+    async def reconcile(req: Request) -> Result:
+        obj = await mgr.local.client.get(CONFIGMAPS, req.name, namespace=req.namespace)
+        recorder = mgr.event_recorder(req.cluster)
+        recorders.append(recorder)
+        await recorder.event({**obj, "kind": "ConfigMap", "apiVersion": "v1"}, "Normal", "Seen", "seen it")
+        return Result()
+
+    ctrl = mgr.new_controller("recorder", reconcile).for_(CONFIGMAPS, clusters=LOCAL, namespace="default")
+    async with anyio.create_task_group() as tg:
+        await tg.start(mgr.run)
+        assert await ctrl.wait_idle(within=5)
+        ctrl.enqueue(Request("mgmt", "default", "watched"))
+        ctrl.enqueue(Request("mgmt", "default", "watched"))
+        await eventually(lambda: len(recorders) >= 2, "a second reconcile")
+        assert await ctrl.wait_idle(within=5)
+        mgr.stop()
+    assert len({id(r) for r in recorders}) == 1, "one recorder per cluster, kept across reconciles"
+    events = Plane(apiserver).list("events", "default")
+    assert len(events) == 1 and events[0]["count"] == len(recorders)
+
+
+async def test_wait_idle_waits_for_in_flight_work(apiserver: EmbeddedAPIServer) -> None:
+    mgr = Manager(config_for(apiserver), local_cluster_name="mgmt")
+    release = anyio.Event()
+
+    async def reconcile(_req: Request) -> Result:
+        await release.wait()
+        return Result()
+
+    ctrl = mgr.new_controller("slow", reconcile).for_(CONFIGMAPS, clusters=LOCAL, namespace="default")
+    Plane(apiserver).create("configmaps", configmap("one"))
+    async with anyio.create_task_group() as tg:
+        await tg.start(mgr.run)
+        assert not await ctrl.wait_idle(within=0.3)
+        release.set()
+        assert await ctrl.wait_idle(within=5)
+        mgr.stop()

@@ -1,0 +1,173 @@
+"""Cache views: a controller's watch and its cached reads share one informer per
+(cluster, resource, view); reads outside every view are refused; a LIST refused with
+401/403 fails reads fast."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import anyio
+import orjson
+import pytest
+from aiohttp import web
+
+from kubeplane import EmbeddedAPIServer
+from mcruntime import (
+    APIError,
+    Cluster,
+    ClusterNotReadyError,
+    ConnectionConfig,
+    Manager,
+    NoCacheViewError,
+    Request,
+    Result,
+    View,
+    ViewConflictError,
+)
+from mcruntime.resources import CONFIGMAPS, NAMESPACES, SECRETS
+from mcruntime.source import ENGAGED, LOCAL, engaged
+from tests.support import Plane, config_for, configmap, eventually
+
+
+def labelled(name: str, **data: str) -> dict[str, Any]:
+    cm = configmap(name, **data)
+    cm["metadata"]["labels"] = {"app": "web"}
+    return cm
+
+
+async def test_a_narrowed_watch_and_cached_reads_share_one_list_and_watch(apiserver: EmbeddedAPIServer) -> None:
+    """The watch narrows by label; `client.get` reads the same view. Exactly one LIST and
+    one WATCH of configmaps reach the server, and after watch drops and failing GETs every
+    update is what the reconciler reads (12 of 12 trials)."""
+    plane = Plane(apiserver)
+    plane.create("configmaps", labelled("tracked", round="0"))
+    plane.create("configmaps", configmap("other", round="0"))  # outside the view
+    mgr = Manager(config_for(apiserver), local_cluster_name="mgmt")
+    seen: dict[str, str] = {}
+
+    async def reconcile(req: Request) -> Result:
+        obj = await mgr.get_cluster(req.cluster).client.get(CONFIGMAPS, req.name, namespace=req.namespace)
+        seen[req.name] = obj["data"]["round"]
+        return Result()
+
+    ctrl = mgr.new_controller("narrow", reconcile).for_(CONFIGMAPS, clusters=LOCAL, label_selector="app=web")
+    counters = apiserver.plane.counters
+    async with anyio.create_task_group() as tg:
+        await tg.start(mgr.run)
+        await eventually(lambda: seen.get("tracked") == "0", "first reconcile")
+        assert "other" not in seen
+        for trial in range(1, 13):
+            apiserver.plane.drop_watches()
+            apiserver.plane.faults.configure(error_rate=0.5, error_code=500, methods=["GET"])
+            current = plane.get("configmaps", "default", "tracked")
+            current["data"]["round"] = str(trial)
+            plane.update("configmaps", current)
+            await anyio.sleep(0.05)
+            apiserver.plane.faults.clear()
+            await eventually(lambda t=trial: seen.get("tracked") == str(t), f"trial {trial} reflected")
+        assert await ctrl.wait_idle(within=5)
+        views = mgr.local.cache.views
+        assert views == {CONFIGMAPS: View(CONFIGMAPS, label_selector="app=web")}
+        assert len(mgr.local.cache.informers) == 1
+        mgr.stop()
+    assert counters.get("list", "configmaps") == 1, "reads must not start a second informer"
+    # the watch resumed after every drop; a second informer would have doubled these
+    assert counters.get("watch", "configmaps") == 1 + 12
+
+
+async def test_reads_outside_every_view_are_refused_not_cached(cluster: Cluster, apiserver: EmbeddedAPIServer) -> None:
+    with pytest.raises(NoCacheViewError, match="no cache view of configmaps"):
+        await cluster.client.get(CONFIGMAPS, "x", namespace="default")
+    cluster.cache.declare(View(CONFIGMAPS, namespace="team-a"))
+    with pytest.raises(NoCacheViewError, match="cannot serve namespace 'default'"):
+        await cluster.client.get(CONFIGMAPS, "x", namespace="default")
+    with pytest.raises(NoCacheViewError, match="cannot serve all namespaces"):
+        await cluster.client.list(CONFIGMAPS)
+    with pytest.raises(ViewConflictError, match="already has the cache view"):
+        cluster.cache.declare(View(CONFIGMAPS))
+    assert cluster.cache.declare(View(CONFIGMAPS, namespace="team-a")) is cluster.cache.informer_of(CONFIGMAPS)
+    assert apiserver.plane.counters.get("list", "configmaps") <= 1
+    # an explicitly uncached read is always possible
+    with pytest.raises(APIError) as err:
+        await cluster.client.get_live(CONFIGMAPS, "x", namespace="default")
+    assert err.value.status == 404
+
+
+def test_the_manager_refuses_two_views_of_one_resource_for_overlapping_clusters() -> None:
+    async def reconcile(_req: Request) -> Result:
+        return Result()
+
+    mgr = Manager(None)
+    mgr.new_controller("a", reconcile).for_(CONFIGMAPS, clusters=engaged("role=cell"), namespace="x")
+    mgr.new_controller("b", reconcile).for_(CONFIGMAPS, clusters=engaged("role=project"))  # disjoint: fine
+    mgr.new_controller("c", reconcile).reads(SECRETS, clusters=ENGAGED)
+    mgr.check_views()
+    mgr.new_controller("d", reconcile).for_(CONFIGMAPS, clusters=engaged("zone=eu"), label_selector="app=web")
+    with pytest.raises(ValueError, match="controllers 'a' and 'd' declare different cache views of configmaps"):
+        mgr.check_views()
+
+
+class RefusingServer:
+    """A server that answers every request with 403 Forbidden, as an API server does for a
+    Role that does not allow LIST."""
+
+    def __init__(self) -> None:
+        self.url = ""
+        self.requests = 0
+
+    async def handle(self, request: web.Request) -> web.Response:
+        self.requests += 1
+        status = {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "status": "Failure",
+            "reason": "Forbidden",
+            "code": 403,
+            "message": 'namespaces is forbidden: User "robot" cannot list resource "namespaces" in API group ""',
+        }
+        return web.Response(status=403, body=orjson.dumps(status), content_type="application/json")
+
+
+@pytest.fixture
+async def refusing() -> AsyncIterator[RefusingServer]:
+    srv = RefusingServer()
+    runner = web.ServerRunner(web.Server(srv.handle), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    srv.url = f"http://127.0.0.1:{runner.addresses[0][1]}"
+    try:
+        yield srv
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_forbidden_list_fails_reads_fast_with_that_error(refusing: RefusingServer) -> None:
+    cluster = Cluster("locked", ConnectionConfig.insecure(refusing.url))
+    async with cluster.started():
+        cluster.cache.declare(View(NAMESPACES))
+        await eventually(lambda: refusing.requests >= 1, "the first LIST")
+        with anyio.fail_after(0.5), pytest.raises(APIError) as err:
+            await cluster.client.get(NAMESPACES, "default")
+        assert err.value.status == 403 and "cannot list" in err.value.message
+        assert cluster.state.value == "syncing"
+
+
+async def test_a_syncing_view_makes_reads_fail_fast_not_block(tmp_path: Any) -> None:
+    """A cluster that never answers (a port nobody listens on) is reported unreachable and
+    reads of it raise ClusterNotReadyError at once."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cluster = Cluster("dead", ConnectionConfig.insecure(f"http://127.0.0.1:{port}"))
+    async with cluster.started():
+        cluster.cache.declare(View(CONFIGMAPS))
+        await eventually(lambda: cluster.state.value == "unreachable", "the dead cluster reported unreachable")
+        with anyio.fail_after(0.2), pytest.raises(ClusterNotReadyError, match="'dead' is unreachable"):
+            await cluster.client.get(CONFIGMAPS, "x", namespace="default")
+        with anyio.fail_after(0.2), pytest.raises(ClusterNotReadyError):
+            await cluster.client.create(CONFIGMAPS, configmap("x"))
+        assert "unreachable (last contact never)" in cluster.describe()

@@ -1,0 +1,22 @@
+"""What every test directory shares: one bounded wait, embedded-server helpers, CRD
+installation and a fleet (management + projects + cells) on embedded API servers."""
+
+from .crds import WIDGET_CRD, install_crd, install_project_crds
+from .fleet import Fleet, fleet
+from .plane import Background, Plane, cluster_for, config_for, configmap, open_sockets
+from .waiting import eventually
+
+__all__ = [
+    "WIDGET_CRD",
+    "Background",
+    "Fleet",
+    "Plane",
+    "cluster_for",
+    "config_for",
+    "configmap",
+    "eventually",
+    "fleet",
+    "install_crd",
+    "install_project_crds",
+    "open_sockets",
+]
