@@ -3,32 +3,34 @@
 It starts a management cluster, one control plane per project and one cluster per cell,
 installs the CRDs where they belong, registers every cell and project in the management
 cluster the way a platform team would (ClusterProfile + kubeconfig Secret), and applies
-the sample Workload to the first project. Kubeconfigs land in the state directory so
-kubectl can look at every cluster while the demo runs."""
+the sample Workload to the first project. Everything after starting the servers goes
+through the runtime's client, as the manager itself talks to clusters."""
 
 from __future__ import annotations
 
-import base64
 import signal
-from collections.abc import Mapping
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import anyio
 import yaml
 
-from federation.api.clusternames import encode_upstream_cluster_name, parse_upstream_cluster_name
-from federation.api.constants import Annotation, Label
+from federation.api.constants import CLUSTER_INVENTORY_GROUP, REGISTRATION_NAMESPACE
 from federation.api.crds import all_crd_manifests
+from federation.api.resources import NAMESPACES, SECRETS, WORKLOADS
+from federation.registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
 from kubeplane import EmbeddedAPIServer
+from mcruntime.client import Client
+from mcruntime.cluster import Cluster
+from mcruntime.connection import ConnectionConfig
+from mcruntime.resources import CLUSTER_PROFILES, CUSTOM_RESOURCE_DEFINITIONS
 
 FIELD_MANAGER = "federation-demo"
-REGISTRATION_NAMESPACE = "federation-system"
 SAMPLES = Path(__file__).resolve().parent.parent / "config" / "samples"
-REQUEST_TIMEOUT = aiohttp.ClientTimeout(total=30)
+ESTABLISH_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,7 @@ class Project:
     @property
     def name(self) -> str:
         """The cluster name every request carries: the bare project name."""
-        return parse_upstream_cluster_name(encode_upstream_cluster_name(self.path)).project
+        return project_cluster_name(self.path)
 
 
 def parse_cell(text: str) -> Cell:
@@ -60,96 +62,63 @@ def parse_project(text: str) -> Project:
     return project
 
 
-class Applier:
-    """Server-side apply of plain manifests over HTTP, as a user's tooling would do."""
-
-    PATHS = {
-        ("v1", "Namespace"): ("/api/v1", "namespaces", False),
-        ("v1", "Secret"): ("/api/v1", "secrets", True),
-        ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): (
-            "/apis/apiextensions.k8s.io/v1",
-            "customresourcedefinitions",
-            False,
-        ),
-        ("multicluster.x-k8s.io/v1alpha1", "ClusterProfile"): (
-            "/apis/multicluster.x-k8s.io/v1alpha1",
-            "clusterprofiles",
-            True,
-        ),
-    }
-
-    def __init__(self, session: aiohttp.ClientSession, server: EmbeddedAPIServer) -> None:
-        self.session = session
-        self.server = server
-
-    def _path(self, obj: dict[str, Any]) -> str:
-        api_version, kind = obj["apiVersion"], obj["kind"]
-        known = self.PATHS.get((api_version, kind))
-        if known is None:
-            group_version = f"/apis/{api_version}"
-            plural, namespaced = kind.lower() + "s", True
-        else:
-            group_version, plural, namespaced = known
-        meta = obj["metadata"]
-        scope = f"/namespaces/{meta.get('namespace', 'default')}" if namespaced else ""
-        return f"{group_version}{scope}/{plural}/{meta['name']}"
-
-    async def apply(self, obj: dict[str, Any]) -> dict[str, Any]:
-        url = f"{self.server.url}{self._path(obj)}?fieldManager={FIELD_MANAGER}&force=true"
-        headers = {"Content-Type": "application/apply-patch+yaml"}
-        async with self.session.patch(url, data=yaml.safe_dump(obj), headers=headers) as resp:
-            body: dict[str, Any] = await resp.json(content_type=None)
-            if resp.status >= 400:
-                raise RuntimeError(
-                    f"{self.server.name}: applying {obj['kind']} {obj['metadata']['name']}: "
-                    f"{resp.status} {body.get('message', body)}"
-                )
-            return body
-
-    async def wait_established(self, crd_names: list[str]) -> None:
-        with anyio.fail_after(30):
-            for name in crd_names:
-                url = f"{self.server.url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}"
-                while True:
-                    async with self.session.get(url) as resp:
-                        conds = (await resp.json()).get("status", {}).get("conditions", [])
-                    if any(c["type"] == "Established" and c["status"] == "True" for c in conds):
-                        break
-                    await anyio.sleep(0.02)
+def _config(server: EmbeddedAPIServer) -> ConnectionConfig:
+    return ConnectionConfig.insecure(server.url, server.token)
 
 
-def _kubeconfig_secret(name: str, server: EmbeddedAPIServer) -> dict[str, Any]:
-    text = yaml.safe_dump(server.kubeconfig())
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": f"{name}-kubeconfig", "namespace": REGISTRATION_NAMESPACE},
-        "type": "Opaque",
-        "data": {"kubeconfig": base64.b64encode(text.encode()).decode()},
-    }
+@asynccontextmanager
+async def _client(server: EmbeddedAPIServer) -> AsyncIterator[Client]:
+    """An uncached runtime client on one embedded server (setup writes, no informers)."""
+    cluster = Cluster(server.name, _config(server), field_manager=FIELD_MANAGER)
+    async with cluster.transport:
+        yield Client(cluster.transport, None, field_manager=FIELD_MANAGER)
 
 
-def _profile(name: str, labels: Mapping[str, str], display: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "multicluster.x-k8s.io/v1alpha1",
-        "kind": "ClusterProfile",
-        "metadata": {
-            "name": name,
-            "namespace": REGISTRATION_NAMESPACE,
-            "labels": {**labels, "x-k8s.io/cluster-manager": "federation-manager"},
-            "annotations": {str(Annotation.KUBECONFIG_SECRET): f"{name}-kubeconfig"},
-        },
-        "spec": {"displayName": display, "clusterManager": {"name": "federation-manager"}},
-    }
+async def install_crds(client: Client, crds: list[dict[str, Any]]) -> None:
+    """Server-side apply the CRDs and wait until each is Established."""
+    for crd in crds:
+        await client.apply(CUSTOM_RESOURCE_DEFINITIONS, crd, force=True)
+    with anyio.fail_after(ESTABLISH_TIMEOUT):
+        for crd in crds:
+            while True:
+                live = await client.get_live(CUSTOM_RESOURCE_DEFINITIONS, crd["metadata"]["name"])
+                conditions = (live.get("status") or {}).get("conditions") or []
+                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
+                    break
+                await anyio.sleep(0.02)
+
+
+async def apply_all(client: Client, objects: Sequence[Mapping[str, Any]]) -> None:
+    for obj in objects:
+        resource = SECRETS if obj["kind"] == "Secret" else CLUSTER_PROFILES
+        await client.apply(resource, obj, force=True)
+
+
+def registrations(
+    cells: Mapping[Cell, EmbeddedAPIServer], projects: Mapping[Project, EmbeddedAPIServer]
+) -> list[dict[str, Any]]:
+    """Secret + ClusterProfile for every cell and project (federation/registration.py)."""
+    objs: list[dict[str, Any]] = []
+    for cell, server in cells.items():
+        objs += [kubeconfig_secret(cell.name, server.kubeconfig()), cell_profile(cell.name, cell.city_code)]
+    for project, server in projects.items():
+        objs += [kubeconfig_secret(project.name, server.kubeconfig()), project_profile(project.path)]
+    return objs
+
+
+def sample(name: str) -> dict[str, Any]:
+    loaded = yaml.safe_load((SAMPLES / name).read_text())
+    if not isinstance(loaded, dict):
+        raise ValueError(f"{SAMPLES / name} does not hold one object")
+    return loaded
 
 
 async def up(state_dir: Path, cells: list[Cell], projects: list[Project], duration: float | None) -> None:
     await anyio.Path(state_dir).mkdir(parents=True, exist_ok=True)
     crds = all_crd_manifests()
-    inventory = [c for c in crds if c["spec"]["group"] == "multicluster.x-k8s.io"]
-    compute = [c for c in crds if c["spec"]["group"] != "multicluster.x-k8s.io"]
+    inventory = [c for c in crds if c["spec"]["group"] == CLUSTER_INVENTORY_GROUP]
+    compute = [c for c in crds if c["spec"]["group"] != CLUSTER_INVENTORY_GROUP]
     async with AsyncExitStack() as stack:
-        session = await stack.enter_async_context(aiohttp.ClientSession(timeout=REQUEST_TIMEOUT))
 
         async def start(name: str) -> EmbeddedAPIServer:
             server = EmbeddedAPIServer(name=name, kubeconfig=state_dir / f"{name}.kubeconfig")
@@ -159,37 +128,19 @@ async def up(state_dir: Path, cells: list[Cell], projects: list[Project], durati
         project_servers = {p: await start(p.name) for p in projects}
         cell_servers = {c: await start(c.name) for c in cells}
 
-        mgmt = Applier(session, management)
-        for crd in inventory:
-            await mgmt.apply(crd)
-        await mgmt.wait_established([c["metadata"]["name"] for c in inventory])
+        mgmt = await stack.enter_async_context(_client(management))
+        await install_crds(mgmt, inventory)
         for server in [*project_servers.values(), *cell_servers.values()]:
-            applier = Applier(session, server)
-            for crd in compute:
-                await applier.apply(crd)
-            await applier.wait_established([c["metadata"]["name"] for c in compute])
+            async with _client(server) as client:
+                await install_crds(client, compute)
+        await mgmt.apply(NAMESPACES, {"metadata": {"name": REGISTRATION_NAMESPACE}}, force=True)
+        await apply_all(mgmt, registrations(cell_servers, project_servers))
 
-        await mgmt.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": REGISTRATION_NAMESPACE}})
-        for cell, server in cell_servers.items():
-            await mgmt.apply(_kubeconfig_secret(cell.name, server))
-            await mgmt.apply(
-                _profile(
-                    cell.name,
-                    {str(Label.CLUSTER_ROLE): "cell", str(Label.TOPOLOGY_CITY_CODE): cell.city_code},
-                    f"{cell.city_code} cell {cell.name}",
-                )
-            )
-        for project, server in project_servers.items():
-            await mgmt.apply(_kubeconfig_secret(project.name, server))
-            labels = {
-                str(Label.CLUSTER_ROLE): "project",
-                str(Label.UPSTREAM_CLUSTER_NAME): encode_upstream_cluster_name(project.path),
-            }
-            await mgmt.apply(_profile(project.name, labels, f"project {project.path}"))
-
-        workload = yaml.safe_load(await anyio.Path(SAMPLES / "compute_v1alpha_workload.yaml").read_text())
+        workload = sample("compute_v1alpha_workload.yaml")
         first = projects[0]
-        await Applier(session, project_servers[first]).apply(workload)
+        async with _client(project_servers[first]) as project_client:
+            workload["metadata"].setdefault("namespace", "default")
+            await project_client.apply(WORKLOADS, workload, force=True)
 
         _print_summary(state_dir, management, project_servers, cell_servers, workload)
         await _wait(duration)

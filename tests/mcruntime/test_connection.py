@@ -149,3 +149,36 @@ async def test_fingerprints_change_with_credentials() -> None:
     b = await connection.from_kubeconfig_dict(kc)
     assert a.fingerprint != b.fingerprint
     assert a.fingerprint == (await connection.from_kubeconfig_bytes(yaml.safe_dump(base_kubeconfig()))).fingerprint
+
+
+async def test_exec_credentials_are_rerun_when_they_expire(tmp_path: Path) -> None:
+    """The private kubernetes-asyncio pieces the refresh relies on (`_is_expired`, the
+    loader's exec expiry) are pinned by the dependency range; this test notices if they move."""
+    plugin = tmp_path / "plugin.py"
+    plugin.write_text(
+        "import json, pathlib, sys, datetime\n"
+        "calls = pathlib.Path(sys.argv[1]); calls.write_text(str(int(calls.read_text() or 0) + 1))\n"
+        "expired = (datetime.datetime.now(datetime.timezone.utc) - datetime.timedelta(minutes=5))"
+        ".strftime('%Y-%m-%dT%H:%M:%SZ')\n"
+        "print(json.dumps({'apiVersion': 'client.authentication.k8s.io/v1', 'kind': 'ExecCredential',"
+        " 'status': {'token': sys.argv[2], 'expirationTimestamp': expired}}))\n"
+    )
+    calls = tmp_path / "calls"
+    calls.write_text("0")
+    async with EmbeddedAPIServer(tls=True) as server:
+        kc: dict[str, Any] = server.kubeconfig()
+        kc["users"][0]["user"] = {
+            "exec": {
+                "apiVersion": "client.authentication.k8s.io/v1",
+                "command": sys.executable,
+                "args": [str(plugin), str(calls), str(server.token)],
+                "interactiveMode": "Never",
+            }
+        }
+        config = await connection.from_kubeconfig_dict(kc)
+        cluster = Cluster("c", config)
+        async with cluster.started():
+            assert await cluster.client.list_live(NAMESPACES)
+            first = int(calls.read_text())
+            assert await cluster.client.list_live(NAMESPACES)
+            assert int(calls.read_text()) > first, "an expired exec credential is fetched again before use"
