@@ -14,20 +14,28 @@ import uuid
 from collections.abc import Callable
 
 from mcruntime.connection import ConnectionConfig, load_default
+from mcruntime.errors import APIError, ConfigError, TransportError
 from mcruntime.leaderelection import LeaderElectionConfig
 from mcruntime.manager import Manager
 from mcruntime.providers.clusterprofile import ClusterProfileProvider
 from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
 from mcruntime.providers.secrets import KubeconfigSecretProvider
+from mcruntime.transport import Transport
 
+from . import federator, workload
 from .settings import CLUSTER_ROLE_LABEL, ManagerSettings
 
 log = logging.getLogger("federation")
 
+LOCAL_PROBE_TIMEOUT = 10.0
+
 Registrar = Callable[[Manager, ManagerSettings], None]
 """A controller module's `register(mgr, settings)`: wires its watches, nothing else."""
 
-MANAGEMENT_CONTROLLERS: list[tuple[str, Registrar]] = []
+MANAGEMENT_CONTROLLERS: list[tuple[str, Registrar]] = [
+    ("federator", federator.register),
+    ("workload-controller", workload.register),
+]
 CELL_CONTROLLERS: list[tuple[str, Registrar]] = []
 
 
@@ -36,8 +44,29 @@ def default_identity() -> str:
     return f"{os.environ.get('POD_NAME') or socket.gethostname()}_{uuid.uuid4()}"
 
 
+class StartupError(Exception):
+    """The manager cannot start; the message is one line naming the problem."""
+
+
 async def local_config(settings: ManagerSettings) -> ConnectionConfig:
-    return await load_default(settings.kubeconfig)
+    """The local (management or cell) cluster's connection, checked to answer: a manager
+    that cannot reach its own cluster exits at once instead of retrying silently."""
+    try:
+        config = await load_default(settings.kubeconfig)
+    except ConfigError as exc:
+        raise StartupError(str(exc)) from exc
+    transport = Transport(config, cluster=settings.local_cluster_name, request_timeout=LOCAL_PROBE_TIMEOUT)
+    async with transport:
+        try:
+            await transport.request("GET", "/version", verb="get")
+        except TransportError as exc:
+            raise StartupError(
+                f"cannot reach the {settings.local_cluster_name} cluster at {config.host}: {exc}"
+            ) from exc
+        except APIError as exc:
+            refused = f"the {settings.local_cluster_name} cluster at {config.host} refused us"
+            raise StartupError(f"{refused}: {exc}") from exc
+    return config
 
 
 def build_manager(settings: ManagerSettings, local: ConnectionConfig) -> Manager:
@@ -114,4 +143,7 @@ async def prepare_manager(settings: ManagerSettings) -> Manager:
 async def run_manager(settings: ManagerSettings, *, handle_signals: bool = True) -> None:
     """Build, wire and run a manager until it is stopped (SIGTERM/SIGINT with `handle_signals`)."""
     manager = await prepare_manager(settings)
+    if not (settings.enable_management_controllers or settings.enable_cell_controllers):
+        log.warning("no mode enabled (--enable-management-controllers, --enable-cell-controllers): only probes, "
+                    "metrics and leader election run")  # fmt: skip
     await manager.run(handle_signals=handle_signals)

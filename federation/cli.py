@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import sys
 from collections.abc import Sequence
@@ -13,19 +14,32 @@ import anyio
 from federation import settings as settings_module
 
 
+def _version() -> str:
+    try:
+        return importlib.metadata.version("federation-manager")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     from kubeplane import cli as apiserver_cli
 
     parser = argparse.ArgumentParser(prog="federation-manager", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    # the same flag after the subcommand (`federation-manager run --log-level=DEBUG`)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--log-level", default=argparse.SUPPRESS, help="DEBUG, INFO, WARNING or ERROR (default INFO)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    apiserver = sub.add_parser("apiserver", help="run one embedded Kubernetes API server")
+    apiserver = sub.add_parser("apiserver", parents=[common], help="run one embedded Kubernetes API server")
     apiserver_cli.add_arguments(apiserver)
     apiserver.set_defaults(run=apiserver_cli.serve)
-    run = sub.add_parser("run", help="run the manager (settings: flags, FEDERATION_* environment, --config file)")
+    run = sub.add_parser(
+        "run", parents=[common], help="run the manager (settings: flags, FEDERATION_* environment, --config file)"
+    )
     settings_module.add_arguments(run)
     run.set_defaults(run=_run)
-    up = sub.add_parser("up", help="all-in-one demo on embedded API servers")
+    up = sub.add_parser("up", parents=[common], help="all-in-one demo on embedded API servers")
     up.add_argument("--state-dir", type=Path, default=Path(".demo"), help="where kubeconfigs go (default .demo)")
     up.add_argument(
         "--cell",
@@ -41,7 +55,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     up.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)")
     up.set_defaults(run=_up)
-    crds = sub.add_parser("crds", help="print the CustomResourceDefinitions generated from federation/api")
+    crds = sub.add_parser(
+        "crds", parents=[common], help="print the CustomResourceDefinitions generated from federation/api"
+    )
     crds.add_argument("--out", type=Path, metavar="DIR", help="write one file per CRD (and a kustomization) into DIR")
     crds.set_defaults(run=_crds)
     return parser
@@ -73,7 +89,7 @@ async def _run(args: argparse.Namespace) -> None:
     logs.configure(settings.log_level, json=settings.log_format == "json")
     try:
         await app.run_manager(settings)
-    except ConfigError as exc:
+    except (ConfigError, app.StartupError) as exc:
         sys.stderr.write(f"federation-manager run: {exc}\n")
         raise SystemExit(1) from None
     except LeaderElectionLost as exc:

@@ -105,6 +105,11 @@ class ManagerSettings(BaseSettings):
     site_name: str = Field("", description="this site's name (cell mode)")
     city_code: str = Field("", description="this site's city code (cell mode)")
     graceful_shutdown_timeout: float = Field(30.0, ge=0, description="seconds in-flight reconciles get on shutdown")
+    cell_unreachable_grace: float = Field(
+        300.0,
+        gt=0,
+        description="seconds an unreachable cell may hold a WorkloadDeployment's deletion (management mode)",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"
     registration: RegistrationSettings = Field(default_factory=RegistrationSettings)  # type: ignore[arg-type]
@@ -134,6 +139,11 @@ class ManagerSettings(BaseSettings):
             )
         if self.registration.provider == "kubeconfig-dir" and self.registration.kubeconfig_dir is None:
             raise ValueError("--cluster-provider=kubeconfig-dir needs --kubeconfig-dir")
+        if self.enable_management_controllers and self.effective_provider() == "none":
+            raise ValueError(
+                "management mode needs a way to find cells and projects: --cluster-provider=clusterprofile, "
+                "secrets or kubeconfig-dir (with --kubeconfig-dir)"
+            )
         return self
 
     @classmethod
@@ -264,36 +274,90 @@ def _cli_values(args: argparse.Namespace) -> dict[str, Any]:
     return values
 
 
-def _where(loc: Sequence[int | str]) -> str:
-    parts = [str(p) for p in loc]
-    if not parts:
-        return "settings"  # a check across several settings; the message names them
+def _flag_for(parts: Sequence[str]) -> str | None:
     if len(parts) >= 2 and parts[0] in _NESTED_MODELS:
         for flag, path in NESTED_FLAGS.items():
             if path == (parts[0], parts[1]):
                 return f"--{flag}"
-        return f"{parts[0]}.{parts[1]} (config file / {ENV_PREFIX}{parts[0].upper()}__{parts[1].upper()})"
-    if parts[0] in ManagerSettings.model_fields:
+        return None
+    if parts and parts[0] in ManagerSettings.model_fields and parts[0] not in _GLOBAL_FLAGS:
         return f"--{_flag(parts[0])}"
-    return ".".join(parts)
+    return None
 
 
-def _explain(exc: ValidationError) -> SettingsError:
+def _env_var_for(parts: Sequence[str]) -> str:
+    return ENV_PREFIX + "__".join(p.upper() for p in parts[:2])
+
+
+def _home_of(key: str) -> str | None:
+    """Where a misplaced setting belongs: the section holding it, or the top level."""
+    for section, model in _NESTED_MODELS.items():
+        if key in model.model_fields:
+            return f"under '{section}:'"
+    if key in ManagerSettings.model_fields:
+        return "at the top level"
+    return None
+
+
+class _Sources:
+    """Which source gave each setting, so an error names what the user actually wrote."""
+
+    def __init__(self, cli: Mapping[str, Any], environ: Mapping[str, str], config: Path | None) -> None:
+        self.cli = cli
+        self.environ = environ
+        self.config = config
+
+    def _from_cli(self, parts: Sequence[str]) -> bool:
+        value: Any = self.cli
+        for part in parts[:2]:
+            if not isinstance(value, Mapping) or part not in value:
+                return False
+            value = value[part]
+        return True
+
+    def where(self, parts: Sequence[str]) -> str:
+        if not parts:
+            return "settings"  # a check across several settings; the message names them
+        flag = _flag_for(parts)
+        if flag and self._from_cli(parts):
+            return flag
+        env = _env_var_for(parts)
+        if env in self.environ:
+            return f"environment variable {env}"
+        if len(parts) >= 2 and parts[0] in _NESTED_MODELS and f"{ENV_PREFIX}{parts[0].upper()}" in self.environ:
+            return f"environment variable {ENV_PREFIX}{parts[0].upper()} ({parts[1]})"
+        if self.config is not None:
+            return f"config file {self.config}: key {'.'.join(parts)}"
+        return flag or ".".join(parts)
+
+    def unknown(self, parts: Sequence[str]) -> str:
+        where = f"config file {self.config}: key {'.'.join(parts)}" if self.config else ".".join(parts)
+        home = _home_of(parts[-1])
+        if home and not (len(parts) == 1 and home == "at the top level"):
+            return f"{where}: unknown here; '{parts[-1]}' belongs {home}"
+        return f"{where}: unknown setting"
+
+
+def _explain(exc: ValidationError, sources: _Sources) -> SettingsError:
     lines = []
     for err in exc.errors():
-        message = str(err.get("msg", "invalid"))
-        message = message.removeprefix("Value error, ")
+        parts = [str(p) for p in err.get("loc", ())]
         if err.get("type") == "extra_forbidden":
-            message = "unknown setting"
-        lines.append(f"{_where(err.get('loc', ()))}: {message}")
+            lines.append(sources.unknown(parts))
+            continue
+        message = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        lines.append(f"{sources.where(parts)}: {message}")
     return SettingsError("\n".join(lines))
 
 
 def load_settings(args: argparse.Namespace | None = None, **overrides: Any) -> ManagerSettings:
     """Settings from parsed flags (plus keyword overrides), the environment and the config file."""
     values = _cli_values(args) if args is not None else {}
+    cli = dict(values)
     values.update(overrides)
+    config = values.get("config") or os.environ.get(f"{ENV_PREFIX}CONFIG") or None
+    sources = _Sources(cli, os.environ, Path(config) if config else None)
     try:
         return ManagerSettings(**values)
     except ValidationError as exc:
-        raise _explain(exc) from None
+        raise _explain(exc, sources) from None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -95,6 +96,7 @@ class Cluster:
         self._running = False
         self._bound = False
         self._state = ClusterState.SYNCING
+        self._unreachable_since: float | None = None
         self._listeners: list[StateListener] = []
         self.transport.contact.on_change(self._refresh_state)
         self.cache.on_synced(self._refresh_state)
@@ -121,6 +123,16 @@ class Cluster:
     def last_contact(self) -> datetime.datetime | None:
         at = self.transport.contact.last_contact
         return datetime.datetime.fromtimestamp(at, datetime.UTC) if at is not None else None
+
+    @property
+    def unreachable_since(self) -> datetime.datetime | None:
+        """When the cluster became unreachable (None while it is not)."""
+        at = self._unreachable_since
+        return datetime.datetime.fromtimestamp(at, datetime.UTC) if at is not None else None
+
+    def unreachable_for(self) -> float:
+        """Seconds the cluster has been unreachable (0 while it is not)."""
+        return time.time() - self._unreachable_since if self._unreachable_since is not None else 0.0
 
     @property
     def last_error(self) -> str:
@@ -154,6 +166,7 @@ class Cluster:
         new = self._compute_state()
         old, self._state = self._state, new
         if new is not old:
+            self._unreachable_since = time.time() if new is ClusterState.UNREACHABLE else None
             for listener in list(self._listeners):
                 listener(self, old, new)
 

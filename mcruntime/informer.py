@@ -376,6 +376,11 @@ class Informer:
                 listener.push(_SYNC)
 
     def _transform(self, obj: Obj, transform: Transform | None) -> Obj:
+        # LIST items of built-in kinds come without apiVersion/kind; cached objects always
+        # carry them, so owner references and Events can be made from what a reconciler read
+        if "kind" not in obj:
+            obj["apiVersion"] = self.resource.api_version
+            obj["kind"] = self.resource.kind
         if transform is None:
             return obj
         try:

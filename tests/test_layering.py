@@ -43,7 +43,9 @@ def test_the_tree_keeps_every_contract(tmp_path: Path) -> None:
 
 def test_a_forbidden_import_fails_the_lint(tmp_path: Path) -> None:
     copy_tree(tmp_path)
-    (tmp_path / "mcruntime" / "shortcut.py").write_text('"""A runtime module reaching up."""\n\nimport federation.api\n')
+    (tmp_path / "mcruntime" / "shortcut.py").write_text(
+        '"""A runtime module reaching up."""\n\nimport federation.api\n'
+    )
     (tmp_path / "cells" / "peek.py").write_text('"""A cell module reaching sideways."""\n\nimport projector\n')
     result = lint(tmp_path)
     assert result.returncode != 0

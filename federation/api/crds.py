@@ -53,6 +53,9 @@ class CRDDefinition:
     scope: str = "Namespaced"
     printer_columns: tuple[PrinterColumn, ...] = ()
     scale: Scale | None = None
+    short_names: tuple[str, ...] = ()
+    # `kubectl get compute` lists every kind in the category
+    categories: tuple[str, ...] = ()
     # Sub-directory of config/crd/: overlays install CRD sets (compute on cells and
     # projects, cluster-inventory on the management cluster), and kustomize can only
     # reference another directory, not a single file outside its own root.
@@ -81,6 +84,8 @@ WORKLOAD_DEPLOYMENT_CRD = CRDDefinition(
     version=VERSION,
     kind="WorkloadDeployment",
     plural="workloaddeployments",
+    short_names=("wd",),
+    categories=("compute",),
     printer_columns=(
         AGE,
         PrinterColumn("Available", _condition("Available", "status")),
@@ -99,6 +104,8 @@ INSTANCE_CRD = CRDDefinition(
     version=VERSION,
     kind="Instance",
     plural="instances",
+    short_names=("inst",),
+    categories=("compute",),
     printer_columns=(
         AGE,
         PrinterColumn("Ready", _condition("Ready", "status")),
@@ -116,6 +123,8 @@ WORKLOAD_CRD = CRDDefinition(
     version=VERSION,
     kind="Workload",
     plural="workloads",
+    short_names=("wl",),
+    categories=("compute",),
     printer_columns=(
         AGE,
         PrinterColumn("Available", _condition("Available", "status")),
@@ -169,6 +178,10 @@ def crd_manifest(crd: CRDDefinition) -> dict[str, Any]:
         "plural": crd.plural,
         "singular": crd.kind.lower(),
     }
+    if crd.short_names:
+        names["shortNames"] = list(crd.short_names)
+    if crd.categories:
+        names["categories"] = list(crd.categories)
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",

@@ -106,13 +106,34 @@ def test_bad_settings_name_the_flag(argv: list[str], message: str) -> None:
 def test_bad_config_files(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("registration:\n  nmespace: x\n")
-    with pytest.raises(SettingsError, match=r"registration\.nmespace .*unknown setting"):
+    with pytest.raises(SettingsError, match=rf"config file {bad}: key registration\.nmespace: unknown setting"):
+        parse(f"--config={bad}")
+    bad.write_text("workers: 4\nregistration:\n  leaderElect: true\n")
+    with pytest.raises(SettingsError) as err:
+        parse(f"--config={bad}")
+    assert f"config file {bad}: key workers: unknown here; 'workers' belongs under 'controllers:'" in str(err.value)
+    assert "key registration.leader_elect: unknown here; 'leader_elect' belongs at the top level" in str(err.value)
+    bad.write_text("controllers:\n  workers: 0\n")
+    with pytest.raises(SettingsError, match=rf"config file {bad}: key controllers\.workers: Input should be"):
         parse(f"--config={bad}")
     bad.write_text("[a, list]")
     with pytest.raises(SettingsError, match="must hold a mapping"):
         parse(f"--config={bad}")
     with pytest.raises(SettingsError, match="cannot read"):
         parse(f"--config={tmp_path / 'missing.yaml'}")
+
+
+def test_errors_name_the_environment_variable_the_user_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FEDERATION_CONTROLLERS__WORKERS", "0")
+    monkeypatch.setenv("FEDERATION_LEADER_ELECT", "perhaps")
+    with pytest.raises(SettingsError) as err:
+        parse()
+    text = str(err.value)
+    assert "environment variable FEDERATION_CONTROLLERS__WORKERS: Input should be greater than or equal to 1" in text
+    assert "environment variable FEDERATION_LEADER_ELECT: Input should be a valid boolean" in text
+    assert "--workers" not in text, "the user never typed the flag"
+    with pytest.raises(SettingsError, match=r"(?m)^--workers: "):
+        parse("--workers=0")
 
 
 def test_feature_gates_api() -> None:

@@ -3,6 +3,7 @@ installation and a fleet (management + projects + cells) on embedded API servers
 
 from .crds import WIDGET_CRD, install_crd, install_project_crds
 from .fleet import Fleet, fleet
+from .manager import all_idle, cell_settings, controller, management_settings, record, running
 from .plane import Background, Plane, cluster_for, config_for, configmap, open_sockets
 from .waiting import eventually
 
@@ -11,12 +12,18 @@ __all__ = [
     "Background",
     "Fleet",
     "Plane",
+    "all_idle",
+    "cell_settings",
     "cluster_for",
     "config_for",
     "configmap",
+    "controller",
     "eventually",
     "fleet",
     "install_crd",
     "install_project_crds",
+    "management_settings",
     "open_sockets",
+    "record",
+    "running",
 ]

@@ -178,3 +178,17 @@ async def test_instance_printer_columns(
     for column in ("NAME", "AGE", "READY", "REASON", "NETWORK IP", "EXTERNAL IP", "MESSAGE", "QUOTA"):
         assert column in header
     assert "Pending" in out and "PendingEvaluation" in out
+
+
+async def test_kubectl_knows_the_short_names_and_the_compute_category(
+    compute_cluster: EmbeddedAPIServer, kubectl: Kubectl, http: aiohttp.ClientSession
+) -> None:
+    for path, obj in ((WDS, objects.workload_deployment()), (WORKLOADS, objects.workload())):
+        code, created = await _post(http, path, _new(obj))
+        assert code == 201, created
+    assert (await kubectl("get", "wd", "-n", "default", "-o", "name")).split() == [
+        "workloaddeployment.compute.datumapis.com/web-edge-dfw"
+    ]
+    listed = (await kubectl("get", "compute", "-n", "default", "-o", "name")).split()
+    assert "workloaddeployment.compute.datumapis.com/web-edge-dfw" in listed
+    assert "workload.compute.datumapis.com/web" in listed

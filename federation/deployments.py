@@ -1,0 +1,142 @@
+"""What a Workload asks for (pure): one WorkloadDeployment per placement and city code
+that has a registered cell, named `<workload>-<placement>-<lowercase city>`, and the
+Workload's status summed over the deployments that exist.
+
+A city without a registered cell gets no deployment (DESIGN §2); the placement's
+status says so, so the user sees why fewer deployments exist than cities were asked for."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from .api.conditions import FALSE, TRUE, find_condition_json, set_condition_json
+from .api.constants import API_VERSION, Kind, Label
+from .api.naming import workload_deployment_name
+from .api.reasons import WorkloadCondition, WorkloadDeploymentAvailableReason
+
+COUNTERS = ("replicas", "currentReplicas", "desiredReplicas", "readyReplicas")
+
+
+def placements(workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    spec = workload.get("spec") or {}
+    found = spec.get("placements") or []
+    return [p for p in found if isinstance(p, Mapping)]
+
+
+def desired_deployments(workload: Mapping[str, Any], cities_with_cells: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """The WorkloadDeployments (apply intents, by name) a Workload wants, given the city
+    codes that have at least one registered cell. `spec.replicas` is deliberately left
+    out: it belongs to the scale subresource (`kubectl scale`, an autoscaler)."""
+    served = set(cities_with_cells)
+    meta = workload.get("metadata") or {}
+    name, namespace, uid = str(meta.get("name") or ""), str(meta.get("namespace") or ""), str(meta.get("uid") or "")
+    if not (name and namespace and uid):
+        raise ValueError("a Workload needs metadata.name, metadata.namespace and metadata.uid")
+    template = (workload.get("spec") or {}).get("template") or {}
+    wanted: dict[str, dict[str, Any]] = {}
+    for placement in placements(workload):
+        placement_name = str(placement.get("name") or "")
+        for city in placement.get("cityCodes") or []:
+            if city not in served:
+                continue
+            wd_name = workload_deployment_name(name, placement_name, str(city))
+            wanted[wd_name] = {
+                "apiVersion": API_VERSION,
+                "kind": str(Kind.WORKLOAD_DEPLOYMENT),
+                "metadata": {
+                    "name": wd_name,
+                    "namespace": namespace,
+                    "labels": {
+                        str(Label.WORKLOAD_UID): uid,
+                        str(Label.WORKLOAD_NAME): name,
+                        str(Label.PLACEMENT_NAME): placement_name,
+                        str(Label.CITY_CODE): str(city),
+                    },
+                },
+                "spec": {
+                    "workloadRef": {"name": name, "uid": uid},
+                    "placementName": placement_name,
+                    "cityCode": str(city),
+                    "template": template,
+                    "scaleSettings": placement.get("scaleSettings") or {},
+                },
+            }
+    return wanted
+
+
+def unserved_cities(workload: Mapping[str, Any], cities_with_cells: Iterable[str]) -> dict[str, list[str]]:
+    """Per placement, the city codes no registered cell serves."""
+    served = set(cities_with_cells)
+    out: dict[str, list[str]] = {}
+    for placement in placements(workload):
+        missing = [str(c) for c in placement.get("cityCodes") or [] if c not in served]
+        if missing:
+            out[str(placement.get("name") or "")] = missing
+    return out
+
+
+def _is_available(wd: Mapping[str, Any]) -> bool:
+    cond = find_condition_json((wd.get("status") or {}).get("conditions") or [], "Available")
+    return cond is not None and cond.get("status") == TRUE
+
+
+def workload_status(
+    workload: Mapping[str, Any],
+    deployments: Sequence[Mapping[str, Any]],
+    cities_with_cells: Iterable[str],
+    *,
+    now: str,
+) -> dict[str, Any]:
+    """The Workload's status: counters summed over its deployments, per placement and in
+    total, and `Available` (True when any deployment is available). Conditions keep their
+    lastTransitionTime when unchanged, so equal inputs give an equal status (no write)."""
+    previous = workload.get("status") or {}
+    totals = dict.fromkeys(COUNTERS, 0)
+    per_placement: dict[str, dict[str, Any]] = {}
+    previous_placements = {p.get("name"): p for p in previous.get("placements") or [] if isinstance(p, Mapping)}
+    missing = unserved_cities(workload, cities_with_cells)
+    for placement in placements(workload):
+        pname = str(placement.get("name") or "")
+        mine = [d for d in deployments if (d.get("spec") or {}).get("placementName") == pname]
+        counts = {k: sum(int((d.get("status") or {}).get(k) or 0) for d in mine) for k in COUNTERS}
+        for k in COUNTERS:
+            totals[k] += counts[k]
+        conditions = [dict(c) for c in (previous_placements.get(pname) or {}).get("conditions") or []]
+        if any(_is_available(d) for d in mine):
+            set_condition_json(conditions, WorkloadCondition.AVAILABLE, TRUE,
+                               WorkloadDeploymentAvailableReason.STABLE_INSTANCE_FOUND,
+                               f"{sum(1 for d in mine if _is_available(d))} of {len(mine)} deployments available",
+                               now=now)  # fmt: skip
+        elif not mine and pname in missing:
+            set_condition_json(conditions, WorkloadCondition.AVAILABLE, FALSE,
+                               WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION,
+                               f"no registered cell serves {', '.join(missing[pname])}", now=now)  # fmt: skip
+        else:
+            set_condition_json(conditions, WorkloadCondition.AVAILABLE, FALSE,
+                               WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING,
+                               f"0 of {len(mine)} deployments available", now=now)  # fmt: skip
+        per_placement[pname] = {"name": pname, "conditions": conditions, **counts}
+    conditions = [dict(c) for c in previous.get("conditions") or []]
+
+    def available_of(p: Mapping[str, Any]) -> Mapping[str, Any]:
+        found = find_condition_json(p["conditions"], WorkloadCondition.AVAILABLE)
+        assert found is not None  # set for every placement above
+        return found
+
+    available = [p for p in per_placement.values() if available_of(p)["status"] == TRUE]
+    if available:
+        set_condition_json(conditions, WorkloadCondition.AVAILABLE, TRUE,
+                           WorkloadDeploymentAvailableReason.STABLE_INSTANCE_FOUND,
+                           f"{len(available)} of {len(per_placement)} placements available", now=now)  # fmt: skip
+    else:
+        first = next(iter(per_placement.values()), None)
+        reason = available_of(first)["reason"] if first else WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION
+        set_condition_json(conditions, WorkloadCondition.AVAILABLE, FALSE, reason,
+                           f"0 of {len(per_placement)} placements available", now=now)  # fmt: skip
+    return {
+        "conditions": conditions,
+        "deployments": len(deployments),
+        **totals,
+        "placements": list(per_placement.values()),
+    }

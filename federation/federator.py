@@ -1,0 +1,370 @@
+"""Federator (management mode): a project WorkloadDeployment's spec flows down to every
+cell of its city, its replicas divided between them.
+
+Request key: (project cluster = the bare project name, project namespace, WD name).
+Reads (caches only): project WDs and namespaces; in every cell, the WD copies (view:
+label `meta.datumapis.com/upstream-namespace` present) and the downstream namespaces
+(view: label `meta.datumapis.com/upstream-cluster-name` present); cluster states.
+Writes, and alone writes: the `compute.datumapis.com/federator` finalizer and Events on
+the project WD; downstream namespaces and WD copies in cells (field manager `federator`,
+plus `federator-initial-replicas` for the replicas of an autoscaled copy at creation).
+Never writes: the project WD's spec or status (status is the projector's), anything in
+a downstream namespace of another project, anything in the management cluster.
+
+DESIGN §3 Federator, and the tests that pin each rule (tests/federation/test_federator.py):
+1. an empty cluster name is dropped; nothing falls back to another cluster
+   (test_downstream_events_map_back_to_the_bare_project_name);
+2. finalizer on first sighting; 3-4. copies exactly in the planned cells with the planned
+   shares, namespace and copy labels/annotations exact (test_fan_out_divides_replicas_over_the_city);
+   a cell joining re-divides moving the fewest ordinals (test_a_cell_joining_re_divides);
+   with autoscaling the cell owns `spec.replicas` (test_autoscaled_replicas_are_left_to_the_cell);
+   a write only when the cache differs (test_zero_writes_when_converged);
+5. cells that stop matching lose their copy (test_changing_the_city_moves_the_copies);
+6. deletion removes every copy before the finalizer; an unreachable cell past the grace
+   releases it with an Event and the orphan is swept when the cell returns
+   (test_deletion_and_the_orphan_sweep);
+7. downstream events map back with the computed cluster name preserved; foreign or
+   unlabelled objects and projects not engaged produce no request; a copy edited or
+   deleted by hand is restored (test_downstream_events_map_back_to_the_bare_project_name,
+   test_a_copy_edited_or_deleted_by_hand_is_restored);
+8. identity comes from where an object lives, never from tenant-writable labels
+   (test_forged_labels_and_colliding_names_stay_in_their_project)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcruntime import controllerutil
+from mcruntime.client import Preconditions
+from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.indexers import field_value
+from mcruntime.manager import Manager
+from mcruntime.objects import Obj, meta
+from mcruntime.reconciler import PermanentError, Result, TemporaryError
+from mcruntime.request import Request
+from mcruntime.source import ClusterEvent, ClusterEventType
+
+from .api.constants import Finalizer, Label
+from .api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from .downstream import downstream_copy, downstream_namespace, upstream_identity
+from .fleetview import CELLS, PROJECTS, cell_clusters, project_clusters, registered_cells
+from .placement import PlacementError, Share, plan
+from .settings import ManagerSettings
+
+log = logging.getLogger(__name__)
+
+FIELD_MANAGER = "federator"
+INITIAL_REPLICAS_MANAGER = "federator-initial-replicas"
+CITY_INDEX = "city"
+UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project namespace>"
+COPY_VIEW = str(Label.UPSTREAM_NAMESPACE)  # label selector: present
+NAMESPACE_VIEW = str(Label.UPSTREAM_CLUSTER_NAME)
+
+
+def upstream_key(project: str, namespace: str) -> str:
+    return f"{project}/{namespace}"
+
+
+def namespace_upstream(ns: Obj) -> list[str]:
+    """Index: the project (bare name) and project namespace a downstream namespace serves."""
+    ref = upstream_identity(None, ns)
+    return [upstream_key(ref.project, ref.namespace)] if ref is not None else []
+
+
+def has_metrics(wd: Mapping[str, Any]) -> bool:
+    return bool(((wd.get("spec") or {}).get("scaleSettings") or {}).get("metrics"))
+
+
+@dataclass
+class Copy:
+    """One downstream copy of a project WD, as a cell's cache shows it."""
+
+    cell: Cluster
+    obj: Obj
+
+    @property
+    def uid(self) -> str:
+        return str(meta(self.obj).get("uid") or "")
+
+    @property
+    def upstream_uid(self) -> str:
+        return str((meta(self.obj).get("annotations") or {}).get("meta.datumapis.com/upstream-uid") or "")
+
+    @property
+    def ordinals(self) -> range:
+        annotations = meta(self.obj).get("annotations") or {}
+        try:
+            start = int(annotations.get("compute.datumapis.com/ordinal-start") or 0)
+            size = int((self.obj.get("spec") or {}).get("replicas") or 0)
+        except (TypeError, ValueError):
+            return range(0)
+        return range(start, start + max(size, 0))
+
+
+@dataclass
+class Outcome:
+    """What one reconcile did and could not do, for Events and the retry decision."""
+
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+
+
+class Federator:
+    def __init__(self, mgr: Manager, *, unreachable_grace: float) -> None:
+        self.mgr = mgr
+        self.unreachable_grace = unreachable_grace
+
+    # ------------------------------------------------------------------ reconcile
+    async def reconcile(self, req: Request) -> Result:
+        # 1. a request without a cluster name is dropped, never routed anywhere
+        if not req.cluster:
+            log.debug("dropping %s: empty cluster name", req)
+            return Result()
+        project = self.mgr.get_cluster(req.cluster)  # not engaged: the runtime drops the request
+        # 2. fetch (caches)
+        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
+        copies = await self._copies(req)
+        # 3. early exits: gone (orphan sweep) and deleting
+        if wd is None:
+            await self._remove(copies, Outcome())
+            return Result()
+        if meta(wd).get("deletionTimestamp"):
+            return await self._finalize(project, wd, copies)
+        # 4. first sighting
+        wd = await controllerutil.add_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
+        # 5. desired state from the pure placement function
+        uid = str(meta(wd).get("uid"))
+        current = {c.cell.name: c.ordinals for c in copies if c.upstream_uid == uid}
+        try:
+            shares = plan(wd, registered_cells(self.mgr), current)
+        except PlacementError as exc:
+            await self._event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
+            raise PermanentError(str(exc)) from exc
+        project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
+        if project_ns is None:
+            raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
+        upstream_label = project.labels.get(Label.UPSTREAM_CLUSTER_NAME, "")
+        if not upstream_label:
+            why = f"project {project.name} is registered without the {Label.UPSTREAM_CLUSTER_NAME} label"
+            await self._event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
+            raise PermanentError(why)
+        # 6. write only the difference: per target cell, then cells that stop matching
+        outcome = Outcome()
+        targets = {share.cell for share in shares}
+        stale = [c for c in copies if c.cell.name not in targets or c.upstream_uid != uid]
+        await self._remove(stale, outcome)
+        by_cell = {c.cell.name: c for c in copies if c not in stale}
+        for share in shares:
+            await self._place(project, project_ns, upstream_label, wd, share, by_cell.get(share.cell), outcome)
+        # 7. tell the user, retry what failed
+        await self._report(project.name, wd, shares, outcome)
+        if outcome.failed:
+            raise TemporaryError("; ".join(f"cell {cell}: {why}" for cell, why in sorted(outcome.failed.items())))
+        return Result()
+
+    # ------------------------------------------------------------------ reading
+    async def _copies(self, req: Request) -> list[Copy]:
+        """Every copy of the project WD in the cells whose caches are synced."""
+        found: list[Copy] = []
+        for cell in cell_clusters(self.mgr):
+            namespaces = cell.cache.view_of(NAMESPACES)
+            if namespaces is None or not cell.cache.informer_of(NAMESPACES).has_synced:
+                continue
+            key = upstream_key(req.cluster, req.namespace)
+            for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
+                try:
+                    obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=meta(ns)["name"])
+                except ClusterNotReadyError:
+                    continue  # still syncing: the READY event brings the request back
+                if obj is not None:
+                    found.append(Copy(cell, obj))
+        return found
+
+    # ------------------------------------------------------------------ writing (one write per helper)
+    async def _place(
+        self,
+        project: Cluster,
+        project_ns: Obj,
+        upstream_label: str,
+        wd: Obj,
+        share: Share,
+        existing: Copy | None,
+        outcome: Outcome,
+    ) -> None:
+        cell = self.mgr.clusters.get(share.cell)
+        if cell is None:
+            return
+        if cell.state is not ClusterState.READY:
+            outcome.failed[share.cell] = f"{cell.state} ({cell.describe()})"
+            return
+        try:
+            ns = downstream_namespace(project.name, upstream_label, project_ns)
+            if not await self._ensure_namespace(cell, ns, project.name, outcome):
+                return
+            autoscaled = has_metrics(wd)
+            desired = downstream_copy(project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled)
+            result = await controllerutil.apply_if_differs(
+                cell.client, WORKLOAD_DEPLOYMENTS, desired, cached=existing.obj if existing else None,
+                field_manager=FIELD_MANAGER,
+            )  # fmt: skip
+            if result.changed and existing is None and autoscaled:
+                await self._initial_replicas(cell, desired, share)
+        except (APIError, TransportError, ClusterNotReadyError) as exc:
+            # recorded per cell: the healthy cells are still written, the reconcile retries after
+            outcome.failed[share.cell] = f"{type(exc).__name__}: {exc}"
+            return
+        if result.changed:
+            (outcome.updated if existing is not None else outcome.created).append(share.cell)
+
+    async def _ensure_namespace(self, cell: Cluster, desired: Obj, project: str, outcome: Outcome) -> bool:
+        name = meta(desired)["name"]
+        cached = await cell.client.get_or_none(NAMESPACES, name)
+        if cached is not None:
+            owner = upstream_identity(None, cached)
+            if owner is None or owner.project != project:
+                outcome.failed[cell.name] = f"namespace {name} belongs to another project; nothing written"
+                return False
+            if meta(cached).get("deletionTimestamp"):
+                outcome.failed[cell.name] = f"namespace {name} is being deleted; waiting"
+                return False
+        await controllerutil.apply_if_differs(
+            cell.client, NAMESPACES, desired, cached=cached, field_manager=FIELD_MANAGER
+        )
+        return True
+
+    async def _initial_replicas(self, cell: Cluster, desired: Obj, share: Share) -> None:
+        """An autoscaled copy gets its first replica count from a field manager that never
+        writes again, so the cell's HPA (through the scale subresource) owns it after."""
+        body = {
+            "apiVersion": desired["apiVersion"],
+            "kind": desired["kind"],
+            "metadata": {"name": meta(desired)["name"], "namespace": meta(desired)["namespace"]},
+            "spec": {"replicas": share.replicas},
+        }
+        await cell.client.apply(WORKLOAD_DEPLOYMENTS, body, field_manager=INITIAL_REPLICAS_MANAGER, force=True)
+
+    async def _remove(self, copies: Iterable[Copy], outcome: Outcome) -> None:
+        for copy in copies:
+            if meta(copy.obj).get("deletionTimestamp"):
+                continue
+            if copy.cell.state is not ClusterState.READY:
+                outcome.failed[copy.cell.name] = f"cannot remove the copy: cell {copy.cell.describe()}"
+                continue
+            await copy.cell.client.delete(
+                WORKLOAD_DEPLOYMENTS,
+                str(meta(copy.obj)["name"]),
+                namespace=str(meta(copy.obj)["namespace"]),
+                preconditions=Preconditions(uid=copy.uid),
+                ignore_not_found=True,
+            )
+            outcome.removed.append(copy.cell.name)
+
+    # ------------------------------------------------------------------ deletion
+    async def _finalize(self, project: Cluster, wd: Obj, copies: list[Copy]) -> Result:
+        """Delete every copy, wait until they are gone, then release the finalizer. A cell
+        unreachable past the grace does not hold the deletion: the finalizer goes with a
+        Warning naming it, and the copy left there is swept when the cell is back."""
+        outcome = Outcome()
+        await self._remove(copies, outcome)
+        waiting = [c.cell.name for c in copies if c.cell.state is ClusterState.READY]
+        overdue: list[Cluster] = []
+        within: list[Cluster] = []
+        for copy in copies:
+            if copy.cell.state is ClusterState.READY:
+                continue
+            (overdue if copy.cell.unreachable_for() >= self.unreachable_grace else within).append(copy.cell)
+        if waiting:
+            raise TemporaryError(f"waiting for copies in {', '.join(sorted(set(waiting)))} to be deleted")
+        if within:
+            remaining = min(self.unreachable_grace - c.unreachable_for() for c in within)
+            return Result(requeue_after=max(remaining, 0.1))
+        for cell in overdue:
+            await self._event(project.name, wd, "Warning", "CellUnreachable",
+                              f"cell {cell.name} has been unreachable for {cell.unreachable_for():.0f}s (grace "
+                              f"{self.unreachable_grace:.0f}s); deletion completes without it and its copy is "
+                              "removed when it is back")  # fmt: skip
+        await controllerutil.remove_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
+        return Result()
+
+    # ------------------------------------------------------------------ events
+    async def _report(self, project: str, wd: Obj, shares: list[Share], outcome: Outcome) -> None:
+        """Events only when something was written, so a converged WD costs no request."""
+        if outcome.created or outcome.removed:
+            placed = ", ".join(f"{s.cell} ({s.replicas} from ordinal {s.ordinal_start})" for s in shares)
+            await self._event(project, wd, "Normal", "Federated", f"federated to {len(shares)} cells: {placed or '-'}")
+        if outcome.updated:
+            # observedGeneration == generation means every cell had observed this very spec:
+            # a difference now is drift (a hand edit), not a spec change on its way down
+            status = wd.get("status") or {}
+            drift = status.get("observedGeneration") == meta(wd).get("generation")
+            reason, what = ("CopyRestored", "restored after drift") if drift else ("CopyUpdated", "updated")
+            await self._event(project, wd, "Normal", reason, f"copy {what} in {', '.join(sorted(outcome.updated))}")
+
+    async def _event(self, cluster: str, wd: Obj, type_: str, reason: str, message: str) -> None:
+        await self.mgr.event_recorder(cluster, FIELD_MANAGER).event(wd, type_, reason, message)  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ mapping events to requests
+    async def upstream_of_copy(self, cell_name: str, copy: Obj) -> list[Request]:
+        """A downstream copy's event → its project WD, with the project cluster computed
+        here (from the namespace's label) and preserved by the handler."""
+        cell = self.mgr.clusters.get(cell_name)
+        if cell is None:
+            return []
+        ns = cell.cache.informer_of(NAMESPACES).get(str(meta(copy).get("namespace") or ""))
+        ref = upstream_identity(copy, ns)
+        if ref is None or ref.project not in self.mgr.clusters:
+            return []  # unlabelled, foreign, or for a project this manager does not serve
+        return [Request(ref.project, ref.namespace, ref.name)]
+
+    async def upstream_of_namespace(self, cell_name: str, ns: Obj) -> list[Request]:
+        """A downstream namespace changed (deleted by hand, relabelled): its copies' WDs."""
+        cell = self.mgr.clusters.get(cell_name)
+        ref = upstream_identity(None, ns)
+        if cell is None or ref is None or ref.project not in self.mgr.clusters:
+            return []
+        copies = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list(str(meta(ns).get("name")))
+        return [Request(ref.project, ref.namespace, str(meta(c).get("name"))) for c in copies]
+
+    def wds_of_cell_city(self, event: ClusterEvent) -> list[Request]:
+        """A cell engaged, ready again, relabelled or removed: the WDs of its city re-plan."""
+        if event.type is ClusterEventType.UNREACHABLE:
+            return []  # an unreachable cell keeps its share; nothing to re-plan
+        city = event.labels.get(Label.TOPOLOGY_CITY_CODE)
+        if not city:
+            return []
+        requests = []
+        for project in project_clusters(self.mgr):
+            informer = project.cache.informer_of(WORKLOAD_DEPLOYMENTS)
+            for wd in informer.store.by_index(CITY_INDEX, city):
+                requests.append(Request(project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name"))))
+        return requests
+
+
+def register(mgr: Manager, settings: ManagerSettings) -> None:
+    """Wire the watches: project WDs, their namespaces (read), the copies and downstream
+    namespaces in every cell, and cell registrations."""
+    federator = Federator(mgr, unreachable_grace=settings.cell_unreachable_grace)
+    ctrl = mgr.new_controller("federator", federator, workers=settings.controllers.workers)
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: field_value("spec.cityCode")})
+    ctrl.reads(NAMESPACES, clusters=PROJECTS)
+    ctrl.watch(
+        WORKLOAD_DEPLOYMENTS,
+        EnqueueRequestsFromMapFunc(federator.upstream_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=CELLS,
+        label_selector=COPY_VIEW,
+    )
+    ctrl.watch(
+        NAMESPACES,
+        EnqueueRequestsFromMapFunc(federator.upstream_of_namespace, cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=CELLS,
+        label_selector=NAMESPACE_VIEW,
+        indexers={UPSTREAM_INDEX: namespace_upstream},
+    )
+    ctrl.watch_clusters(federator.wds_of_cell_city, clusters=CELLS)

@@ -1,0 +1,287 @@
+"""The federator, driven as `federation-manager run --enable-management-controllers`
+drives it, on embedded servers: management, projects `acme/web` and `acme/shop`, cells
+dfw-1 and dfw-2 (DFW) and lhr-1 (LHR)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from federation.api.constants import Annotation, Finalizer, Label
+from federation.federator import Federator
+from mcruntime import Manager, Request
+from tests.support import Fleet, Plane, eventually, fleet, management_settings, record, running
+
+GROUP, VERSION = "compute.datumapis.com", "v1alpha"
+CELLS = (("dfw-1", "DFW"), ("dfw-2", "DFW"), ("lhr-1", "LHR"))
+TEMPLATE: dict[str, Any] = {
+    "metadata": {"labels": {"app": "api"}},
+    "spec": {
+        "runtime": {
+            "resources": {"instanceType": "datumcloud/d1-standard-2"},
+            "sandbox": {"containers": [{"name": "api", "image": "docker.io/library/nginx:1.27"}]},
+        },
+        "networkInterfaces": [{"network": {"name": "default"}}],
+    },
+}
+
+
+def workload_deployment(name: str, city: str, replicas: int | None = 3, **scale: Any) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "workloadRef": {"name": "api", "uid": "00000000-0000-0000-0000-000000000001"},
+        "placementName": "edge",
+        "cityCode": city,
+        "template": copy.deepcopy(TEMPLATE),
+        "scaleSettings": {"minReplicas": 1, **scale},
+    }
+    if replicas is not None:
+        spec["replicas"] = replicas
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "WorkloadDeployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": spec,
+    }
+
+
+class WDs:
+    """Direct reads and writes of WorkloadDeployments on one embedded server."""
+
+    def __init__(self, f: Fleet, cluster: str) -> None:
+        self.plane = Plane(f.server(cluster))
+
+    def create(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.plane.create("workloaddeployments", obj, group=GROUP, version=VERSION)
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        for obj in self.list(namespace):
+            if obj["metadata"]["name"] == name:
+                return obj
+        return None
+
+    def list(self, namespace: str | None = None) -> list[dict[str, Any]]:
+        return self.plane.list("workloaddeployments", namespace, group=GROUP, version=VERSION)
+
+    def update(self, obj: dict[str, Any]) -> dict[str, Any]:
+        return self.plane.update("workloaddeployments", obj, group=GROUP, version=VERSION)
+
+    def delete(self, namespace: str, name: str) -> None:
+        self.plane.delete("workloaddeployments", namespace, name, group=GROUP, version=VERSION)
+
+    def edit(self, namespace: str, name: str, change: Any) -> dict[str, Any]:
+        current = self.get(namespace, name)
+        assert current is not None, f"{namespace}/{name} not found"
+        change(current)
+        return self.update(current)
+
+
+def shares(f: Fleet, name: str) -> dict[str, tuple[int, int]]:
+    """cell → (replicas, ordinal start) of every copy of `name` in the cells."""
+    out = {}
+    for cell in f.cells:
+        for obj in WDs(f, cell).list():
+            if obj["metadata"]["name"] == name and not obj["metadata"].get("deletionTimestamp"):
+                start = int(obj["metadata"]["annotations"][Annotation.ORDINAL_START])
+                out[cell] = (obj["spec"].get("replicas"), start)
+    return out
+
+
+@asynccontextmanager
+async def federation(tmp: Path, **settings: Any) -> AsyncIterator[tuple[Fleet, Manager]]:
+    async with (
+        fleet(tmp, projects=("acme/web", "acme/shop"), cells=CELLS) as f,
+        running(management_settings(tmp / "management.kubeconfig", **settings)) as mgr,
+    ):
+        yield f, mgr
+
+
+async def test_fan_out_divides_replicas_over_the_city(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        web = WDs(f, "web")
+        created = web.create(workload_deployment("api", "DFW", 3))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (1, 2)}, "2 + 1 in the DFW cells")
+        project_ns = Plane(f.server("web")).get("namespaces", "", "default")
+        downstream = f"ns-{project_ns['metadata']['uid']}"
+        for cell in ("dfw-1", "dfw-2"):
+            ns = Plane(f.server(cell)).get("namespaces", "", downstream)
+            assert ns["metadata"]["labels"] == {
+                Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_web",
+                Label.UPSTREAM_NAMESPACE: "default",
+            }
+            copy_ = WDs(f, cell).get(downstream, "api")
+            assert copy_ is not None
+            assert copy_["metadata"]["labels"] == {Label.TOPOLOGY_CITY_CODE: "DFW", Label.UPSTREAM_NAMESPACE: "default"}
+            annotations = copy_["metadata"]["annotations"]
+            assert annotations["meta.datumapis.com/upstream-uid"] == created["metadata"]["uid"]
+            assert copy_["spec"]["template"] == TEMPLATE and copy_["spec"]["cityCode"] == "DFW"
+        assert WDs(f, "lhr-1").list() == []
+        live = web.get("default", "api")
+        assert live is not None and live["metadata"]["finalizers"] == [Finalizer.FEDERATOR]
+
+        # a spec edit reaches both copies
+        web.edit("default", "api", lambda o: o["spec"]["template"]["metadata"]["labels"].update(tier="gold"))
+
+        def gold() -> bool:
+            copies = [WDs(f, c).get(downstream, "api") for c in ("dfw-1", "dfw-2")]
+            return all(c and c["spec"]["template"]["metadata"]["labels"].get("tier") == "gold" for c in copies)
+
+        await eventually(gold, "the edit in both copies")
+        # scaling re-divides
+        web.edit("default", "api", lambda o: o["spec"].update(replicas=4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        # a third DFW cell registered while running: shares 2, 1, 1, moving one ordinal only
+        await f.add_cell("dfw-3", "DFW")
+        await eventually(lambda: len(shares(f, "api")) == 3, "a copy in dfw-3")
+        now = shares(f, "api")
+        assert sorted(r for r, _ in now.values()) == [1, 1, 2]
+        ranges = {cell: set(range(start, start + n)) for cell, (n, start) in now.items()}
+        assert set().union(*ranges.values()) == {0, 1, 2, 3}
+        before = {"dfw-1": {0, 1}, "dfw-2": {2, 3}}
+        moved = sum(len(before[c] - ranges.get(c, set())) for c in before)
+        assert moved == 1, f"one ordinal moves to the new cell, got {now}"
+        # changing the city moves every copy
+        web.edit("default", "api", lambda o: o["spec"].update(cityCode="LHR"))
+        await eventually(lambda: shares(f, "api") == {"lhr-1": (4, 0)}, "all 4 in LHR, none left in DFW")
+
+
+async def test_deletion_and_the_orphan_sweep(tmp_path: Path) -> None:
+    async with federation(tmp_path, cell_unreachable_grace=1.0) as (f, mgr):
+        web = WDs(f, "web")
+        web.create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "copies")
+        web.delete("default", "api")
+        await eventually(lambda: web.get("default", "api") is None, "the project WD gone after its copies")
+        assert shares(f, "api") == {}
+        # a fresh WD of the same name federates again, as a new one
+        fresh = web.create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "the fresh WD's copies")
+        for cell in ("dfw-1", "dfw-2"):
+            (c,) = [o for o in WDs(f, cell).list() if o["metadata"]["name"] == "api"]
+            assert c["metadata"]["annotations"]["meta.datumapis.com/upstream-uid"] == fresh["metadata"]["uid"]
+        # a cell unreachable past the grace does not hold the deletion
+        await f.cells["dfw-2"].pause()
+        await eventually(lambda: mgr.clusters["dfw-2"].state.value == "unreachable", "dfw-2 unreachable")
+        web.delete("default", "api")
+        await eventually(lambda: web.get("default", "api") is None, "deletion completes without dfw-2", within=15)
+        events = Plane(f.server("web")).list("events", "default")
+        warnings = [e for e in events if e["reason"] == "CellUnreachable"]
+        assert warnings and "dfw-2" in warnings[0]["message"]
+        assert [o["metadata"]["name"] for o in WDs(f, "dfw-2").list()] == ["api"], "the orphan waits in dfw-2"
+        # ... and is swept when the cell is back
+        await f.cells["dfw-2"].resume()
+        await eventually(lambda: WDs(f, "dfw-2").list() == [], "the orphan swept", within=60)
+
+
+async def test_downstream_events_map_back_to_the_bare_project_name(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, mgr):
+        recording = record(mgr, "federator")
+        web = WDs(f, "web")
+        web.create(workload_deployment("api", "DFW", 1))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (0, 1)}, "copies")
+        project_ns = Plane(f.server("web")).get("namespaces", "", "default")
+        downstream = f"ns-{project_ns['metadata']['uid']}"
+        recording.requests.clear()
+        # a cell-side change of the copy maps back to (web, default, api) exactly
+        WDs(f, "dfw-1").edit(downstream, "api", lambda o: o["metadata"].setdefault("annotations", {}).update(x="1"))
+        await eventually(lambda: Request("web", "default", "api") in recording.requests, "the mapped request")
+        assert all(r.cluster in ("web", "shop") for r in recording.requests), recording.requests
+        # foreign namespace labels, missing labels, or an unknown project produce no request
+        federator = next(c.reconciler for c in mgr.controllers if c.name == "federator").inner
+        assert isinstance(federator, Federator)
+        cell = Plane(f.server("dfw-1"))
+        cell.create("namespaces", {"metadata": {"name": "hand-made"}})
+        unlabelled = workload_deployment("stray", "DFW")
+        unlabelled["metadata"]["namespace"] = "hand-made"
+        unlabelled["metadata"]["labels"] = {Label.UPSTREAM_NAMESPACE: "default"}
+        WDs(f, "dfw-1").create(unlabelled)
+        cell.create("namespaces", {"metadata": {"name": "foreign", "labels": {
+            Label.UPSTREAM_CLUSTER_NAME: "cluster-other_nowhere", Label.UPSTREAM_NAMESPACE: "default"}}})  # fmt: skip
+        foreign = workload_deployment("stray", "DFW")
+        foreign["metadata"]["namespace"] = "foreign"
+        foreign["metadata"]["labels"] = {Label.UPSTREAM_NAMESPACE: "default"}
+        WDs(f, "dfw-1").create(foreign)
+        await anyio.sleep(0.5)
+        assert not [r for r in recording.requests if r.name == "stray"], recording.requests
+        assert await federator.upstream_of_copy("dfw-1", unlabelled) == []
+        assert await federator.upstream_of_copy("dfw-1", foreign) == []
+        assert await federator.upstream_of_copy("no-such-cell", foreign) == []
+        # an empty cluster name never reaches reconcile
+        ctrl = next(c for c in mgr.controllers if c.name == "federator")
+        recording.requests.clear()
+        ctrl.enqueue(Request("", "default", "api"))
+        await anyio.sleep(0.2)
+        assert not [r for r in recording.requests if not r.cluster]
+
+
+async def test_a_copy_edited_or_deleted_by_hand_is_restored(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "LHR", 2))
+        await eventually(lambda: shares(f, "api") == {"lhr-1": (2, 0)}, "the copy")
+        (ns,) = {o["metadata"]["namespace"] for o in WDs(f, "lhr-1").list()}
+        WDs(f, "lhr-1").edit(ns, "api", lambda o: o["spec"]["template"]["spec"]["runtime"]["sandbox"]["containers"][0]
+                             .update(image="evil:latest"))  # fmt: skip
+
+        def restored() -> bool:
+            c = WDs(f, "lhr-1").get(ns, "api")
+            return c is not None and c["spec"]["template"] == TEMPLATE
+
+        await eventually(restored, "the hand edit reverted")
+        WDs(f, "lhr-1").delete(ns, "api")
+        await eventually(lambda: shares(f, "api") == {"lhr-1": (2, 0)} and restored(), "the deleted copy recreated")
+
+
+async def test_forged_labels_and_colliding_names_stay_in_their_project(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        shop_ns = Plane(f.server("shop")).get("namespaces", "", "default")
+        web_ns = Plane(f.server("web")).get("namespaces", "", "default")
+        # same namespace and WD name in two projects; the web one forges shop's identity
+        forged = workload_deployment("api", "LHR", 1)
+        forged["metadata"]["labels"] = {Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_shop"}
+        forged["metadata"]["annotations"] = {"meta.datumapis.com/upstream-uid": "forged", Annotation.ORDINAL_START: "9"}
+        WDs(f, "web").create(forged)
+        WDs(f, "shop").create(workload_deployment("api", "LHR", 2))
+        web_down, shop_down = f"ns-{web_ns['metadata']['uid']}", f"ns-{shop_ns['metadata']['uid']}"
+
+        def both() -> bool:
+            return (
+                WDs(f, "lhr-1").get(web_down, "api") is not None and WDs(f, "lhr-1").get(shop_down, "api") is not None
+            )
+
+        await eventually(both, "one copy per project")
+        web_copy, shop_copy = WDs(f, "lhr-1").get(web_down, "api"), WDs(f, "lhr-1").get(shop_down, "api")
+        assert web_copy is not None and shop_copy is not None
+        assert web_copy["spec"]["replicas"] == 1 and shop_copy["spec"]["replicas"] == 2
+        assert Label.UPSTREAM_CLUSTER_NAME not in web_copy["metadata"]["labels"]
+        assert web_copy["metadata"]["annotations"][Annotation.ORDINAL_START] == "0"
+        assert web_copy["metadata"]["annotations"]["meta.datumapis.com/upstream-uid"] != "forged"
+        ns_labels = Plane(f.server("lhr-1")).get("namespaces", "", web_down)["metadata"]["labels"]
+        assert ns_labels[Label.UPSTREAM_CLUSTER_NAME] == "cluster-acme_web"
+
+
+async def test_autoscaled_replicas_are_left_to_the_cell(tmp_path: Path) -> None:
+    metrics = [{"resource": {"name": "cpu", "target": {"averageUtilization": 70}}}]
+    async with federation(tmp_path) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "LHR", 2, maxReplicas=5, metrics=metrics))
+        await eventually(lambda: shares(f, "api") == {"lhr-1": (2, 0)}, "the copy with its initial share")
+        (ns,) = {o["metadata"]["namespace"] for o in WDs(f, "lhr-1").list()}
+        # what a cell's HPA does: the copy's replicas change through the scale subresource
+        cell = f.server("lhr-1")
+        rt = Plane(cell).rt(GROUP, VERSION, "workloaddeployments")
+        from kubeplane.objectapi import WriteOptions
+
+        cell.plane.api.update_scale(rt, ns, "api", {"spec": {"replicas": 4}}, WriteOptions(field_manager="hpa"))
+        # a project-side spec change still flows down, and the cell's replica count stays
+        WDs(f, "web").edit("default", "api", lambda o: o["spec"]["template"]["metadata"]["labels"].update(v="2"))
+
+        def settled() -> bool:
+            c = WDs(f, "lhr-1").get(ns, "api")
+            return c is not None and c["spec"]["template"]["metadata"]["labels"].get("v") == "2"
+
+        await eventually(settled, "the template change in the copy")
+        await anyio.sleep(0.5)
+        assert shares(f, "api") == {"lhr-1": (4, 0)}, "the federator must not fight the cell's autoscaler"
