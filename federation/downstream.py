@@ -1,0 +1,233 @@
+"""What the federator writes into a cell, and how a cell object maps back to its project
+(DESIGN.md §3 "Federator" 4, 7, 8). Pure: plain JSON dicts in, plain JSON dicts out.
+
+Contract
+- `downstream_namespace`: the cell Namespace `ns-<project namespace UID>`, labelled with
+  the project's encoded upstream-cluster-name (`cluster-<org>_<project>`, taken from the
+  project's registration, checked to decode to the project cluster's name) and the project
+  namespace name. Keyed on the UID, so two projects' `default` namespaces never share a
+  cell namespace.
+- `downstream_copy`: the WD copy as a server-side apply intent: same name, in that
+  namespace, labels `topology.datum.net/city-code` and upstream-namespace, annotations
+  `compute.datumapis.com/ordinal-start` and `meta.datumapis.com/upstream-uid`, the spec
+  copied with the cell's share in `spec.replicas` — unless the caller leaves `replicas`
+  to the cell's autoscaler (`include_replicas=False`).
+- `copy_matches`: whether a cached object already says everything an intent says (so the
+  federator sends no request at steady state).
+- `upstream_identity`: a cell copy and its namespace → (project, project namespace, name,
+  upstream uid), or None when anything is missing, malformed or contradictory.
+
+Identity comes from where an object lives, never from labels a tenant can write (§3
+Federator 8). So nothing of the project WD's own labels or annotations is copied: the
+copy's labels are the federator's routing keys, and a tenant label such as
+`meta.datumapis.com/upstream-cluster-name: cluster-acme_shop` on a `web` WD must not reach
+the cell. No user label is copied at all: no consumer in the cell reads WD labels (Instance
+labels come from `spec.template.metadata.labels`, which travels with the spec), and a
+copied label would turn every tenant label edit into a write to every cell.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .api.clusternames import decode_upstream_cluster_name
+from .api.constants import API_VERSION, Annotation, Kind, Label
+from .api.naming import downstream_namespace_name
+from .placement import Share, city_code
+
+# On a downstream copy: UID of the project WD it was made from. Not yet an `Annotation`
+# member of the API package; the key is the compatibility contract (DESIGN.md §2).
+UPSTREAM_UID_ANNOTATION = "meta.datumapis.com/upstream-uid"
+
+# Top-level keys that name the type: list items in a cache may lack them, and the write
+# call names the type anyway, so they are not part of what has to match.
+_TYPE_FIELDS = frozenset({"apiVersion", "kind"})
+
+
+@dataclass(frozen=True, slots=True)
+class UpstreamRef:
+    """The project WD a cell object belongs to. `name` and `uid` are empty when only a
+    namespace was mapped."""
+
+    project: str  # the project cluster's bare name (the request's cluster name)
+    namespace: str  # project namespace name
+    name: str
+    uid: str
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    found = obj.get("metadata")
+    return found if isinstance(found, Mapping) else {}
+
+
+def _required(obj: Mapping[str, Any], key: str, what: str) -> str:
+    value = _meta(obj).get(key)
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what} metadata.{key}: required, got {value!r}")
+    return value
+
+
+def _string_at(obj: Mapping[str, Any] | None, section: str, key: str) -> str | None:
+    """A non-empty string under metadata.<section>[key], else None (tolerant reading)."""
+    if not isinstance(obj, Mapping):
+        return None
+    values = _meta(obj).get(section)
+    value = values.get(key) if isinstance(values, Mapping) else None
+    return value if isinstance(value, str) and value else None
+
+
+def _check_cluster(project_cluster: str) -> None:
+    if not isinstance(project_cluster, str) or not project_cluster:
+        raise ValueError(f"project cluster name {project_cluster!r}: must not be empty")
+
+
+def downstream_namespace(
+    project_cluster: str, upstream_cluster_label: str, project_namespace: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The cell Namespace for one project namespace (an apply intent).
+
+    `upstream_cluster_label` is the encoded value from the project's registration; it must
+    decode to `project_cluster` (the bare project name), else ValueError naming both."""
+    _check_cluster(project_cluster)
+    try:
+        decoded = decode_upstream_cluster_name(upstream_cluster_label)
+    except ValueError as exc:
+        raise ValueError(f"project cluster {project_cluster!r}: {exc}") from exc
+    if decoded != project_cluster:
+        raise ValueError(
+            f"upstream cluster name {upstream_cluster_label!r} decodes to project {decoded!r}, "
+            f"not to the project cluster {project_cluster!r}"
+        )
+    name = _required(project_namespace, "name", "project namespace")
+    uid = _required(project_namespace, "uid", f"project namespace {name!r}")
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": downstream_namespace_name(uid),
+            "labels": {
+                str(Label.UPSTREAM_CLUSTER_NAME): upstream_cluster_label,
+                str(Label.UPSTREAM_NAMESPACE): name,
+            },
+        },
+    }
+
+
+def downstream_copy(
+    project_cluster: str, wd: Mapping[str, Any], share: Share, namespace: str, *, include_replicas: bool
+) -> dict[str, Any]:
+    """The WD copy for one cell (an apply intent) in downstream namespace `namespace`
+    (`downstream_namespace(...)["metadata"]["name"]`). `include_replicas=False` leaves
+    `spec.replicas` out, for the cell's autoscaler to own after creation."""
+    _check_cluster(project_cluster)
+    if not isinstance(namespace, str) or not namespace:
+        raise ValueError(f"downstream namespace {namespace!r}: must not be empty")
+    name = _required(wd, "name", f"project {project_cluster!r} WorkloadDeployment")
+    what = f"WorkloadDeployment {project_cluster}/{_meta(wd).get('namespace')}/{name}"
+    project_ns = _required(wd, "namespace", what)
+    uid = _required(wd, "uid", what)
+    city = city_code(wd)  # validated: it becomes a label value
+    spec = {k: _copy.deepcopy(v) for k, v in wd["spec"].items() if k != "replicas"}
+    if include_replicas:
+        spec["replicas"] = share.replicas
+    return {
+        "apiVersion": API_VERSION,
+        "kind": str(Kind.WORKLOAD_DEPLOYMENT),
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "labels": {
+                str(Label.TOPOLOGY_CITY_CODE): city,
+                str(Label.UPSTREAM_NAMESPACE): project_ns,
+            },
+            "annotations": {
+                str(Annotation.ORDINAL_START): str(share.ordinal_start),
+                UPSTREAM_UID_ANNOTATION: uid,
+            },
+        },
+        "spec": spec,
+    }
+
+
+def cell_owns_replicas(wd: Mapping[str, Any]) -> bool:
+    """Whether the cell's HorizontalPodAutoscaler owns a copy's `spec.replicas`: the cell
+    creates one when `scaleSettings.maxReplicas` and `metrics` are both set (DESIGN §3)."""
+    spec = wd.get("spec")
+    scale = spec.get("scaleSettings") if isinstance(spec, Mapping) else None
+    return isinstance(scale, Mapping) and scale.get("maxReplicas") is not None and bool(scale.get("metrics"))
+
+
+def copy_ordinals(copy: Mapping[str, Any]) -> range | None:
+    """The ordinals a cached copy holds now (ordinal-start annotation, default 0, and
+    `spec.replicas`), as `plan`'s `current` hint wants them; None when unreadable."""
+    start_text = _string_at(copy, "annotations", str(Annotation.ORDINAL_START)) or "0"
+    spec = copy.get("spec")
+    size = spec.get("replicas") if isinstance(spec, Mapping) else None
+    if (
+        not (start_text.isascii() and start_text.isdigit())
+        or isinstance(size, bool)
+        or not isinstance(size, int)
+        or size < 0
+    ):
+        return None
+    start = int(start_text)
+    return range(start, start + size)
+
+
+def _json_equal(a: Any, b: Any) -> bool:
+    """Equality as JSON sees it: `True` is not `1`."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b)
+
+
+def _contains(desired: Any, cached: Any) -> bool:
+    if isinstance(desired, Mapping):
+        return isinstance(cached, Mapping) and all(k in cached and _contains(v, cached[k]) for k, v in desired.items())
+    return _json_equal(desired, cached)
+
+
+def copy_matches(desired: Mapping[str, Any], cached: Mapping[str, Any]) -> bool:
+    """Whether `cached` already says everything `desired` says (server-side apply reading
+    of an intent): maps compare key by key, recursively, and keys only in `cached`
+    (defaults, status, other managers' fields) do not matter; lists and scalars compare
+    whole. Top-level `apiVersion`/`kind` are ignored (the write names the type)."""
+    return all(k in cached and _contains(v, cached[k]) for k, v in desired.items() if k not in _TYPE_FIELDS)
+
+
+def upstream_identity(copy: Mapping[str, Any] | None, namespace: Mapping[str, Any] | None) -> UpstreamRef | None:
+    """The project WD a cell copy belongs to, read only from labels the federator wrote:
+    the namespace's upstream-cluster-name (decoded to the bare project name) and
+    upstream-namespace, which the copy's upstream-namespace label must repeat, and the
+    copy's upstream-uid annotation. With `copy=None` the namespace alone is mapped (name
+    and uid empty). None when anything is missing, malformed or contradictory."""
+    if namespace is None:
+        return None
+    encoded = _string_at(namespace, "labels", str(Label.UPSTREAM_CLUSTER_NAME))
+    project_ns = _string_at(namespace, "labels", str(Label.UPSTREAM_NAMESPACE))
+    if encoded is None or project_ns is None:
+        return None
+    try:
+        project = decode_upstream_cluster_name(encoded)
+    except ValueError:
+        return None
+    if copy is None:
+        return UpstreamRef(project, project_ns, "", "")
+    name = _meta(copy).get("name")
+    if not isinstance(name, str) or not name:
+        return None
+    if _meta(copy).get("namespace") != _meta(namespace).get("name"):
+        return None  # the copy does not live in this namespace
+    if _string_at(copy, "labels", str(Label.UPSTREAM_NAMESPACE)) != project_ns:
+        return None
+    uid = _string_at(copy, "annotations", UPSTREAM_UID_ANNOTATION)
+    if uid is None:
+        return None
+    return UpstreamRef(project, project_ns, name, uid)

@@ -1,0 +1,280 @@
+"""A project WorkloadDeployment's status, aggregated from its copies in the cells
+(DESIGN.md §3 "Projector"; issue 12 items 2-3). Pure: the caller gathers one `CellReport`
+per share that `plan()` names and writes the returned status only when it differs.
+
+Rules
+- Counters (`replicas`, `currentReplicas`, `updatedReplicas`, `readyReplicas`) are summed
+  over the fresh cells. A stale cell (unreachable beyond the freshness threshold:
+  `stale_since` set) adds nothing: its last numbers are never repeated as if current.
+- `desiredReplicas` is what the project WD asks for (`desired_replicas(wd)`), `selector`
+  the WD's own (`compute.datumapis.com/workload-deployment-name=<name>`).
+- `observedGeneration` becomes the WD's `metadata.generation` only when every target
+  cell's copy exists, is this WD's (upstream-uid), carries the desired spec (a partial
+  match, as `copy_matches`; `replicas` is ignored when the cell's autoscaler owns it)
+  and its ordinal start, and its cell has observed it (copy `status.observedGeneration`
+  == copy `metadata.generation`). Otherwise the previous value is kept: never claimed
+  early, never moved backwards. With no target cell at all it is claimed (the spec has
+  been fully acted on: there is nowhere to put it).
+- Conditions `Available` and `ReplicasReady` are rolled up from per-cell contributions:
+  a fresh cell contributes its copy's own condition; a missing (or not yet this WD's)
+  copy contributes False/`AwaitingPropagation`, and so does, for ReplicasReady, a copy
+  whose spec the cell has not observed yet; a stale cell contributes Unknown/
+  `CellUnreachable` with the time it was last observed. A cell with an empty share (more
+  cells than replicas) has no say in either, unless stale or lagging, so it cannot make
+  a healthy city look unavailable.
+- Worst wins. The status is the three-valued AND of the contributions (False beats
+  Unknown beats True: one cell that is certainly not ready makes the city not ready,
+  whatever an unreachable one would say); among contributions of that status the worst
+  reason by `REASON_ORDER`, then the cell name. The project WD is therefore Available
+  only when every cell with a share is: the city is the unit the user asked for, and a
+  cell that cannot serve its share is what the user must see. The message lists every
+  cell that is not True, worst first (`cell dfw-2: 0/2 instances available
+  (InstancesProvisioning)`), so `kubectl get wd` shows the reason and
+  `kubectl describe` who is behind.
+- No cell in `plan()` → both conditions False/`NoMatchingLocation`, naming the city.
+- Conditions follow `set_condition_json`: `lastTransitionTime` (= `now`) moves only when
+  a condition's status changes, so aggregating again with the same inputs returns an
+  identical status and the caller writes nothing. `now` affects nothing else.
+"""
+
+from __future__ import annotations
+
+import copy as _copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from federation.api.conditions import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
+from federation.api.constants import Annotation
+from federation.api.naming import workload_deployment_selector
+from federation.api.reasons import (
+    InstanceReadyReason,
+    ReplicasReadyReason,
+    WorkloadDeploymentAvailableReason,
+    WorkloadDeploymentCondition,
+)
+from federation.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas, copy_matches
+from federation.placement import Share, city_code, desired_replicas
+
+# A cell has been unreachable beyond the freshness threshold: its contribution is Unknown.
+# (Not yet in federation/api/reasons.py.)
+CELL_UNREACHABLE = "CellUnreachable"
+
+AVAILABLE = str(WorkloadDeploymentCondition.AVAILABLE)
+REPLICAS_READY = str(WorkloadDeploymentCondition.REPLICAS_READY)
+AWAITING_PROPAGATION = str(ReplicasReadyReason.AWAITING_PROPAGATION)
+NO_MATCHING_LOCATION = str(WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION)
+
+# Worst first. A cell may report an Instance's blocking reason, so those come first in
+# the Instance Ready priority's order; then quota; then "we do not know" and "not there
+# yet"; then progress; the healthy reasons last. A reason not listed ranks just before
+# the healthy ones (specific enough to be shown, not known to be worse than progress).
+REASON_ORDER: tuple[str, ...] = (
+    InstanceReadyReason.NETWORK_FAILED_TO_CREATE,
+    InstanceReadyReason.IMAGE_UNAVAILABLE,
+    InstanceReadyReason.INSTANCE_CRASHING,
+    InstanceReadyReason.CONFIGURATION_ERROR,
+    ReplicasReadyReason.QUOTA_EXCEEDED,
+    WorkloadDeploymentAvailableReason.QUOTA_NOT_GRANTED,
+    InstanceReadyReason.PENDING_QUOTA,
+    CELL_UNREACHABLE,
+    AWAITING_PROPAGATION,
+    WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING,
+    InstanceReadyReason.PROVISIONING,
+    WorkloadDeploymentAvailableReason.STABLE_INSTANCE_FOUND,
+    ReplicasReadyReason.REPLICAS_AVAILABLE,
+)
+_REASON_RANK = {str(reason): 2 * i for i, reason in enumerate(REASON_ORDER)}
+_UNLISTED_RANK = _REASON_RANK[WorkloadDeploymentAvailableReason.STABLE_INSTANCE_FOUND] - 1
+_STATUS_RANK = {FALSE: 0, UNKNOWN: 1, TRUE: 2}
+
+# metav1.Condition.message maxLength.
+MAX_MESSAGE = 32768
+
+COUNTERS = ("replicas", "currentReplicas", "updatedReplicas", "readyReplicas")
+
+
+@dataclass(frozen=True, slots=True)
+class CellReport:
+    """What the projector knows of one target cell."""
+
+    share: Share
+    copy: Mapping[str, Any] | None  # the downstream copy as cached (None: not there yet)
+    desired_copy_spec: Mapping[str, Any]  # downstream_copy(...)["spec"]: what the federator writes
+    stale_since: datetime | None = None  # set when unreachable beyond the freshness threshold
+    last_seen: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Contribution:
+    cell: str
+    status: ConditionStatus
+    reason: str
+    message: str
+
+    def rank(self) -> tuple[int, int, str]:
+        return (_STATUS_RANK[self.status], _REASON_RANK.get(self.reason, _UNLISTED_RANK), self.cell)
+
+
+def _rfc3339(when: datetime, what: str) -> str:
+    if when.tzinfo is None:
+        raise ValueError(f"{what}: a timezone-aware datetime is required, got naive {when.isoformat()}")
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _count(status: Mapping[str, Any], key: str, cell: str) -> int:
+    value = status.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"cell {cell}: status.{key}: expected a non-negative integer, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class _CellView:
+    """One report, read once: which case it is and the numbers it brings."""
+
+    report: CellReport
+    stale: bool
+    present: bool  # the copy exists and is this WD's
+    lag: str | None  # why the copy is not current yet (None: current and observed)
+    status: Mapping[str, Any]
+
+    @property
+    def cell(self) -> str:
+        return self.report.share.cell
+
+    def count(self, key: str) -> int:
+        return _count(self.status, key, self.cell) if self.present and not self.stale else 0
+
+    def desired(self) -> int:
+        if self.present and self.status.get("desiredReplicas") is not None:
+            return _count(self.status, "desiredReplicas", self.cell)
+        return self.report.share.replicas
+
+
+def _lag(report: CellReport, wd: Mapping[str, Any]) -> str | None:
+    copy = _mapping(report.copy)
+    want = {k: v for k, v in report.desired_copy_spec.items() if not (k == "replicas" and cell_owns_replicas(wd))}
+    if not copy_matches({"spec": want}, copy):
+        return "copy not yet updated to the current spec"
+    annotations = _mapping(_mapping(copy.get("metadata")).get("annotations"))
+    if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):
+        return f"copy not yet moved to ordinal start {report.share.ordinal_start}"
+    generation = _mapping(copy.get("metadata")).get("generation")
+    observed = _mapping(copy.get("status")).get("observedGeneration")
+    if generation is None or observed != generation:
+        return f"spec not yet observed by the cell (generation {generation}, observed {observed})"
+    return None
+
+
+def _view(report: CellReport, wd: Mapping[str, Any]) -> _CellView:
+    uid = _mapping(wd.get("metadata")).get("uid")
+    copy = report.copy
+    annotations = _mapping(_mapping(copy.get("metadata")).get("annotations")) if copy is not None else {}
+    present = copy is not None and bool(uid) and annotations.get(UPSTREAM_UID_ANNOTATION) == uid
+    return _CellView(
+        report=report,
+        stale=report.stale_since is not None,
+        present=present,
+        lag=_lag(report, wd) if present else "copy not created yet",
+        status=_mapping(copy.get("status")) if present and copy is not None else {},
+    )
+
+
+def _contribution(view: _CellView, type_: str) -> _Contribution:
+    cell, report = view.cell, view.report
+    if view.stale:
+        seen = _rfc3339(report.last_seen, "last_seen") if report.last_seen is not None else "never"
+        return _Contribution(cell, UNKNOWN, CELL_UNREACHABLE, f"cell {cell}: unreachable, last observed {seen}")
+    if not view.present:
+        why = "copy not created yet" if report.copy is None else "copy still belongs to an earlier WD of this name"
+        return _Contribution(cell, FALSE, AWAITING_PROPAGATION, f"cell {cell}: {why}")
+    if type_ == REPLICAS_READY and view.lag is not None:
+        return _Contribution(cell, FALSE, AWAITING_PROPAGATION, f"cell {cell}: {view.lag}")
+    reported = [c for c in view.status.get("conditions") or [] if isinstance(c, dict)]
+    cond = find_condition_json(reported, type_)
+    if cond is None:
+        return _Contribution(cell, FALSE, AWAITING_PROPAGATION, f"cell {cell}: no status reported yet")
+    status = cond.get("status")
+    reason = str(cond.get("reason") or "Unspecified")
+    what = "instances available" if type_ == AVAILABLE else "replicas ready"
+    detail = f"{reason}: {cond['message']}" if cond.get("message") else reason
+    return _Contribution(
+        cell,
+        status if status in (TRUE, FALSE) else UNKNOWN,
+        reason,
+        f"cell {cell}: {view.count('readyReplicas')}/{view.desired()} {what} ({detail})",
+    )
+
+
+def _has_say(view: _CellView, type_: str) -> bool:
+    if view.stale or view.report.share.replicas > 0 or view.desired() > 0:
+        return True
+    return type_ == REPLICAS_READY and view.lag is not None
+
+
+def _roll_up(views: Sequence[_CellView], type_: str, ready: int, desired: int) -> _Contribution:
+    voters = [v for v in views if _has_say(v, type_)] or list(views)
+    contributions = sorted((_contribution(v, type_) for v in voters), key=_Contribution.rank)
+    worst = contributions[0]
+    if worst.status == TRUE:
+        what = "instances available" if type_ == AVAILABLE else "replicas ready"
+        cells = ", ".join(sorted(v.cell for v in voters))
+        return _Contribution(worst.cell, TRUE, worst.reason, f"{ready}/{desired} {what} in {cells}")
+    behind = "; ".join(c.message for c in contributions if c.status != TRUE)
+    if len(behind) > MAX_MESSAGE:  # the API rejects longer condition messages
+        behind = behind[: MAX_MESSAGE - 1] + "…"
+    return _Contribution(worst.cell, worst.status, worst.reason, behind)
+
+
+def aggregate(wd: Mapping[str, Any], reports: Sequence[CellReport], *, now: datetime) -> dict[str, Any]:
+    """The project WD's desired `.status`, from one report per share of `plan(wd, ...)`.
+
+    Fields of the previous status this function does not compute are kept. Raises
+    PlacementError for an invalid spec (as `plan` does) and ValueError for a malformed
+    counter in a cell's status or a naive datetime."""
+    meta = _mapping(wd.get("metadata"))
+    name = meta.get("name")
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"WorkloadDeployment metadata.name: required, got {name!r}")
+    city, desired = city_code(wd), desired_replicas(wd)
+    stamp = _rfc3339(now, "now")
+    previous = _mapping(wd.get("status"))
+    status: dict[str, Any] = _copy.deepcopy(dict(previous))
+    views = [_view(report, wd) for report in reports]
+
+    for key in COUNTERS:
+        status[key] = sum(v.count(key) for v in views)
+    status["desiredReplicas"] = desired
+    status["selector"] = workload_deployment_selector(name)
+
+    generation, held = meta.get("generation"), previous.get("observedGeneration")
+    held = held if isinstance(held, int) and not isinstance(held, bool) else None
+    observed = held
+    if isinstance(generation, int) and all(not v.stale and v.present and v.lag is None for v in views):
+        observed = generation if held is None else max(generation, held)
+    if observed is None:
+        status.pop("observedGeneration", None)
+    else:
+        status["observedGeneration"] = observed
+
+    conditions = [dict(c) for c in previous.get("conditions") or [] if isinstance(c, Mapping)]
+    if not views:
+        nowhere = f"no registered cell serves city {city}"
+        rolled = {t: _Contribution("", FALSE, NO_MATCHING_LOCATION, nowhere) for t in (AVAILABLE, REPLICAS_READY)}
+    else:
+        ready = status["readyReplicas"]
+        rolled = {t: _roll_up(views, t, ready, desired) for t in (AVAILABLE, REPLICAS_READY)}
+    for type_, result in rolled.items():
+        set_condition_json(
+            conditions, type_, result.status, result.reason, result.message, observed_generation=observed, now=stamp
+        )
+    status["conditions"] = conditions
+    return status

@@ -1,0 +1,341 @@
+"""What the federator writes into a cell and how a cell object maps back to its project
+(DESIGN.md §3 Federator 4, 7, 8)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from federation.api.constants import API_VERSION, Annotation, Label
+from federation.downstream import (
+    UPSTREAM_UID_ANNOTATION,
+    UpstreamRef,
+    cell_owns_replicas,
+    copy_matches,
+    copy_ordinals,
+    downstream_copy,
+    downstream_namespace,
+    upstream_identity,
+)
+from federation.placement import PlacementError, Share
+
+TEMPLATE = {
+    "metadata": {
+        "labels": {"app": "api"},
+        "annotations": {"compute.datumapis.com/restartedAt": "2026-01-01T00:00:00Z"},
+    },
+    "spec": {"runtime": {"sandbox": {"containers": [{"name": "api", "image": "nginx:1"}]}}},
+}
+
+
+def project_ns(name: str = "default", uid: str = "ns-uid-web") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "uid": uid}}
+
+
+def project_wd(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "WorkloadDeployment",
+        "metadata": {
+            "name": "api",
+            "namespace": "default",
+            "uid": "wd-uid-1",
+            "generation": 3,
+            "resourceVersion": "42",
+            "labels": {"team": "blue"},
+            "annotations": {"note": "x"},
+            "finalizers": ["compute.datumapis.com/federator"],
+        },
+        "spec": {
+            "workloadRef": {"name": "api", "uid": "w-uid"},
+            "placementName": "edge",
+            "cityCode": "DFW",
+            "template": copy.deepcopy(TEMPLATE),
+            "scaleSettings": {"minReplicas": 1},
+            "replicas": 3,
+            **spec,
+        },
+        "status": {"replicas": 3},
+    }
+
+
+# ------------------------------------------------------------------ namespace
+
+
+def test_namespace_is_keyed_on_the_project_namespace_uid() -> None:
+    ns = downstream_namespace("web", "cluster-acme_web", project_ns())
+    assert ns == {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": {
+            "name": "ns-ns-uid-web",
+            "labels": {Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_web", Label.UPSTREAM_NAMESPACE: "default"},
+        },
+    }
+
+
+def test_two_projects_with_the_same_namespace_name_never_share_a_cell_namespace() -> None:
+    web = downstream_namespace("web", "cluster-acme_web", project_ns("default", "uid-a"))
+    shop = downstream_namespace("shop", "cluster-acme_shop", project_ns("default", "uid-b"))
+    assert web["metadata"]["name"] != shop["metadata"]["name"]
+    web_copy = downstream_copy(
+        "web", project_wd(), Share("dfw-1", 1, 0), web["metadata"]["name"], include_replicas=True
+    )
+    shop_copy = downstream_copy(
+        "shop", project_wd(), Share("dfw-1", 1, 0), shop["metadata"]["name"], include_replicas=True
+    )
+    assert web_copy["metadata"]["name"] == shop_copy["metadata"]["name"] == "api"
+    assert web_copy["metadata"]["namespace"] != shop_copy["metadata"]["namespace"]
+
+
+@pytest.mark.parametrize(
+    ("cluster", "label", "ns", "message"),
+    [
+        ("web", "cluster-acme_shop", project_ns(), "decodes to project 'shop', not to the project cluster 'web'"),
+        ("web", "acme_web", project_ns(), "project cluster 'web': upstream cluster name 'acme_web'"),
+        ("web", "cluster-", project_ns(), "nothing after"),
+        ("", "cluster-acme_web", project_ns(), "project cluster name '': must not be empty"),
+        ("web", "cluster-acme_web", {"metadata": {"uid": "u"}}, "project namespace metadata.name: required"),
+        ("web", "cluster-acme_web", {"metadata": {"name": "default"}}, "'default' metadata.uid: required"),
+    ],
+)
+def test_namespace_rejects_bad_input(cluster: str, label: str, ns: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        downstream_namespace(cluster, label, ns)
+
+
+# ------------------------------------------------------------------ copy
+
+
+def test_copy_labels_annotations_and_spec_are_exact() -> None:
+    wd = project_wd()
+    got = downstream_copy("web", wd, Share("dfw-2", 1, 2), "ns-ns-uid-web", include_replicas=True)
+    assert got == {
+        "apiVersion": API_VERSION,
+        "kind": "WorkloadDeployment",
+        "metadata": {
+            "name": "api",
+            "namespace": "ns-ns-uid-web",
+            "labels": {Label.TOPOLOGY_CITY_CODE: "DFW", Label.UPSTREAM_NAMESPACE: "default"},
+            "annotations": {Annotation.ORDINAL_START: "2", UPSTREAM_UID_ANNOTATION: "wd-uid-1"},
+        },
+        "spec": {**wd["spec"], "replicas": 1},
+    }
+    # a copy, not an alias: editing the result leaves the project WD alone
+    got["spec"]["template"]["metadata"]["labels"]["app"] = "changed"
+    assert wd["spec"]["template"] == TEMPLATE
+
+
+def test_replicas_are_left_to_the_cell_when_asked() -> None:
+    got = downstream_copy("web", project_wd(), Share("dfw-1", 2, 0), "ns-x", include_replicas=False)
+    assert "replicas" not in got["spec"]
+    assert got["metadata"]["annotations"][Annotation.ORDINAL_START] == "0"
+
+
+def test_forged_identity_labels_never_reach_the_copy() -> None:
+    wd = project_wd()
+    wd["metadata"]["labels"] = {
+        Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_shop",
+        Label.UPSTREAM_NAMESPACE: "kube-system",
+        Label.TOPOLOGY_CITY_CODE: "LHR",
+        Label.WORKLOAD_DEPLOYMENT_UID: "forged",
+    }
+    wd["metadata"]["annotations"] = {UPSTREAM_UID_ANNOTATION: "forged", Annotation.ORDINAL_START: "9"}
+    ns = downstream_namespace("web", "cluster-acme_web", project_ns())
+    got = downstream_copy("web", wd, Share("dfw-1", 3, 0), ns["metadata"]["name"], include_replicas=True)
+    assert got["metadata"]["labels"] == {Label.TOPOLOGY_CITY_CODE: "DFW", Label.UPSTREAM_NAMESPACE: "default"}
+    assert got["metadata"]["annotations"] == {Annotation.ORDINAL_START: "0", UPSTREAM_UID_ANNOTATION: "wd-uid-1"}
+    # the namespace is built from the registration, not from anything on the WD
+    assert ns["metadata"]["labels"][Label.UPSTREAM_CLUSTER_NAME] == "cluster-acme_web"
+    assert ns["metadata"]["name"] == "ns-ns-uid-web"
+
+
+@pytest.mark.parametrize(
+    ("mutate", "error", "message"),
+    [
+        (lambda wd: wd["metadata"].pop("uid"), ValueError, "WorkloadDeployment web/default/api metadata.uid: required"),
+        (lambda wd: wd["metadata"].pop("namespace"), ValueError, "metadata.namespace: required"),
+        (lambda wd: wd["metadata"].pop("name"), ValueError, "metadata.name: required"),
+        (lambda wd: wd["spec"].pop("cityCode"), PlacementError, "spec.cityCode: required"),
+    ],
+)
+def test_copy_rejects_bad_input(mutate: Any, error: type[Exception], message: str) -> None:
+    wd = project_wd()
+    mutate(wd)
+    with pytest.raises(error, match=message):
+        downstream_copy("web", wd, Share("dfw-1", 1, 0), "ns-x", include_replicas=True)
+
+
+def test_copy_needs_a_cluster_and_a_namespace() -> None:
+    with pytest.raises(ValueError, match="project cluster name '': must not be empty"):
+        downstream_copy("", project_wd(), Share("dfw-1", 1, 0), "ns-x", include_replicas=True)
+    with pytest.raises(ValueError, match="downstream namespace '': must not be empty"):
+        downstream_copy("web", project_wd(), Share("dfw-1", 1, 0), "", include_replicas=True)
+
+
+@pytest.mark.parametrize(
+    ("scale", "owned"),
+    [
+        ({"minReplicas": 1}, False),
+        ({"minReplicas": 1, "maxReplicas": 5}, False),
+        ({"minReplicas": 1, "metrics": [{"resource": {"name": "cpu"}}]}, False),
+        ({"minReplicas": 1, "maxReplicas": 5, "metrics": []}, False),
+        ({"minReplicas": 1, "maxReplicas": 5, "metrics": [{"resource": {"name": "cpu"}}]}, True),
+    ],
+)
+def test_cell_owns_replicas_only_with_an_autoscaler(scale: dict[str, Any], owned: bool) -> None:
+    assert cell_owns_replicas(project_wd(scaleSettings=scale)) is owned
+
+
+@pytest.mark.parametrize(
+    ("annotations", "spec", "expected"),
+    [
+        ({Annotation.ORDINAL_START: "2"}, {"replicas": 3}, range(2, 5)),
+        ({}, {"replicas": 2}, range(0, 2)),
+        ({Annotation.ORDINAL_START: "4"}, {"replicas": 0}, range(4, 4)),
+        ({Annotation.ORDINAL_START: "-1"}, {"replicas": 1}, None),
+        ({Annotation.ORDINAL_START: "x"}, {"replicas": 1}, None),
+        ({Annotation.ORDINAL_START: "²"}, {"replicas": 1}, None),
+        ({Annotation.ORDINAL_START: "1"}, {}, None),
+        ({Annotation.ORDINAL_START: "1"}, {"replicas": True}, None),
+    ],
+)
+def test_copy_ordinals(annotations: dict[str, str], spec: dict[str, Any], expected: range | None) -> None:
+    assert copy_ordinals({"metadata": {"annotations": annotations}, "spec": spec}) == expected
+
+
+# ------------------------------------------------------------------ copy_matches
+
+DESIRED: dict[str, Any] = {
+    "apiVersion": API_VERSION,
+    "kind": "WorkloadDeployment",
+    "metadata": {"name": "api", "labels": {"a": "1"}},
+    "spec": {"replicas": 2, "template": {"spec": {"containers": [{"name": "c", "image": "i:1"}]}}},
+}
+
+
+def cached(**changes: Any) -> dict[str, Any]:
+    obj = copy.deepcopy(DESIRED)
+    obj["metadata"].update(uid="u", resourceVersion="7", labels={"a": "1", "other": "x"}, managedFields=[])
+    obj["status"] = {"replicas": 2}
+    for path, value in changes.items():
+        *parents, last = path.split("__")
+        node = obj
+        for key in parents:
+            node = node[key]
+        node[last] = value
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("cached_obj", "matches"),
+    [
+        pytest.param(cached(), True, id="extra-fields-in-cached-are-fine"),
+        pytest.param({k: v for k, v in cached().items() if k not in ("apiVersion", "kind")}, True, id="no-type-fields"),
+        pytest.param(cached(spec__replicas=3), False, id="changed-scalar"),
+        pytest.param(cached(metadata__labels={"other": "x"}), False, id="missing-key"),
+        pytest.param(cached(spec__template={"spec": {"containers": []}}), False, id="list-shorter"),
+        pytest.param(
+            cached(spec__template={"spec": {"containers": [{"name": "c", "image": "i:2"}]}}), False, id="nested-value"
+        ),
+        pytest.param(
+            cached(spec__template={"spec": {"containers": [{"name": "c", "image": "i:1", "x": 1}]}}),
+            False,
+            id="lists-compare-whole",
+        ),
+        pytest.param(
+            cached(spec__template={"spec": {"containers": [{"name": "c", "image": "i:1"}], "extra": 1}}),
+            True,
+            id="extra-nested-map-key",
+        ),
+        pytest.param(cached(spec="oops"), False, id="map-replaced-by-scalar"),
+    ],
+)
+def test_copy_matches(cached_obj: dict[str, Any], matches: bool) -> None:
+    assert copy_matches(DESIRED, cached_obj) is matches
+
+
+def test_copy_matches_keeps_json_types_apart() -> None:
+    assert not copy_matches({"spec": {"enabled": True}}, {"spec": {"enabled": 1}})
+    assert not copy_matches({"spec": {"n": 1}}, {"spec": {"n": True}})
+    assert copy_matches({"spec": {"n": 1}}, {"spec": {"n": 1}})
+
+
+# ------------------------------------------------------------------ upstream_identity
+
+
+def cell_ns(**labels: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_web", Label.UPSTREAM_NAMESPACE: "default"}
+    base.update(labels)
+    return {"metadata": {"name": "ns-uid", "labels": {k: v for k, v in base.items() if v is not None}}}
+
+
+def cell_copy(namespace: str = "ns-uid", /, **labels: Any) -> dict[str, Any]:
+    base: dict[str, Any] = {Label.UPSTREAM_NAMESPACE: "default", Label.TOPOLOGY_CITY_CODE: "DFW"}
+    base.update(labels)
+    return {
+        "metadata": {
+            "name": "api",
+            "namespace": namespace,
+            "labels": {k: v for k, v in base.items() if v is not None},
+            "annotations": {UPSTREAM_UID_ANNOTATION: "wd-uid-1", Annotation.ORDINAL_START: "0"},
+        }
+    }
+
+
+def test_upstream_identity_of_a_good_copy() -> None:
+    assert upstream_identity(cell_copy(), cell_ns()) == UpstreamRef("web", "default", "api", "wd-uid-1")
+
+
+def test_upstream_identity_of_a_namespace_alone() -> None:
+    assert upstream_identity(None, cell_ns()) == UpstreamRef("web", "default", "", "")
+
+
+def test_upstream_identity_round_trips_what_the_federator_writes() -> None:
+    ns = downstream_namespace("web", "cluster-acme_web", project_ns())
+    copy_ = downstream_copy("web", project_wd(), Share("dfw-1", 1, 0), ns["metadata"]["name"], include_replicas=True)
+    assert upstream_identity(copy_, ns) == UpstreamRef("web", "default", "api", "wd-uid-1")
+
+
+def no_uid() -> dict[str, Any]:
+    obj = cell_copy()
+    del obj["metadata"]["annotations"][UPSTREAM_UID_ANNOTATION]
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("copy_obj", "ns"),
+    [
+        pytest.param(cell_copy(), None, id="namespace-unknown"),
+        pytest.param(cell_copy(), cell_ns(**{Label.UPSTREAM_CLUSTER_NAME: None}), id="ns-without-cluster-label"),
+        pytest.param(cell_copy(), cell_ns(**{Label.UPSTREAM_NAMESPACE: None}), id="ns-without-namespace-label"),
+        pytest.param(cell_copy(**{Label.UPSTREAM_NAMESPACE: None}), cell_ns(), id="copy-without-namespace-label"),
+        pytest.param(no_uid(), cell_ns(), id="copy-without-upstream-uid"),
+        pytest.param(cell_copy(), cell_ns(**{Label.UPSTREAM_CLUSTER_NAME: "acme_web"}), id="malformed-cluster-label"),
+        pytest.param(cell_copy(), cell_ns(**{Label.UPSTREAM_CLUSTER_NAME: "cluster-a_b_c"}), id="three-segments"),
+        pytest.param(cell_copy(), cell_ns(**{Label.UPSTREAM_CLUSTER_NAME: 7}), id="label-not-a-string"),
+        pytest.param(
+            cell_copy(**{Label.UPSTREAM_NAMESPACE: "kube-system"}), cell_ns(), id="copy-and-namespace-disagree"
+        ),
+        pytest.param(
+            cell_copy(**{Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_shop", Label.UPSTREAM_NAMESPACE: "kube-system"}),
+            cell_ns(**{Label.UPSTREAM_NAMESPACE: "default"}),
+            id="forged-labels-on-the-copy",
+        ),
+        pytest.param(cell_copy("ns-other"), cell_ns(), id="copy-not-in-that-namespace"),
+        pytest.param({"metadata": {"namespace": "ns-uid"}}, cell_ns(), id="copy-without-name"),
+        pytest.param({}, cell_ns(), id="empty-copy"),
+    ],
+)
+def test_upstream_identity_refuses(copy_obj: dict[str, Any], ns: dict[str, Any] | None) -> None:
+    assert upstream_identity(copy_obj, ns) is None
+
+
+def test_a_forged_cluster_label_on_the_copy_is_not_read() -> None:
+    # the copy's own cluster label (which a tenant could have smuggled) is ignored:
+    # the project comes from the namespace the federator labelled
+    forged = cell_copy(**{Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_shop"})
+    ref = upstream_identity(forged, cell_ns())
+    assert ref is not None and ref.project == "web"

@@ -1,0 +1,407 @@
+"""The project WD's status aggregated from its cells (DESIGN.md §3 Projector; issue 12)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from federation.api.conditions import find_condition_json
+from federation.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy
+from federation.placement import PlacementError, Share
+from projector.aggregate import CELL_UNREACHABLE, CellReport, aggregate
+
+T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+T1 = T0 + timedelta(minutes=5)
+SEEN = datetime(2026, 3, 1, 11, 58, 30, tzinfo=UTC)
+STABLE = ("True", "StableInstanceFound", "")
+ALL_READY = ("True", "ReplicasAvailable", "")
+
+Cond = tuple[str, str, str]
+
+
+def project_wd(
+    replicas: int = 4, generation: int = 2, status: dict[str, Any] | None = None, **scale: Any
+) -> dict[str, Any]:
+    return {
+        "metadata": {"name": "api", "namespace": "default", "uid": "wd-uid", "generation": generation},
+        "spec": {
+            "cityCode": "DFW",
+            "template": {"spec": {"runtime": {"sandbox": {"containers": [{"name": "c", "image": "i:1"}]}}}},
+            "scaleSettings": {"minReplicas": 1, **scale},
+            "replicas": replicas,
+        },
+        **({"status": status} if status is not None else {}),
+    }
+
+
+def cell_copy(
+    wd: dict[str, Any],
+    share: Share,
+    *,
+    ready: int | None = None,
+    updated: int | None = None,
+    available: Cond = STABLE,
+    replicas_ready: Cond = ALL_READY,
+    generation: int = 1,
+    observed: int | None = 1,
+) -> dict[str, Any]:
+    """A copy as the federator wrote it and the cell's WD controller reported on it."""
+    obj = downstream_copy("web", wd, share, "ns-uid", include_replicas=True)
+    n = share.replicas
+    obj["metadata"]["generation"] = generation
+    obj["status"] = {
+        "replicas": n,
+        "currentReplicas": n if updated is None else updated,
+        "updatedReplicas": n if updated is None else updated,
+        "readyReplicas": n if ready is None else ready,
+        "desiredReplicas": n,
+        "conditions": [
+            {"type": t, "status": s, "reason": r, "message": m, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+            for t, (s, r, m) in (("Available", available), ("ReplicasReady", replicas_ready))
+        ],
+    }
+    if observed is not None:
+        obj["status"]["observedGeneration"] = observed
+    return obj
+
+
+def report(
+    wd: dict[str, Any],
+    share: Share,
+    copy_: dict[str, Any] | None,
+    *,
+    stale_since: datetime | None = None,
+    last_seen: datetime | None = None,
+    include_replicas: bool = True,
+) -> CellReport:
+    desired = downstream_copy("web", wd, share, "ns-uid", include_replicas=include_replicas)["spec"]
+    return CellReport(share, copy_, desired, stale_since=stale_since, last_seen=last_seen)
+
+
+DFW1, DFW2 = Share("dfw-1", 2, 0), Share("dfw-2", 2, 2)
+
+
+def healthy(wd: dict[str, Any], *shares: Share) -> list[CellReport]:
+    return [report(wd, s, cell_copy(wd, s)) for s in shares]
+
+
+def condition(status: dict[str, Any], type_: str) -> dict[str, Any]:
+    found = find_condition_json(status["conditions"], type_)
+    assert found is not None, f"{type_} missing from {status['conditions']}"
+    return found
+
+
+def counters(status: dict[str, Any]) -> tuple[int, ...]:
+    keys = ("replicas", "currentReplicas", "updatedReplicas", "readyReplicas", "desiredReplicas")
+    return tuple(status[k] for k in keys)
+
+
+# ------------------------------------------------------------------ table-driven
+
+
+def rolling(wd: dict[str, Any]) -> list[CellReport]:
+    dipping = cell_copy(wd, DFW2, updated=1, ready=1, replicas_ready=("False", "InstancesProvisioning", "rolling"))
+    return [report(wd, DFW1, cell_copy(wd, DFW1)), report(wd, DFW2, dipping)]
+
+
+def crashing(wd: dict[str, Any]) -> list[CellReport]:
+    crash = cell_copy(
+        wd,
+        DFW2,
+        ready=0,
+        available=("False", "InstanceCrashing", "api-2, api-3 keep crashing"),
+        replicas_ready=("False", "InstanceCrashing", ""),
+    )
+    slow = cell_copy(wd, DFW1, ready=1, available=("False", "InstancesProvisioning", ""))
+    return [report(wd, DFW1, slow), report(wd, DFW2, crash)]
+
+
+def stale(wd: dict[str, Any]) -> list[CellReport]:
+    return [
+        report(wd, DFW1, cell_copy(wd, DFW1)),
+        report(wd, DFW2, cell_copy(wd, DFW2), stale_since=T0 - timedelta(seconds=30), last_seen=SEEN),
+    ]
+
+
+def missing(wd: dict[str, Any]) -> list[CellReport]:
+    return [report(wd, DFW1, cell_copy(wd, DFW1)), report(wd, DFW2, None)]
+
+
+def not_observed(wd: dict[str, Any]) -> list[CellReport]:
+    # the cell has the new spec (generation 2) but its controller has not acted on it yet
+    return [report(wd, DFW1, cell_copy(wd, DFW1)), report(wd, DFW2, cell_copy(wd, DFW2, generation=2, observed=1))]
+
+
+def outdated_spec(wd: dict[str, Any]) -> list[CellReport]:
+    old = cell_copy(wd, DFW2)
+    old["spec"]["template"]["spec"]["runtime"]["sandbox"]["containers"][0]["image"] = "i:0"
+    return [report(wd, DFW1, cell_copy(wd, DFW1)), report(wd, DFW2, old)]
+
+
+def moved_share(wd: dict[str, Any]) -> list[CellReport]:
+    # a re-division moved dfw-2's range; its copy still has the old ordinal start
+    old = cell_copy(wd, Share("dfw-2", 2, 1))
+    return [report(wd, DFW1, cell_copy(wd, DFW1)), report(wd, DFW2, old)]
+
+
+def earlier_wd(wd: dict[str, Any]) -> list[CellReport]:
+    # a copy left over from a deleted WD of the same name (another upstream uid)
+    leftover = cell_copy(wd, DFW2)
+    leftover["metadata"]["annotations"][UPSTREAM_UID_ANNOTATION] = "old-uid"
+    return [report(wd, DFW1, cell_copy(wd, DFW1)), report(wd, DFW2, leftover)]
+
+
+CASES: list[tuple[Any, ...]] = [
+    # (id, builder, counters (replicas, current, updated, ready, desired), observedGeneration,
+    #  Available (status, reason, message fragment), ReplicasReady (status, reason, message fragment))
+    (
+        "all-ready",
+        lambda wd: healthy(wd, DFW1, DFW2),
+        (4, 4, 4, 4, 4),
+        2,
+        ("True", "StableInstanceFound", "4/4 instances available in dfw-1, dfw-2"),
+        ("True", "ReplicasAvailable", "4/4 replicas ready in dfw-1, dfw-2"),
+    ),
+    (
+        "one-cell-rolling",
+        rolling,
+        (4, 3, 3, 3, 4),
+        2,
+        ("True", "StableInstanceFound", "3/4 instances available"),
+        ("False", "InstancesProvisioning", "cell dfw-2: 1/2 replicas ready (InstancesProvisioning: rolling)"),
+    ),
+    (
+        "one-cell-crashing",
+        crashing,
+        (4, 4, 4, 1, 4),
+        2,
+        (
+            "False",
+            "InstanceCrashing",
+            "cell dfw-2: 0/2 instances available (InstanceCrashing: api-2, api-3 keep crashing); "
+            "cell dfw-1: 1/2 instances available (InstancesProvisioning)",
+        ),
+        ("False", "InstanceCrashing", "cell dfw-2: 0/2 replicas ready (InstanceCrashing)"),
+    ),
+    (
+        "stale-cell",
+        stale,
+        (2, 2, 2, 2, 4),
+        1,
+        ("Unknown", CELL_UNREACHABLE, "cell dfw-2: unreachable, last observed 2026-03-01T11:58:30Z"),
+        ("Unknown", CELL_UNREACHABLE, "cell dfw-2: unreachable, last observed 2026-03-01T11:58:30Z"),
+    ),
+    (
+        "copy-missing",
+        missing,
+        (2, 2, 2, 2, 4),
+        1,
+        ("False", "AwaitingPropagation", "cell dfw-2: copy not created yet"),
+        ("False", "AwaitingPropagation", "cell dfw-2: copy not created yet"),
+    ),
+    (
+        "spec-not-yet-observed",
+        not_observed,
+        (4, 4, 4, 4, 4),
+        1,
+        ("True", "StableInstanceFound", "4/4 instances available"),
+        ("False", "AwaitingPropagation", "cell dfw-2: spec not yet observed by the cell (generation 2, observed 1)"),
+    ),
+    (
+        "copy-spec-outdated",
+        outdated_spec,
+        (4, 4, 4, 4, 4),
+        1,
+        ("True", "StableInstanceFound", ""),
+        ("False", "AwaitingPropagation", "cell dfw-2: copy not yet updated to the current spec"),
+    ),
+    (
+        "ordinal-start-outdated",
+        moved_share,
+        (4, 4, 4, 4, 4),
+        1,
+        ("True", "StableInstanceFound", ""),
+        ("False", "AwaitingPropagation", "cell dfw-2: copy not yet moved to ordinal start 2"),
+    ),
+    (
+        "copy-of-an-earlier-wd",
+        earlier_wd,
+        (2, 2, 2, 2, 4),
+        1,
+        ("False", "AwaitingPropagation", "cell dfw-2: copy still belongs to an earlier WD of this name"),
+        ("False", "AwaitingPropagation", "cell dfw-2: copy still belongs to an earlier WD of this name"),
+    ),
+    (
+        "empty-plan",
+        lambda wd: [],
+        (0, 0, 0, 0, 4),
+        2,
+        ("False", "NoMatchingLocation", "no registered cell serves city DFW"),
+        ("False", "NoMatchingLocation", "no registered cell serves city DFW"),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("build", "expected_counters", "observed", "available", "replicas_ready"),
+    [pytest.param(*case[1:], id=case[0]) for case in CASES],
+)
+def test_aggregate(
+    build: Any,
+    expected_counters: tuple[int, ...],
+    observed: int,
+    available: tuple[str, str, str],
+    replicas_ready: tuple[str, str, str],
+) -> None:
+    # the previous status had observed generation 1; the WD is at generation 2
+    wd = project_wd(generation=2, status={"observedGeneration": 1})
+    status = aggregate(wd, build(wd), now=T0)
+    assert counters(status) == expected_counters
+    assert status["observedGeneration"] == observed
+    assert status["selector"] == "compute.datumapis.com/workload-deployment-name=api"
+    for type_, (want_status, want_reason, fragment) in (("Available", available), ("ReplicasReady", replicas_ready)):
+        got = condition(status, type_)
+        assert (got["status"], got["reason"]) == (want_status, want_reason), got
+        assert fragment in got["message"]
+        assert got["lastTransitionTime"] == "2026-03-01T12:00:00Z"
+        assert got["observedGeneration"] == observed
+
+
+# ------------------------------------------------------------------ specific rules
+
+
+def test_a_stale_cells_numbers_are_never_repeated() -> None:
+    wd = project_wd()
+    fresh = aggregate(wd, healthy(wd, DFW1, DFW2), now=T0)
+    gone = aggregate({**wd, "status": fresh}, stale(wd), now=T1)
+    assert counters(gone) == (2, 2, 2, 2, 4)
+    assert condition(gone, "Available")["lastTransitionTime"] == "2026-03-01T12:05:00Z"
+    # it recovers when the cell is back
+    back = aggregate({**wd, "status": gone}, healthy(wd, DFW1, DFW2), now=T1 + timedelta(minutes=1))
+    assert counters(back) == (4, 4, 4, 4, 4)
+    assert condition(back, "Available")["status"] == "True"
+
+
+def test_a_stale_cell_never_observed_says_so() -> None:
+    wd = project_wd()
+    reports = [report(wd, DFW1, cell_copy(wd, DFW1)), report(wd, DFW2, None, stale_since=T0)]
+    assert (
+        "cell dfw-2: unreachable, last observed never"
+        in condition(aggregate(wd, reports, now=T0), "Available")["message"]
+    )
+
+
+def test_false_beats_unknown_and_every_cell_behind_is_named() -> None:
+    wd = project_wd()
+    crash = cell_copy(wd, DFW1, ready=0, available=("False", "InstanceCrashing", ""))
+    gone = cell_copy(wd, DFW2)
+    reports = [report(wd, DFW1, crash), report(wd, DFW2, gone, stale_since=T0, last_seen=SEEN)]
+    got = condition(aggregate(wd, reports, now=T0), "Available")
+    assert (got["status"], got["reason"]) == ("False", "InstanceCrashing")
+    assert got["message"] == (
+        "cell dfw-1: 0/2 instances available (InstanceCrashing); "
+        "cell dfw-2: unreachable, last observed 2026-03-01T11:58:30Z"
+    )
+
+
+def test_the_worst_reason_wins_whatever_the_cell_order() -> None:
+    wd = project_wd()
+    quota = cell_copy(wd, DFW1, ready=0, available=("False", "QuotaNotGranted", ""))
+    network = cell_copy(wd, DFW2, ready=0, available=("False", "NetworkFailedToCreate", ""))
+    for reports in (
+        [report(wd, DFW1, quota), report(wd, DFW2, network)],
+        [report(wd, DFW2, network), report(wd, DFW1, quota)],
+    ):
+        got = condition(aggregate(wd, reports, now=T0), "Available")
+        assert got["reason"] == "NetworkFailedToCreate"
+        assert got["message"].startswith("cell dfw-2:")
+
+
+def test_autoscaler_owned_replicas_do_not_hold_back_observed_generation() -> None:
+    metrics = [{"resource": {"name": "cpu", "target": {"averageUtilization": 70}}}]
+    scaled = project_wd(replicas=2, maxReplicas=5, metrics=metrics)
+    share = Share("dfw-1", 2, 0)
+    copy_ = cell_copy(scaled, share)
+    copy_["spec"]["replicas"] = 4  # the cell's HPA scaled its copy
+    # the federator's intent may or may not name replicas: neither holds the generation back
+    for include in (True, False):
+        status = aggregate(scaled, [report(scaled, share, copy_, include_replicas=include)], now=T0)
+        assert status["observedGeneration"] == 2
+    # without an autoscaler the same difference is a copy not yet updated
+    plain = project_wd(replicas=2)
+    copy_ = cell_copy(plain, share)
+    copy_["spec"]["replicas"] = 4
+    status = aggregate(plain, [report(plain, share, copy_)], now=T0)
+    assert "observedGeneration" not in status
+    assert condition(status, "ReplicasReady")["reason"] == "AwaitingPropagation"
+
+
+def test_observed_generation_never_moves_backwards() -> None:
+    wd = project_wd(generation=5, status={"observedGeneration": 4})
+    assert aggregate(wd, stale(wd), now=T0)["observedGeneration"] == 4
+    assert aggregate(wd, healthy(wd, DFW1, DFW2), now=T0)["observedGeneration"] == 5
+
+
+def test_an_empty_share_does_not_make_a_healthy_city_unavailable() -> None:
+    wd = project_wd(replicas=2)
+    a, b, c = Share("a", 1, 0), Share("b", 1, 1), Share("c", 0, 2)
+    empty = cell_copy(wd, c, available=("False", "InstancesProvisioning", "no instances"))
+    status = aggregate(wd, [*healthy(wd, a, b), report(wd, c, empty)], now=T0)
+    assert condition(status, "Available")["status"] == "True"
+    assert condition(status, "ReplicasReady")["status"] == "True"
+    # but an empty share that is unreachable is still reported
+    status = aggregate(wd, [*healthy(wd, a, b), report(wd, c, empty, stale_since=T0, last_seen=SEEN)], now=T0)
+    assert condition(status, "Available")["reason"] == CELL_UNREACHABLE
+
+
+def test_aggregating_twice_changes_nothing() -> None:
+    for case in CASES:
+        wd = project_wd(status={"observedGeneration": 1})
+        first = aggregate(wd, case[1](wd), now=T0)
+        again = aggregate({**wd, "status": copy.deepcopy(first)}, case[1](wd), now=T1)
+        assert again == first, case[0]
+
+
+def test_now_moves_only_the_conditions_that_changed_status() -> None:
+    wd = project_wd()
+    first = aggregate(wd, rolling(wd), now=T0)
+    after = aggregate({**wd, "status": first}, healthy(wd, DFW1, DFW2), now=T1)
+    assert condition(after, "Available")["lastTransitionTime"] == "2026-03-01T12:00:00Z"  # True both times
+    assert condition(after, "ReplicasReady")["lastTransitionTime"] == "2026-03-01T12:05:00Z"  # False → True
+
+
+def test_other_status_fields_and_conditions_are_kept() -> None:
+    foreign = {"type": "Custom", "status": "True", "reason": "X", "message": "", "lastTransitionTime": "t"}
+    wd = project_wd(status={"location": {"name": "dfw"}, "conditions": [foreign]})
+    status = aggregate(wd, healthy(wd, DFW1, DFW2), now=T0)
+    assert status["location"] == {"name": "dfw"}
+    assert foreign in status["conditions"]
+    assert wd["status"] == {"location": {"name": "dfw"}, "conditions": [foreign]}  # input untouched
+
+
+@pytest.mark.parametrize(
+    ("mutate", "error", "message"),
+    [
+        (lambda c: c["status"].update(readyReplicas="2"), ValueError, "cell dfw-1: status.readyReplicas: expected"),
+        (lambda c: c["status"].update(replicas=-1), ValueError, "cell dfw-1: status.replicas: expected"),
+    ],
+)
+def test_malformed_counters_name_the_cell(mutate: Any, error: type[Exception], message: str) -> None:
+    wd = project_wd()
+    bad = cell_copy(wd, DFW1)
+    mutate(bad)
+    with pytest.raises(error, match=message):
+        aggregate(wd, [report(wd, DFW1, bad)], now=T0)
+
+
+def test_bad_input_is_named() -> None:
+    wd = project_wd()
+    with pytest.raises(ValueError, match="now: a timezone-aware datetime is required"):
+        aggregate(wd, [], now=datetime(2026, 1, 1))
+    with pytest.raises(PlacementError, match=r"spec\.cityCode: required"):
+        aggregate({"metadata": {"name": "api"}, "spec": {}}, [], now=T0)
+    with pytest.raises(ValueError, match=r"metadata\.name: required"):
+        aggregate({"spec": {"cityCode": "DFW"}}, [], now=T0)
