@@ -1,0 +1,104 @@
+"""Typed reads of plain JSON objects (as the runtime's caches hand them out), with errors
+that name the field.
+
+Every cell-mode function reads wire dicts, never models: a wrong type or a missing required
+field becomes a `ValueError` whose message starts with the full dotted field path
+(`spec.template.spec: expected an object, got list`), never a `KeyError` or `TypeError`
+from deep inside a controller. Absent optional values read as empty (`{}`, `[]`, `None`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def join(base: str, path: str) -> str:
+    """`base.path` (just `path` when there is no base)."""
+    return f"{base}.{path}" if base else path
+
+
+def _walk(obj: Mapping[str, Any], path: str, base: str) -> Any:
+    current: Any = obj
+    walked = base
+    for key in path.split("."):
+        if current is None:
+            return None
+        if not isinstance(current, Mapping):
+            raise ValueError(f"{walked}: expected an object, got {type(current).__name__}")
+        current = current.get(key)
+        walked = join(walked, key)
+    return current
+
+
+def get_mapping(obj: Mapping[str, Any], path: str, *, base: str = "", required: bool = False) -> Mapping[str, Any]:
+    """The object at dotted `path`; `{}` when absent (an error when `required`)."""
+    value = _walk(obj, path, base)
+    field = join(base, path)
+    if value is None:
+        if required:
+            raise ValueError(f"{field}: required")
+        return {}
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{field}: expected an object, got {type(value).__name__}")
+    return value
+
+
+def get_list(obj: Mapping[str, Any], path: str, *, base: str = "") -> list[Any]:
+    """The list at dotted `path`; `[]` when absent."""
+    value = _walk(obj, path, base)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValueError(f"{join(base, path)}: expected a list, got {type(value).__name__}")
+    return value
+
+
+def get_str(obj: Mapping[str, Any], path: str, *, base: str = "", required: bool = True) -> str:
+    """The string at dotted `path`; `""` when absent and not `required` (required means non-empty)."""
+    value = _walk(obj, path, base)
+    field = join(base, path)
+    if value is None or value == "":
+        if required:
+            raise ValueError(f"{field}: required")
+        return ""
+    if not isinstance(value, str):
+        raise ValueError(f"{field}: expected a string, got {type(value).__name__}")
+    return value
+
+
+def get_int(obj: Mapping[str, Any], path: str, *, base: str = "") -> int | None:
+    """The non-negative integer at dotted `path`; None when absent."""
+    value = _walk(obj, path, base)
+    if value is None:
+        return None
+    field = join(base, path)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"{field}: expected an integer, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{field}: must be >= 0, got {value}")
+    return value
+
+
+def get_str_map(obj: Mapping[str, Any], path: str, *, base: str = "") -> dict[str, str]:
+    """The string-to-string map (labels, annotations) at dotted `path`; `{}` when absent."""
+    field = join(base, path)
+    out: dict[str, str] = {}
+    for key, value in get_mapping(obj, path, base=base).items():
+        if not isinstance(key, str) or not isinstance(value, str):
+            raise ValueError(f"{field}: expected string keys and values, got {key!r}: {value!r}")
+        out[key] = value
+    return out
+
+
+def generation(obj: Mapping[str, Any]) -> int:
+    """metadata.generation (every object an API server returns has one)."""
+    value = get_int(obj, "metadata.generation")
+    if value is None:
+        raise ValueError("metadata.generation: required")
+    return value
+
+
+def is_deleting(obj: Mapping[str, Any]) -> bool:
+    """Whether the object is marked for deletion (metadata.deletionTimestamp set)."""
+    return bool(get_str(obj, "metadata.deletionTimestamp", required=False))

@@ -1,0 +1,176 @@
+"""A cell WorkloadDeployment's status, computed from its Instances.
+
+Contract: `wd_status(wd, instances, current_hash, *, now)` returns the WD's whole `status`
+(fields this module does not own, such as `location`, are kept as they are). `instances`
+are the Instances the WD controls (the caller selects them by owner uid). The same inputs
+give an identical dict, and conditions go through `set_condition_json` on a copy of the
+current ones, so lastTransitionTime moves only when a status changes (`now` is its value
+then): the controller writes status only when the result differs from what is stored.
+
+Counters (an Instance is "deleting" when it has a deletionTimestamp):
+- `replicas`: Instances that exist, deleting ones included (like a StatefulSet's; the scale
+  subresource reports it).
+- `updatedReplicas`: not deleting, on `current_hash`, ready or not.
+- `currentReplicas`: updated AND Programmed True at the Instance's generation.
+- `readyReplicas`: not deleting, Ready True at the Instance's generation (any hash: a ready
+  Instance on an old template still serves).
+- `desiredReplicas`: spec.replicas, else scaleSettings.minReplicas.
+- `observedGeneration`: metadata.generation; `selector`: `<workload-deployment-name label>=<name>`.
+
+Conditions (observedGeneration = metadata.generation; messages carry the counts and, when
+something blocks, the most blocking Instance's Ready reason and message, by
+`ready_reason_priority`, ties to the lowest ordinal). An Instance "waits on quota" when its
+Ready reason is PendingQuota (the Instance controller's verdict).
+- `Available`: True/StableInstanceFound when at least one Instance is ready; else
+  False/QuotaNotGranted when an Instance waits on quota; else False/InstancesProvisioning.
+  With 0 desired replicas nothing serves, so it is False/InstancesProvisioning with a
+  message saying no Instances are desired (the API has no dedicated reason for it).
+- `ReplicasReady`: True/ReplicasAvailable when readyReplicas >= desiredReplicas (>=: during
+  a scale-down the surplus is on its way out and every desired replica is ready); else
+  False/QuotaExceeded when an Instance waits on quota; else False/InstancesProvisioning.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from federation.api.conditions import FALSE, TRUE, set_condition_json
+from federation.api.naming import workload_deployment_selector
+from federation.api.reasons import (
+    InstanceCondition,
+    InstanceReadyReason,
+    ReplicasReadyReason,
+    WorkloadDeploymentAvailableReason,
+    WorkloadDeploymentCondition,
+    ready_reason_priority,
+)
+
+from .fields import generation, get_list, get_mapping, get_str, is_deleting
+from .instances import desired_replicas, ordinal_of
+from .readiness import condition_is_true, conditions, is_ready
+
+
+def _ordinal_key(instance: Mapping[str, Any], wd_name: str) -> tuple[int, str]:
+    name = get_str(instance, "metadata.name")
+    ordinal = ordinal_of(name, wd_name)
+    return (ordinal if ordinal is not None else -1, name)
+
+
+def _ready_condition(instance: Mapping[str, Any]) -> Mapping[str, Any]:
+    return conditions(instance).get(InstanceCondition.READY.value) or {}
+
+
+def _waits_on_quota(instance: Mapping[str, Any]) -> bool:
+    return _ready_condition(instance).get("reason") == InstanceReadyReason.PENDING_QUOTA.value
+
+
+def _most_blocking(not_ready: Sequence[Mapping[str, Any]]) -> str:
+    """`<name>: <reason>: <message>` of the most blocking not-ready Instance ('' when none)."""
+    worst: Mapping[str, Any] | None = None
+    for inst in not_ready:  # in ordinal order: the first of equals wins
+        reason = str(_ready_condition(inst).get("reason") or "")
+        if worst is None or ready_reason_priority(reason) > ready_reason_priority(
+            str(_ready_condition(worst).get("reason") or "")
+        ):
+            worst = inst
+    if worst is None:
+        return ""
+    cond = _ready_condition(worst)
+    parts = [get_str(worst, "metadata.name"), str(cond.get("reason") or InstanceReadyReason.PENDING.value)]
+    if cond.get("message"):
+        parts.append(str(cond["message"]))
+    return ": ".join(parts)
+
+
+def _joined(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def wd_status(
+    wd: Mapping[str, Any], instances: Sequence[Mapping[str, Any]], current_hash: str, *, now: str
+) -> dict[str, Any]:
+    """The WD's status from its Instances (see the module docstring)."""
+    if not now:
+        raise ValueError("now: required (RFC 3339 time for lastTransitionTime)")
+    if not current_hash:
+        raise ValueError("current template hash: required")
+    name = get_str(wd, "metadata.name")
+    gen = generation(wd)
+    desired = desired_replicas(wd)
+    ordered = sorted(instances, key=lambda inst: _ordinal_key(inst, name))
+    live = [i for i in ordered if not is_deleting(i)]
+    updated = [i for i in live if get_str(i, "spec.controller.templateHash", required=False) == current_hash]
+    current = [i for i in updated if condition_is_true(i, InstanceCondition.PROGRAMMED.value)]
+    ready = [i for i in live if is_ready(i)]
+    not_ready = [i for i in live if not is_ready(i)]
+    quota_waiting = [i for i in not_ready if _waits_on_quota(i)]
+
+    counts = f"{len(ready)} of {desired} Instances ready"
+    quota_note = f"{len(quota_waiting)} waiting for quota" if quota_waiting else ""
+    blocking = _most_blocking(not_ready)
+
+    status = copy.deepcopy(dict(get_mapping(wd, "status")))
+    conds: list[dict[str, Any]] = copy.deepcopy(get_list(wd, "status.conditions"))
+    if not all(isinstance(c, dict) for c in conds):
+        raise ValueError("status.conditions: expected a list of objects")
+
+    available = WorkloadDeploymentCondition.AVAILABLE.value
+    if ready:
+        set_condition_json(
+            conds,
+            available,
+            TRUE,
+            WorkloadDeploymentAvailableReason.STABLE_INSTANCE_FOUND.value,
+            counts,
+            observed_generation=gen,
+            now=now,
+        )
+    else:
+        reason = (
+            WorkloadDeploymentAvailableReason.QUOTA_NOT_GRANTED
+            if quota_waiting
+            else WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING
+        )
+        message = _joined(counts, quota_note, blocking) if desired else "no Instances desired (replicas is 0)"
+        set_condition_json(conds, available, FALSE, reason.value, message, observed_generation=gen, now=now)
+
+    replicas_ready = WorkloadDeploymentCondition.REPLICAS_READY.value
+    if len(ready) >= desired:
+        set_condition_json(
+            conds,
+            replicas_ready,
+            TRUE,
+            ReplicasReadyReason.REPLICAS_AVAILABLE.value,
+            counts,
+            observed_generation=gen,
+            now=now,
+        )
+    else:
+        reason_value = (
+            ReplicasReadyReason.QUOTA_EXCEEDED.value
+            if quota_waiting
+            else WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING.value
+        )
+        set_condition_json(
+            conds,
+            replicas_ready,
+            FALSE,
+            reason_value,
+            _joined(counts, quota_note, blocking),
+            observed_generation=gen,
+            now=now,
+        )
+
+    status.update(
+        replicas=len(instances),
+        currentReplicas=len(current),
+        updatedReplicas=len(updated),
+        readyReplicas=len(ready),
+        desiredReplicas=desired,
+        observedGeneration=gen,
+        selector=workload_deployment_selector(name),
+        conditions=conds,
+    )
+    return status
