@@ -33,10 +33,8 @@ DESIGN §3 Federator, and the tests that pin each rule (tests/federation/test_fe
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
-
 from mcruntime import controllerutil
 from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster, ClusterState
@@ -51,7 +49,14 @@ from mcruntime.source import ClusterEvent, ClusterEventType
 
 from .api.constants import Finalizer, Label
 from .api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
-from .downstream import downstream_copy, downstream_namespace, upstream_identity
+from .downstream import (
+    UPSTREAM_UID_ANNOTATION,
+    cell_owns_replicas,
+    copy_ordinals,
+    downstream_copy,
+    downstream_namespace,
+    upstream_identity,
+)
 from .fleetview import CELLS, PROJECTS, cell_clusters, project_clusters, registered_cells
 from .placement import PlacementError, Share, plan
 from .settings import ManagerSettings
@@ -76,10 +81,6 @@ def namespace_upstream(ns: Obj) -> list[str]:
     return [upstream_key(ref.project, ref.namespace)] if ref is not None else []
 
 
-def has_metrics(wd: Mapping[str, Any]) -> bool:
-    return bool(((wd.get("spec") or {}).get("scaleSettings") or {}).get("metrics"))
-
-
 @dataclass
 class Copy:
     """One downstream copy of a project WD, as a cell's cache shows it."""
@@ -93,17 +94,11 @@ class Copy:
 
     @property
     def upstream_uid(self) -> str:
-        return str((meta(self.obj).get("annotations") or {}).get("meta.datumapis.com/upstream-uid") or "")
+        return str((meta(self.obj).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) or "")
 
     @property
-    def ordinals(self) -> range:
-        annotations = meta(self.obj).get("annotations") or {}
-        try:
-            start = int(annotations.get("compute.datumapis.com/ordinal-start") or 0)
-            size = int((self.obj.get("spec") or {}).get("replicas") or 0)
-        except (TypeError, ValueError):
-            return range(0)
-        return range(start, start + max(size, 0))
+    def ordinals(self) -> range | None:
+        return copy_ordinals(self.obj)
 
 
 @dataclass
@@ -141,7 +136,7 @@ class Federator:
         wd = await controllerutil.add_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
         # 5. desired state from the pure placement function
         uid = str(meta(wd).get("uid"))
-        current = {c.cell.name: c.ordinals for c in copies if c.upstream_uid == uid}
+        current = {c.cell.name: r for c in copies if c.upstream_uid == uid and (r := c.ordinals) is not None}
         try:
             shares = plan(wd, registered_cells(self.mgr), current)
         except PlacementError as exc:
@@ -208,7 +203,7 @@ class Federator:
             ns = downstream_namespace(project.name, upstream_label, project_ns)
             if not await self._ensure_namespace(cell, ns, project.name, outcome):
                 return
-            autoscaled = has_metrics(wd)
+            autoscaled = cell_owns_replicas(wd)
             desired = downstream_copy(project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled)
             result = await controllerutil.apply_if_differs(
                 cell.client, WORKLOAD_DEPLOYMENTS, desired, cached=existing.obj if existing else None,

@@ -10,8 +10,8 @@ import pytest
 
 from cells.instances import instance_for, observe, ordinal_of, ordinal_range
 from cells.stateful import Observed
-from tests.api.objects import TEMPLATE_SPEC, workload_deployment
 from tests.cells.builders import cond, instance
+from tests.federation.api.objects import TEMPLATE_SPEC, workload_deployment
 
 NS_LABELS = {
     "meta.datumapis.com/upstream-cluster-name": "cluster-acme_web",

@@ -20,8 +20,8 @@ from cells.podspec import (
     runtime_hash,
     wants_pod,
 )
-from tests.api.objects import instance as api_instance
 from tests.cells.builders import instance
+from tests.federation.api.objects import instance as api_instance
 
 NS = "ns-0f9c1a52-7e0b-4c1f-9d7e-2c7d5e8b9a10"
 

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from cells.quota import claim_name, claim_resources, instance_age, quota_requeue_after, requeue_interval
-from tests.api.objects import TEMPLATE_SPEC
 from tests.cells.builders import instance
+from tests.federation.api.objects import TEMPLATE_SPEC
 
 S = timedelta(seconds=1)
 

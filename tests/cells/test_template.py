@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cells.template import canonical_json, template_hash
-from tests.api.objects import workload_deployment
+from tests.federation.api.objects import workload_deployment
 
 
 def _template() -> dict[str, Any]:

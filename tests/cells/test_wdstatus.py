@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from cells.wdstatus import wd_status
-from tests.api.objects import workload_deployment
 from tests.cells.builders import cond, instance
+from tests.federation.api.objects import workload_deployment
 
 CUR = "cur"
 T0 = "2025-01-01T00:00:00Z"
