@@ -38,9 +38,8 @@ from .api.constants import API_VERSION, Annotation, Kind, Label
 from .api.naming import downstream_namespace_name
 from .placement import Share, city_code
 
-# On a downstream copy: UID of the project WD it was made from. Not yet an `Annotation`
-# member of the API package; the key is the compatibility contract (DESIGN.md §2).
-UPSTREAM_UID_ANNOTATION = "meta.datumapis.com/upstream-uid"
+# on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
+UPSTREAM_UID_ANNOTATION = str(Annotation.UPSTREAM_UID)
 
 # Top-level keys that name the type: list items in a cache may lack them, and the write
 # call names the type anyway, so they are not part of what has to match.

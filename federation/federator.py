@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
 from mcruntime import controllerutil
 from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster, ClusterState
@@ -328,18 +329,26 @@ class Federator:
         return [Request(ref.project, ref.namespace, str(meta(c).get("name"))) for c in copies]
 
     def wds_of_cell_city(self, event: ClusterEvent) -> list[Request]:
-        """A cell engaged, ready again, relabelled or removed: the WDs of its city re-plan."""
+        """A cell engaged, ready again, relabelled or removed: the WDs of its city re-plan,
+        and (when it is ready) every copy it holds is checked against its upstream WD —
+        the orphan sweep that removes copies whose WD was deleted while the cell was away."""
         if event.type is ClusterEventType.UNREACHABLE:
             return []  # an unreachable cell keeps its share; nothing to re-plan
+        requests: dict[Request, None] = {}
         city = event.labels.get(Label.TOPOLOGY_CITY_CODE)
-        if not city:
-            return []
-        requests = []
-        for project in project_clusters(self.mgr):
-            informer = project.cache.informer_of(WORKLOAD_DEPLOYMENTS)
-            for wd in informer.store.by_index(CITY_INDEX, city):
-                requests.append(Request(project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name"))))
-        return requests
+        if city:
+            for project in project_clusters(self.mgr):
+                informer = project.cache.informer_of(WORKLOAD_DEPLOYMENTS)
+                for wd in informer.store.by_index(CITY_INDEX, city):
+                    requests[Request(project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))] = None
+        cell = self.mgr.clusters.get(event.cluster)
+        if event.type is ClusterEventType.READY and cell is not None:
+            namespaces = cell.cache.informer_of(NAMESPACES)
+            for copy in cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list():
+                ref = upstream_identity(copy, namespaces.get(str(meta(copy).get("namespace") or "")))
+                if ref is not None and ref.project in self.mgr.clusters:
+                    requests[Request(ref.project, ref.namespace, ref.name)] = None
+        return list(requests)
 
 
 def register(mgr: Manager, settings: ManagerSettings) -> None:

@@ -59,7 +59,7 @@ from federation.placement import Share, city_code, desired_replicas
 
 # A cell has been unreachable beyond the freshness threshold: its contribution is Unknown.
 # (Not yet in federation/api/reasons.py.)
-CELL_UNREACHABLE = "CellUnreachable"
+CELL_UNREACHABLE = str(WorkloadDeploymentAvailableReason.CELL_UNREACHABLE)
 
 AVAILABLE = str(WorkloadDeploymentCondition.AVAILABLE)
 REPLICAS_READY = str(WorkloadDeploymentCondition.REPLICAS_READY)

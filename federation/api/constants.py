@@ -116,6 +116,11 @@ class Annotation(DocumentedStr):
         "First Instance ordinal of a downstream WorkloadDeployment copy when a city's replicas are split over "
         "several cells (default 0), like a StatefulSet's spec.ordinals.start.",
     )
+    UPSTREAM_UID = (
+        "meta.datumapis.com/upstream-uid",
+        "On a downstream WorkloadDeployment copy: UID of the project WorkloadDeployment it was made from "
+        "(a fresh WD of the same name is never mistaken for the old one).",
+    )
     KUBECONFIG_SECRET = (
         "compute.datumapis.com/kubeconfig-secret",
         "On a ClusterProfile: name of the Secret (same namespace) holding the cluster's kubeconfig under data key "

@@ -64,6 +64,11 @@ class WorkloadDeploymentAvailableReason(DocumentedStr):
     NO_MATCHING_LOCATION = "NoMatchingLocation", "No registered cell serves spec.cityCode."
     INSTANCES_PROVISIONING = "InstancesProvisioning", "Instances exist but none is ready yet."
     QUOTA_NOT_GRANTED = "QuotaNotGranted", "Instances are held back because quota was not granted."
+    CELL_UNREACHABLE = (
+        "CellUnreachable",
+        "Unknown: a target cell has been unreachable longer than the freshness threshold; the message names it and "
+        "when it was last observed, and its numbers are left out instead of repeated.",
+    )
 
 
 class ReplicasReadyReason(DocumentedStr):

@@ -110,12 +110,16 @@ async def test_fan_out_divides_replicas_over_the_city(tmp_path: Path) -> None:
         for cell in ("dfw-1", "dfw-2"):
             ns = Plane(f.server(cell)).get("namespaces", "", downstream)
             assert ns["metadata"]["labels"] == {
-                Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_web",
-                Label.UPSTREAM_NAMESPACE: "default",
+                str(Label.UPSTREAM_CLUSTER_NAME): "cluster-acme_web",
+                str(Label.UPSTREAM_NAMESPACE): "default",
+                "kubernetes.io/metadata.name": downstream,  # the API server's own label
             }
             copy_ = WDs(f, cell).get(downstream, "api")
             assert copy_ is not None
-            assert copy_["metadata"]["labels"] == {Label.TOPOLOGY_CITY_CODE: "DFW", Label.UPSTREAM_NAMESPACE: "default"}
+            assert copy_["metadata"]["labels"] == {
+                str(Label.TOPOLOGY_CITY_CODE): "DFW",
+                str(Label.UPSTREAM_NAMESPACE): "default",
+            }
             annotations = copy_["metadata"]["annotations"]
             assert annotations["meta.datumapis.com/upstream-uid"] == created["metadata"]["uid"]
             assert copy_["spec"]["template"] == TEMPLATE and copy_["spec"]["cityCode"] == "DFW"
@@ -197,13 +201,14 @@ async def test_downstream_events_map_back_to_the_bare_project_name(tmp_path: Pat
         cell.create("namespaces", {"metadata": {"name": "hand-made"}})
         unlabelled = workload_deployment("stray", "DFW")
         unlabelled["metadata"]["namespace"] = "hand-made"
-        unlabelled["metadata"]["labels"] = {Label.UPSTREAM_NAMESPACE: "default"}
+        unlabelled["metadata"]["labels"] = {str(Label.UPSTREAM_NAMESPACE): "default"}
         WDs(f, "dfw-1").create(unlabelled)
-        cell.create("namespaces", {"metadata": {"name": "foreign", "labels": {
-            Label.UPSTREAM_CLUSTER_NAME: "cluster-other_nowhere", Label.UPSTREAM_NAMESPACE: "default"}}})  # fmt: skip
+        foreign_labels = {str(Label.UPSTREAM_CLUSTER_NAME): "cluster-other_nowhere",
+                          str(Label.UPSTREAM_NAMESPACE): "default"}  # fmt: skip
+        cell.create("namespaces", {"metadata": {"name": "foreign", "labels": foreign_labels}})
         foreign = workload_deployment("stray", "DFW")
         foreign["metadata"]["namespace"] = "foreign"
-        foreign["metadata"]["labels"] = {Label.UPSTREAM_NAMESPACE: "default"}
+        foreign["metadata"]["labels"] = {str(Label.UPSTREAM_NAMESPACE): "default"}
         WDs(f, "dfw-1").create(foreign)
         await anyio.sleep(0.5)
         assert not [r for r in recording.requests if r.name == "stray"], recording.requests
@@ -241,8 +246,8 @@ async def test_forged_labels_and_colliding_names_stay_in_their_project(tmp_path:
         web_ns = Plane(f.server("web")).get("namespaces", "", "default")
         # same namespace and WD name in two projects; the web one forges shop's identity
         forged = workload_deployment("api", "LHR", 1)
-        forged["metadata"]["labels"] = {Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_shop"}
-        forged["metadata"]["annotations"] = {"meta.datumapis.com/upstream-uid": "forged", Annotation.ORDINAL_START: "9"}
+        forged["metadata"]["labels"] = {str(Label.UPSTREAM_CLUSTER_NAME): "cluster-acme_shop"}
+        forged["metadata"]["annotations"] = {str(Annotation.UPSTREAM_UID): "forged", str(Annotation.ORDINAL_START): "9"}
         WDs(f, "web").create(forged)
         WDs(f, "shop").create(workload_deployment("api", "LHR", 2))
         web_down, shop_down = f"ns-{web_ns['metadata']['uid']}", f"ns-{shop_ns['metadata']['uid']}"
