@@ -21,6 +21,8 @@ from mcruntime.providers.clusterprofile import ClusterProfileProvider
 from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
 from mcruntime.providers.secrets import KubeconfigSecretProvider
 from mcruntime.transport import Transport
+from projector import instances as instance_projector
+from projector import status as status_projector
 
 from . import federator, workload
 from .settings import CLUSTER_ROLE_LABEL, ManagerSettings
@@ -35,6 +37,8 @@ Registrar = Callable[[Manager, ManagerSettings], None]
 MANAGEMENT_CONTROLLERS: list[tuple[str, Registrar]] = [
     ("federator", federator.register),
     ("workload-controller", workload.register),
+    ("instance-projector", instance_projector.register),
+    ("status-projector", status_projector.register),
 ]
 CELL_CONTROLLERS: list[tuple[str, Registrar]] = []
 

@@ -41,7 +41,6 @@ from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
-from mcruntime.indexers import field_value
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
@@ -58,7 +57,19 @@ from .downstream import (
     downstream_namespace,
     upstream_identity,
 )
-from .fleetview import CELLS, PROJECTS, cell_clusters, project_clusters, registered_cells
+from .fleetview import (
+    CELL_COPIES_SELECTOR,
+    CELL_NAMESPACES_SELECTOR,
+    CELLS,
+    CITY_INDEX,
+    PROJECTS,
+    UPSTREAM_INDEX,
+    city_of_wd,
+    find_copies,
+    namespace_upstream,
+    project_clusters,
+    registered_cells,
+)
 from .placement import PlacementError, Share, plan
 from .settings import ManagerSettings
 
@@ -66,20 +77,6 @@ log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "federator"
 INITIAL_REPLICAS_MANAGER = "federator-initial-replicas"
-CITY_INDEX = "city"
-UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project namespace>"
-COPY_VIEW = str(Label.UPSTREAM_NAMESPACE)  # label selector: present
-NAMESPACE_VIEW = str(Label.UPSTREAM_CLUSTER_NAME)
-
-
-def upstream_key(project: str, namespace: str) -> str:
-    return f"{project}/{namespace}"
-
-
-def namespace_upstream(ns: Obj) -> list[str]:
-    """Index: the project (bare name) and project namespace a downstream namespace serves."""
-    ref = upstream_identity(None, ns)
-    return [upstream_key(ref.project, ref.namespace)] if ref is not None else []
 
 
 @dataclass
@@ -168,20 +165,7 @@ class Federator:
     # ------------------------------------------------------------------ reading
     async def _copies(self, req: Request) -> list[Copy]:
         """Every copy of the project WD in the cells whose caches are synced."""
-        found: list[Copy] = []
-        for cell in cell_clusters(self.mgr):
-            namespaces = cell.cache.view_of(NAMESPACES)
-            if namespaces is None or not cell.cache.informer_of(NAMESPACES).has_synced:
-                continue
-            key = upstream_key(req.cluster, req.namespace)
-            for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
-                try:
-                    obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=meta(ns)["name"])
-                except ClusterNotReadyError:
-                    continue  # still syncing: the READY event brings the request back
-                if obj is not None:
-                    found.append(Copy(cell, obj))
-        return found
+        return [Copy(cell, obj) for cell, obj in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
 
     # ------------------------------------------------------------------ writing (one write per helper)
     async def _place(
@@ -356,19 +340,19 @@ def register(mgr: Manager, settings: ManagerSettings) -> None:
     namespaces in every cell, and cell registrations."""
     federator = Federator(mgr, unreachable_grace=settings.cell_unreachable_grace)
     ctrl = mgr.new_controller("federator", federator, workers=settings.controllers.workers)
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: field_value("spec.cityCode")})
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
         EnqueueRequestsFromMapFunc(federator.upstream_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
-        label_selector=COPY_VIEW,
+        label_selector=CELL_COPIES_SELECTOR,
     )
     ctrl.watch(
         NAMESPACES,
         EnqueueRequestsFromMapFunc(federator.upstream_of_namespace, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
-        label_selector=NAMESPACE_VIEW,
+        label_selector=CELL_NAMESPACES_SELECTOR,
         indexers={UPSTREAM_INDEX: namespace_upstream},
     )
     ctrl.watch_clusters(federator.wds_of_cell_city, clusters=CELLS)

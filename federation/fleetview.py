@@ -7,16 +7,43 @@ which cells exist."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.controller import Controller
+from mcruntime.errors import ClusterNotReadyError
+from mcruntime.indexers import field_value
 from mcruntime.manager import Manager
+from mcruntime.objects import meta
 from mcruntime.source import ClusterFilter, engaged
 
 from .api.constants import ClusterRole, Label
+from .api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from .downstream import upstream_identity
 from .placement import CellInfo
 
 CELLS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.CELL}")
 PROJECTS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.PROJECT}")
+
+# The cache views of cell objects the management-mode controllers share (one view per
+# resource and cluster): federated copies, their namespaces, and the Instances in them.
+CELL_COPIES_SELECTOR = str(Label.UPSTREAM_NAMESPACE)  # present
+CELL_NAMESPACES_SELECTOR = str(Label.UPSTREAM_CLUSTER_NAME)  # present
+UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project namespace>"
+
+
+CITY_INDEX = "city"  # project WDs by spec.cityCode
+city_of_wd = field_value("spec.cityCode")
+
+
+def upstream_key(project: str, namespace: str) -> str:
+    return f"{project}/{namespace}"
+
+
+def namespace_upstream(ns: dict[str, Any]) -> list[str]:
+    """Index: the project (bare name) and project namespace a downstream namespace serves."""
+    ref = upstream_identity(None, ns)
+    return [upstream_key(ref.project, ref.namespace)] if ref is not None else []
 
 
 def is_cell(cluster: Cluster) -> bool:
@@ -50,3 +77,33 @@ def cell_info(cluster: Cluster) -> CellInfo:
 def registered_cells(mgr: Manager) -> list[CellInfo]:
     """Every engaged cell with a city code (a cell registered without one serves no city)."""
     return [info for info in map(cell_info, cell_clusters(mgr)) if info.city_code]
+
+
+def cell_synced(cell: Cluster) -> bool:
+    """The cell's view of federated namespaces has completed its first LIST."""
+    return cell.cache.view_of(NAMESPACES) is not None and cell.cache.informer_of(NAMESPACES).has_synced
+
+
+async def find_copies(mgr: Manager, project: str, namespace: str, name: str) -> list[tuple[Cluster, dict[str, Any]]]:
+    """Every downstream copy of the project WD (project, namespace, name) in the cells
+    whose caches are synced, found through the downstream namespaces' labels (so a copy
+    outlives a project namespace that was deleted and recreated under the same name)."""
+    found: list[tuple[Cluster, dict[str, Any]]] = []
+    for cell in cell_clusters(mgr):
+        if not cell_synced(cell):
+            continue
+        for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, upstream_key(project, namespace)):
+            try:
+                obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=str(meta(ns)["name"]))
+            except ClusterNotReadyError:
+                continue  # the copies' view is still syncing: the cell's READY event comes back here
+            if obj is not None:
+                found.append((cell, obj))
+    return found
+
+
+def read_cell_copies(ctrl: Controller) -> None:
+    """Declare the cell views `find_copies` reads (the same views the federator watches)."""
+    ctrl.reads(WORKLOAD_DEPLOYMENTS, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR)
+    ctrl.reads(NAMESPACES, clusters=CELLS, label_selector=CELL_NAMESPACES_SELECTOR,
+               indexers={UPSTREAM_INDEX: namespace_upstream})  # fmt: skip

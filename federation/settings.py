@@ -105,6 +105,9 @@ class ManagerSettings(BaseSettings):
     site_name: str = Field("", description="this site's name (cell mode)")
     city_code: str = Field("", description="this site's city code (cell mode)")
     graceful_shutdown_timeout: float = Field(30.0, ge=0, description="seconds in-flight reconciles get on shutdown")
+    cell_status_stale_after: float = Field(
+        60.0, gt=0, description="seconds after which an unreachable cell's numbers show as Unknown in project status"
+    )
     cell_unreachable_grace: float = Field(
         300.0,
         gt=0,

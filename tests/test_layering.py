@@ -51,4 +51,4 @@ def test_a_forbidden_import_fails_the_lint(tmp_path: Path) -> None:
     assert result.returncode != 0
     assert "mcruntime knows nothing of the compute API, the controllers or the test bed BROKEN" in result.stdout
     assert "mcruntime.shortcut -> federation.api" in result.stdout
-    assert "cell controllers never import the projector or the shell BROKEN" in result.stdout
+    assert "cell controllers never import the projector, the federator or the shell BROKEN" in result.stdout

@@ -45,6 +45,15 @@ class Plane:
         rt = self.rt(group, version, plural)
         return self.api.update(rt, meta.get("namespace", ""), meta["name"], obj, WriteOptions(field_manager="test")).obj
 
+    def update_status(
+        self, plural: str, obj: dict[str, Any], *, group: str = "", version: str = "v1"
+    ) -> dict[str, Any]:
+        """Write `obj`'s status through the status subresource (what a controller does)."""
+        meta = obj["metadata"]
+        rt = self.rt(group, version, plural)
+        opts = WriteOptions(field_manager="test")
+        return self.api.update(rt, meta.get("namespace", ""), meta["name"], obj, opts, subresource="status").obj
+
     def delete(self, plural: str, namespace: str, name: str, *, group: str = "", version: str = "v1") -> None:
         self.api.delete(self.rt(group, version, plural), namespace, name, DeleteOptions())
 

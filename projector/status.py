@@ -1,0 +1,143 @@
+"""Status projector (management mode): the project WorkloadDeployment's `status`,
+aggregated from its copies in the cells `plan()` names, with honest freshness.
+
+Request key: (project cluster, project namespace, project WD name).
+Reads (caches): the project WD and its namespace; the WD copies and downstream namespaces
+in the cells (views shared with the federator); each cell's state and last contact.
+Writes, and alone writes: the project WD's `status` (status subresource, field manager
+`projector`), only when the aggregate differs from what is cached.
+Never writes: the project WD's metadata or spec, anything in a cell.
+
+Freshness: a target cell unreachable for longer than `--cell-status-stale-after` has its
+contribution marked Unknown (`CellUnreachable`, naming the cell and when it was last
+observed) and its numbers left out, instead of repeating its last ones; the threshold is
+a deadline this controller requeues for, and the cell's Ready event restores it.
+
+Invariants and tests (tests/projector/test_projector.py):
+- counters summed, observedGeneration only when every target cell observed the spec,
+  Available/ReplicasReady worst-reason-wins naming the cell
+  (test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back);
+- NoMatchingLocation naming the city when no cell serves it (test_no_cell_for_the_city);
+- a paused cell turns Unknown after the threshold and recovers (test_a_dark_cell_turns_unknown);
+- zero writes at steady state (tests/federation/test_steady_state.py)."""
+
+from __future__ import annotations
+
+import datetime
+import logging
+
+from federation.api.naming import downstream_namespace_name
+from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas, copy_ordinals, downstream_copy
+from federation.fleetview import (
+    CELL_COPIES_SELECTOR,
+    CELLS,
+    CITY_INDEX,
+    PROJECTS,
+    city_of_wd,
+    find_copies,
+    read_cell_copies,
+    registered_cells,
+)
+from federation.placement import PlacementError, Share, plan
+from federation.settings import ManagerSettings
+from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.manager import Manager
+from mcruntime.objects import Obj, meta
+from mcruntime.reconciler import PermanentError, Result, TemporaryError
+from mcruntime.request import Request
+
+from .aggregate import CellReport, aggregate
+from .routing import Routes
+
+log = logging.getLogger(__name__)
+
+FIELD_MANAGER = "projector"
+
+
+class StatusProjector:
+    def __init__(self, mgr: Manager, *, stale_after: float) -> None:
+        self.mgr = mgr
+        self.stale_after = stale_after
+
+    async def reconcile(self, req: Request) -> Result:
+        # 1. the project cluster
+        if not req.cluster:
+            return Result()
+        project = self.mgr.get_cluster(req.cluster)
+        # 2. fetch; 3. early exits
+        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
+        if wd is None or meta(wd).get("deletionTimestamp"):
+            return Result()
+        project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
+        if project_ns is None:
+            raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
+        # 4. desired status from the pure functions (plan, aggregate)
+        uid = str(meta(wd)["uid"])
+        copies = {cell.name: copy for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)
+                  if (meta(copy).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) == uid}  # fmt: skip
+        current = {cell: r for cell, copy in copies.items() if (r := copy_ordinals(copy)) is not None}
+        try:
+            shares = plan(wd, registered_cells(self.mgr), current)
+        except PlacementError as exc:
+            raise PermanentError(str(exc)) from exc  # the federator reports it on the WD as an Event
+        namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
+        reports, deadline = self._reports(wd, shares, copies, namespace, req.cluster)
+        status = aggregate(wd, reports, now=datetime.datetime.now(datetime.UTC))
+        # 5. write only the difference
+        if status != (wd.get("status") or {}):
+            await self._write(project, wd, status)
+        return Result(requeue_after=deadline)
+
+    def _reports(
+        self, wd: Obj, shares: list[Share], copies: dict[str, Obj], namespace: str, project: str
+    ) -> tuple[list[CellReport], float | None]:
+        """One report per target cell, and the seconds until an unreachable cell's numbers
+        turn stale (None when no cell is on its way to stale)."""
+        include_replicas = not cell_owns_replicas(wd)
+        reports: list[CellReport] = []
+        deadline: float | None = None
+        for share in shares:
+            desired = downstream_copy(project, wd, share, namespace, include_replicas=include_replicas)["spec"]
+            cell = self.mgr.clusters.get(share.cell)
+            stale_since = None
+            if cell is not None and cell.state is ClusterState.UNREACHABLE:
+                dark = cell.unreachable_for()
+                if dark >= self.stale_after:
+                    stale_since = cell.unreachable_since
+                else:
+                    remaining = self.stale_after - dark
+                    deadline = remaining if deadline is None else min(deadline, remaining)
+            reports.append(CellReport(share, copies.get(share.cell), desired, stale_since, _last_seen(cell)))
+        return reports, (deadline + 0.05 if deadline is not None else None)
+
+    async def _write(self, project: Cluster, wd: Obj, status: Obj) -> None:
+        body = {
+            "apiVersion": WORKLOAD_DEPLOYMENTS.api_version,
+            "kind": WORKLOAD_DEPLOYMENTS.kind,
+            "metadata": {"name": meta(wd)["name"], "namespace": meta(wd)["namespace"]},
+            "status": status,
+        }
+        await project.client.apply_status(WORKLOAD_DEPLOYMENTS, body, field_manager=FIELD_MANAGER, force=True)
+
+
+def _last_seen(cell: Cluster | None) -> datetime.datetime | None:
+    return cell.last_contact if cell is not None else None
+
+
+def register(mgr: Manager, settings: ManagerSettings) -> None:
+    """Wire the watches: project WDs; their copies in every cell (mapped back); cell states."""
+    projector = StatusProjector(mgr, stale_after=settings.cell_status_stale_after)
+    routes = Routes(mgr)
+    ctrl = mgr.new_controller("status-projector", projector, workers=settings.controllers.workers)
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
+    ctrl.reads(NAMESPACES, clusters=PROJECTS)
+    read_cell_copies(ctrl)
+    ctrl.watch(
+        WORKLOAD_DEPLOYMENTS,
+        EnqueueRequestsFromMapFunc(routes.wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=CELLS,
+        label_selector=CELL_COPIES_SELECTOR,
+    )
+    ctrl.watch_clusters(routes.wds_of_cell, clusters=CELLS)

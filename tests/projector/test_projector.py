@@ -1,0 +1,184 @@
+"""The projector as `run --enable-management-controllers` runs it: Instances and status of
+the cells mirrored into the project, worst reason named, honest freshness. The cells'
+own controllers are stood in for by `cellsim.settle` so each test controls exactly what a
+cell reports (tests/e2e runs the real cell controllers)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from federation.api.constants import Label
+from mcruntime import Manager
+from tests.federation.test_federator import WDs, shares, workload_deployment
+from tests.support import Fleet, Plane, eventually, fleet, management_settings, running
+
+from .cellsim import GROUP, VERSION, settle
+
+CELLS = (("dfw-1", "DFW"), ("dfw-2", "DFW"), ("lhr-1", "LHR"))
+
+
+@asynccontextmanager
+async def federation(tmp: Path, **settings: Any) -> AsyncIterator[tuple[Fleet, Manager]]:
+    async with (
+        fleet(tmp, projects=("acme/web", "acme/shop"), cells=CELLS) as f,
+        running(management_settings(tmp / "management.kubeconfig", **settings)) as mgr,
+    ):
+        yield f, mgr
+
+
+def projections(f: Fleet, project: str = "web") -> dict[str, dict[str, Any]]:
+    found = Plane(f.server(project)).list("instances", "default", group=GROUP, version=VERSION)
+    return {i["metadata"]["name"]: i for i in found if not i["metadata"].get("deletionTimestamp")}
+
+
+def status(f: Fleet, name: str = "api", project: str = "web") -> dict[str, Any]:
+    wd = WDs(f, project).get("default", name)
+    return (wd or {}).get("status") or {}
+
+
+def cond(obj_status: dict[str, Any], type_: str) -> dict[str, Any]:
+    return next((c for c in obj_status.get("conditions") or [] if c["type"] == type_), {})
+
+
+def available(obj_status: dict[str, Any]) -> str:
+    return str(cond(obj_status, "Available").get("status"))
+
+
+async def test_instances_and_status_reach_the_project(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        created = WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: set(projections(f)) == {"api-0", "api-1", "api-2", "api-3"}, "4 projections")
+
+        def all_ready() -> bool:
+            return all(cond(p.get("status") or {}, "Ready").get("status") == "True" for p in projections(f).values())
+
+        await eventually(all_ready, "projections Ready")
+        for name, p in projections(f).items():
+            assert p["metadata"]["ownerReferences"] == [{
+                "apiVersion": f"{GROUP}/{VERSION}", "kind": "WorkloadDeployment", "name": "api",
+                "uid": created["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}]  # fmt: skip
+            cell = "dfw-1" if name in ("api-0", "api-1") else "dfw-2"
+            assert p["metadata"]["annotations"]["compute.datumapis.com/cell"] == cell
+            assert p["metadata"]["labels"][Label.WORKLOAD_DEPLOYMENT_UID] == created["metadata"]["uid"]
+            assert p["spec"] == created["spec"]["template"]["spec"] | p["spec"]
+
+        def aggregated() -> bool:
+            s = status(f)
+            counters = (s.get("replicas"), s.get("readyReplicas"), s.get("updatedReplicas"))
+            return counters == (4, 4, 4) and s.get("observedGeneration") == 1 and available(s) == "True"
+
+        await eventually(aggregated, f"project WD status 4/4/4 gen 1 Available, got {status(f)}")
+
+
+async def test_a_roll_holds_observed_generation_back(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "generation 1 observed")
+        WDs(f, "web").edit("default", "api", lambda o: o["spec"]["template"]["metadata"]["labels"].update(v="2"))
+
+        def copies_at_2() -> bool:
+            copies = [WDs(f, c).list() for c in ("dfw-1", "dfw-2")]
+            return all(c and c[0]["metadata"]["generation"] == 2 for c in copies)
+
+        await eventually(copies_at_2, "both copies carry the new spec")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2", observe=False)  # dfw-2 has not observed generation 2 yet
+        await eventually(lambda: cond(status(f), "ReplicasReady").get("reason") == "AwaitingPropagation", "waiting")
+        assert status(f)["observedGeneration"] == 1, "not claimed before every cell observed the spec"
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 2, "caught up once both observed it")
+
+
+async def test_a_crash_in_one_cell_is_named(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2", broken={1: ("InstanceCrashing", "container api: back-off restarting failed container")})
+
+        def crashed() -> bool:
+            p = projections(f).get("api-1")
+            return p is not None and cond(p.get("status") or {}, "Ready").get("reason") == "InstanceCrashing"
+
+        await eventually(crashed, "the projection shows InstanceCrashing")
+        assert "back-off restarting" in cond(projections(f)["api-1"]["status"], "Ready")["message"]
+        await eventually(lambda: cond(status(f), "Available").get("status") == "False", "WD not available")
+        available = cond(status(f), "Available")
+        assert available["reason"] == "InstanceCrashing" and "dfw-2" in available["message"]
+
+
+async def test_a_dark_cell_turns_unknown_and_recovers(tmp_path: Path) -> None:
+    async with federation(tmp_path, cell_status_stale_after=1.0) as (f, mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("readyReplicas") == 2, "both ready")
+        await f.cells["dfw-2"].pause()
+
+        def unknown() -> bool:
+            return cond(status(f), "Available").get("status") == "Unknown"
+
+        await eventually(unknown, "dfw-2's contribution Unknown after the threshold", within=20)
+        available = cond(status(f), "Available")
+        assert available["reason"] == "CellUnreachable" and "dfw-2" in available["message"]
+        assert "last observed" in available["message"]
+        assert status(f)["readyReplicas"] == 1, "the dark cell's numbers are not repeated"
+        await f.cells["dfw-2"].resume()
+        await eventually(lambda: cond(status(f), "Available").get("status") == "True", "recovered", within=60)
+        assert status(f)["readyReplicas"] == 2
+        assert mgr.clusters["dfw-2"].state.value == "ready"
+
+
+async def test_projections_follow_scale_down_and_deletion(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: len(projections(f)) == 4, "4 projections")
+        WDs(f, "web").edit("default", "api", lambda o: o["spec"].update(replicas=2))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "1 + 1")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: set(projections(f)) == {"api-0", "api-1"}, "exactly the remaining Instances")
+        WDs(f, "web").delete("default", "api")
+        await eventually(lambda: WDs(f, "web").get("default", "api") is None, "the WD gone")
+        await eventually(lambda: projections(f) == {}, "no projection left behind")
+
+
+async def test_no_cell_for_the_city(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "NRT", 2))
+
+        def nowhere() -> bool:
+            return cond(status(f), "Available").get("reason") == "NoMatchingLocation"
+
+        await eventually(nowhere, "NoMatchingLocation")
+        assert "NRT" in cond(status(f), "Available")["message"]
+
+
+@pytest.mark.parametrize("project", ["web"])
+async def test_an_instance_without_upstream_labels_is_not_projected(tmp_path: Path, project: str) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        WDs(f, project).create(workload_deployment("api", "LHR", 1))
+        await eventually(lambda: len(shares(f, "api")) == 1, "the copy")
+        settle(f, "lhr-1", labels=False)
+
+        def warned() -> bool:
+            events = Plane(f.server("lhr-1")).list("events")
+            return any(e["reason"] == "InstanceLabelsMissing" for e in events)
+
+        await eventually(warned, "an Event on the cell Instance")
+        assert projections(f, project) == {}, "never an ownerless or unrouted projection"
