@@ -26,7 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(prog="federation-manager", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
-    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    parser.add_argument(
+        "--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR (default INFO; WARNING for up)"
+    )
     # the same flag after the subcommand (`federation-manager run --log-level=DEBUG`)
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--log-level", default=argparse.SUPPRESS, help="DEBUG, INFO, WARNING or ERROR (default INFO)")
@@ -103,6 +105,7 @@ async def _up(args: argparse.Namespace) -> None:
     try:
         cells = [demo.parse_cell(c) for c in args.cell or ["cell-dfw:DFW", "cell-lhr:LHR"]]
         projects = [demo.parse_project(p) for p in args.project or ["acme/web"]]
+        demo.check_names(cells, projects)
     except ValueError as exc:
         raise SystemExit(f"federation-manager up: {exc}") from None
     if args.duration is not None and args.duration <= 0:
@@ -117,6 +120,9 @@ async def _up(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.log_level is None:
+        # `up` prints its own progress; the controllers' INFO lines would drown it
+        args.log_level = "WARNING" if args.command == "up" else "INFO"
     level = getattr(logging, str(args.log_level).upper(), None)
     if not isinstance(level, int):
         parser.error(f"--log-level: unknown level {args.log_level!r}")

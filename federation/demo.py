@@ -180,8 +180,8 @@ class Demo:
             server = EmbeddedAPIServer(name=name, kubeconfig=self.state_dir / f"{name}.kubeconfig")
             self.servers[name] = await stack.enter_async_context(server)
             stack.callback(_unlink, self.state_dir / f"{name}.kubeconfig")
-        self.step(f"{len(self.servers)} API servers up (1 management, {len(self.projects)} projects, "
-                  f"{len(self.cells)} cells)")  # fmt: skip
+        self.step(f"{len(self.servers)} API servers up (1 management, {_count(len(self.projects), 'project')}, "
+                  f"{_count(len(self.cells), 'cell')})")  # fmt: skip
 
     async def install(self) -> None:
         crds = all_crd_manifests()
@@ -199,8 +199,8 @@ class Demo:
             projects = {p: self.servers[p.name] for p in self.projects}
             for obj in registrations(cells, projects):
                 await mgmt.apply(SECRETS if obj["kind"] == "Secret" else CLUSTER_PROFILES, obj, force=True)
-        self.step(f"registered {len(self.cells)} cells and {len(self.projects)} projects as ClusterProfiles "
-                  f"in {MANAGEMENT}/{REGISTRATION_NAMESPACE}")  # fmt: skip
+        self.step(f"registered {_count(len(self.cells), 'cell')} and {_count(len(self.projects), 'project')} as "
+                  f"ClusterProfiles in {MANAGEMENT}/{REGISTRATION_NAMESPACE}")  # fmt: skip
 
     async def start_managers(self, tg: anyio.abc.TaskGroup, stop: anyio.Event) -> None:
         plans = [(MANAGEMENT, management_settings(self.state_dir))]
@@ -233,7 +233,7 @@ class Demo:
     def summary(self) -> None:
         table = Table(title="federation-manager is up on embedded API servers", title_justify="left")
         for column in ("cluster", "role", "city", "url", "kubeconfig"):
-            table.add_column(column)
+            table.add_column(column, no_wrap=True)
         table.add_row(MANAGEMENT, "management", "", self.servers[MANAGEMENT].url,
                       str(self.state_dir / f"{MANAGEMENT}.kubeconfig"))  # fmt: skip
         for p in self.projects:
@@ -264,6 +264,10 @@ class Demo:
         self.console.print("\n".join(lines), highlight=False, soft_wrap=True)
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
 def _unlink(path: Path) -> None:
     path.unlink(missing_ok=True)
 
@@ -272,8 +276,9 @@ async def up(state_dir: Path, cells: list[Cell], projects: list[Project], durati
     """Bring the federation up, keep it running until SIGINT/SIGTERM (or `duration`), and
     take it down cleanly: managers stop first, then the servers; kubeconfigs and `ready`
     are removed. A signal during start-up stops after the step in progress."""
-    check_names(cells, projects)
     console = Console(file=sys.stdout, highlight=False)
+    if not console.is_terminal:
+        console.width = max(console.width, 200)  # logs and pipes: do not fold paths and URLs
     await anyio.Path(state_dir).mkdir(parents=True, exist_ok=True)
     stop = anyio.Event()
     with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

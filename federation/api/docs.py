@@ -18,6 +18,7 @@ from typing import Any
 from .constants import (
     CLUSTER_MANAGER_NAME,
     KUBECONFIG_SECRET_KEY,
+    REGISTRATION_NAMESPACE,
     Annotation,
     ClusterRole,
     DocumentedStr,
@@ -284,9 +285,16 @@ def _registration_section() -> list[str]:
         "with `/` turned into `_`; a single-segment path `p` is `cluster-p`). Decoding gives the bare project name.",
         f"- Credentials: a Secret in the profile's namespace, named by annotation "
         f"`{Annotation.KUBECONFIG_SECRET.value}` (default `<profile-name>-kubeconfig`), kubeconfig under data "
-        f"key `{KUBECONFIG_SECRET_KEY}`. The manager reads Secrets only in its own namespace.",
+        f"key `{KUBECONFIG_SECRET_KEY}`. The manager reads ClusterProfiles and Secrets only in its registration "
+        f"namespace (`--registration-namespace`, default `{REGISTRATION_NAMESPACE}`).",
         f"- `spec.clusterManager.name` and label `{Label.CLUSTER_MANAGER.value}` are `{CLUSTER_MANAGER_NAME}` "
         "for profiles this manager owns.",
+        "",
+        "The static alternative is a directory of kubeconfig files (`--cluster-provider=kubeconfig-dir "
+        "--kubeconfig-dir DIR`): `DIR/cell/<name>.yaml` and `DIR/project/<name>.yaml` (the subdirectory is the "
+        f"role), each with an optional `<name>.labels.yaml` next to it holding the other labels, e.g. "
+        f"`{Label.TOPOLOGY_CITY_CODE.value}: DFW` for a cell and `{Label.UPSTREAM_CLUSTER_NAME.value}: "
+        "cluster-acme_web` for a project. The directory is rescanned every `registration.pollInterval` seconds.",
         "",
         "Names derived by convention:",
         "",

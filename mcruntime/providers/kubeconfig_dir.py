@@ -3,8 +3,10 @@
 The directory is rescanned every `poll_interval` seconds (it is external state with no
 change feed to watch); a new file engages a cluster, a changed file re-engages it with
 the new credentials, a removed file disengages it. With `subdir_label`, files in a
-subdirectory get that label set to the subdirectory's name (`cells/paris.yaml` →
-`<subdir_label>=cells`). A broken file is reported once per content and skipped."""
+subdirectory get that label set to the subdirectory's name (`cell/paris.yaml` →
+`<subdir_label>=cell`). More labels come from an optional sidecar next to the kubeconfig,
+`<cluster>.labels.yaml`, a YAML mapping of label keys to values (a cell's city code, say);
+changing it re-labels the cluster. A broken file is reported once per content and skipped."""
 
 from __future__ import annotations
 
@@ -16,14 +18,17 @@ from pathlib import Path
 
 import anyio
 import anyio.abc
+import yaml
 
 from ..connection import from_kubeconfig_bytes
 from ..errors import ConfigError
+from ..selectors import LabelSelector
 from .base import ClusterHost
 
 log = logging.getLogger(__name__)
 
 SUFFIXES = (".yaml", ".yml", ".kubeconfig", ".conf")
+LABELS_SUFFIX = ".labels.yaml"
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
@@ -32,6 +37,26 @@ class _Entry:
     path: Path
     digest: str
     labels: tuple[tuple[str, str], ...]
+
+
+def _sidecar_labels(kubeconfig: Path, name: str) -> dict[str, str]:
+    """The labels in `<name>.labels.yaml` next to the kubeconfig (none when absent)."""
+    sidecar = kubeconfig.with_name(name + LABELS_SUFFIX)
+    if not sidecar.is_file():
+        return {}
+    try:
+        data = yaml.safe_load(sidecar.read_text())
+    except (OSError, yaml.YAMLError) as exc:
+        raise ConfigError(f"{sidecar}: cannot read labels: {exc}") from exc
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise ConfigError(f"{sidecar}: must be a mapping of label keys to string values")
+    try:
+        LabelSelector.parse(",".join(f"{k}={v}" for k, v in data.items()))
+    except ValueError as exc:
+        raise ConfigError(f"{sidecar}: invalid label: {exc}") from exc
+    return data
 
 
 class KubeconfigDirProvider:
@@ -64,7 +89,7 @@ class KubeconfigDirProvider:
             ]
         for folder, labels in places:
             for path in sorted(folder.iterdir()):
-                if not path.is_file() or path.name.startswith("."):
+                if not path.is_file() or path.name.startswith(".") or path.name.endswith(LABELS_SUFFIX):
                     continue
                 name = path.name
                 for suffix in SUFFIXES:
@@ -92,6 +117,12 @@ class KubeconfigDirProvider:
                 log.error("kubeconfig dir: cannot read %s: %s", path, exc)
                 continue
             seen.add(name)
+            try:
+                extra = _sidecar_labels(path, name)
+            except ConfigError as exc:
+                log.error("kubeconfig dir: cluster %s not engaged: %s", name, exc)
+                continue
+            labels = (*labels, *sorted(extra.items()))
             entry = _Entry(path, hashlib.sha256(data).hexdigest(), labels)
             if self.engaged.get(name) == entry or self._rejected.get(name) == entry.digest:
                 continue

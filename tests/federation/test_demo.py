@@ -1,11 +1,12 @@
-"""`federation-manager up` (the README's demo command) brings up management, project and
-cell API servers, registers cells and projects, applies the sample Workload, and stops
-cleanly."""
+"""`federation-manager up` (the README's first command line) as a user runs it: a working
+federation on embedded servers, `ready` once synced, a clean exit on SIGINT/SIGTERM that
+removes what it wrote, and clear refusals of bad flags."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -13,49 +14,80 @@ from pathlib import Path
 import pytest
 
 from kubeplane.testing import Kubectl, kubectl_path
+from tests.support import eventually
+
+REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.kubectl
 
 
-async def test_up_registers_cells_and_projects_and_stops_cleanly(tmp_path: Path) -> None:
+async def start_up(state: Path, *args: str, command: tuple[str, ...] | None = None) -> asyncio.subprocess.Process:
+    argv = command or (sys.executable, "-m", "federation.cli", "up")
+    return await asyncio.create_subprocess_exec(
+        *argv, "--state-dir", str(state), *args,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO,
+        env={**os.environ, "FEDERATION_VENV": sys.prefix},
+    )  # fmt: skip
+
+
+async def wait_ready(proc: asyncio.subprocess.Process, state: Path) -> None:
+    async def ready() -> bool:
+        if proc.returncode is not None:
+            out, err = await proc.communicate()
+            raise AssertionError(f"up exited early ({proc.returncode}):\n{out.decode()}\n{err.decode()}")
+        return (state / "ready").exists()
+
+    await eventually(ready, "the ready file", within=90)
+
+
+async def test_up_runs_the_federation_and_stops_cleanly(tmp_path: Path) -> None:
     if kubectl_path() is None:
         pytest.skip("kubectl is not installed on this machine; kubectl-driven checks cannot run")
     state = tmp_path / "demo"
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "federation.cli",
-        "up",
-        "--state-dir",
-        str(state),
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    assert proc.stdout is not None
+    proc = await start_up(state)
     try:
-        seen = ""
-        while "Stop with Ctrl-C" not in seen:
-            line = await asyncio.wait_for(proc.stdout.readline(), 60)
-            assert line, f"demo exited early: {(await proc.stderr.read()).decode() if proc.stderr else ''}"
-            seen += line.decode()
+        await wait_ready(proc, state)
         mgmt = Kubectl(state / "management.kubeconfig", tmp_path / "c1")
         profiles = json.loads(await mgmt("get", "clusterprofiles", "-A", "-o", "json"))["items"]
         roles = {p["metadata"]["name"]: p["metadata"]["labels"]["compute.datumapis.com/cluster-role"] for p in profiles}
         assert roles == {"cell-dfw": "cell", "cell-lhr": "cell", "web": "project"}
-        cities = {p["metadata"]["name"]: p["metadata"]["labels"].get("topology.datum.net/city-code") for p in profiles}
-        assert cities["cell-dfw"] == "DFW" and cities["cell-lhr"] == "LHR"
-        # the kubeconfig Secret of a cell really reaches that cell
-        secret = json.loads(await mgmt("get", "secret", "cell-lhr-kubeconfig", "-n", "federation-system", "-o", "json"))
-        import base64
-
-        (tmp_path / "lhr.kubeconfig").write_bytes(base64.b64decode(secret["data"]["kubeconfig"]))
-        lhr = Kubectl(tmp_path / "lhr.kubeconfig", tmp_path / "c2")
-        assert "workloaddeployments.compute.datumapis.com" in await lhr("get", "crd", "-o", "name")
-        project = Kubectl(state / "web.kubeconfig", tmp_path / "c3")
+        project = Kubectl(state / "web.kubeconfig", tmp_path / "c2")
         assert (await project("get", "workloads", "-o", "name")).strip() == "workload.compute.datumapis.com/web"
+
+        async def deployments() -> bool:
+            names = (await project("get", "wd", "-o", "name")).split()
+            return sorted(names) == ["workloaddeployment.compute.datumapis.com/web-edge-dfw",
+                                     "workloaddeployment.compute.datumapis.com/web-edge-lhr"]  # fmt: skip
+
+        await eventually(deployments, "the workload controller's WDs", within=30)
+        lhr = Kubectl(state / "cell-lhr.kubeconfig", tmp_path / "c3")
+
+        async def federated() -> bool:
+            return "web-edge-lhr" in await lhr("get", "wd", "-A", "-o", "name")
+
+        await eventually(federated, "the LHR copy in cell-lhr", within=30)
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGINT)
-        code = await asyncio.wait_for(proc.wait(), 30)
-    assert code == 0
+        out, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 0, err.decode()
+    assert "Traceback" not in err.decode()
+    assert sorted(p.name for p in state.iterdir()) == [], "kubeconfigs and ready are removed on exit"
+    assert "Try this:" in out.decode()
+
+
+async def test_a_signal_to_taskw_demo_reaches_the_demo(tmp_path: Path) -> None:
+    state = tmp_path / "demo"
+    proc = await start_up(state, command=("sh", str(REPO / "taskw"), "demo", "--"))
+    try:
+        await wait_ready(proc, state)
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.communicate(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert proc.returncode == 0
+    assert not (state / "ready").exists()
 
 
 async def test_up_rejects_bad_flags(tmp_path: Path) -> None:
@@ -64,19 +96,13 @@ async def test_up_rejects_bad_flags(tmp_path: Path) -> None:
     for args, text in (
         (["--cell", "dfw"], "expected NAME:CITY"),
         (["--duration", "-1"], "--duration"),
+        (["--cell", "a:DFW", "--cell", "a:LHR"], "cluster name 'a' is already used by --cell a"),
+        (["--cell", "management:DFW"], "'management' is already used by the management cluster"),
+        (["--project", "acme/web", "--cell", "web:DFW"], "--project acme/web: cluster name 'web' is already used by --cell web"),
+        (["--project", "not a path"], "--project"),
         (["--state-dir", str(blocker / "demo"), "--duration", "1"], f"cannot use {blocker / 'demo'}"),
     ):
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "federation.cli",
-            "up",
-            "--state-dir",
-            str(tmp_path),
-            *args,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )
+        proc = await start_up(tmp_path, *args)
         _, err = await asyncio.wait_for(proc.communicate(), 30)
-        assert proc.returncode != 0 and text in err.decode(), err.decode()
+        assert proc.returncode != 0 and text in err.decode(), (args, err.decode())
         assert "Traceback" not in err.decode()

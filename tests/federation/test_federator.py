@@ -290,3 +290,31 @@ async def test_autoscaled_replicas_are_left_to_the_cell(tmp_path: Path) -> None:
         await eventually(settled, "the template change in the copy")
         await anyio.sleep(0.5)
         assert shares(f, "api") == {"lhr-1": (4, 0)}, "the federator must not fight the cell's autoscaler"
+
+
+async def test_a_kubeconfig_directory_registers_cells_and_projects(tmp_path: Path) -> None:
+    """The static alternative to ClusterProfiles: `<dir>/cell/<name>.yaml` and
+    `<dir>/project/<name>.yaml`, labels (city code, encoded project) in `<name>.labels.yaml`."""
+    import yaml
+
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("dfw-1", "DFW"),), register=False) as f:
+        clusters = tmp_path / "clusters"
+        (clusters / "cell").mkdir(parents=True)
+        (clusters / "project").mkdir()
+        (clusters / "cell" / "dfw-1.yaml").write_text(yaml.safe_dump(f.server("dfw-1").kubeconfig()))
+        (clusters / "cell" / "dfw-1.labels.yaml").write_text("topology.datum.net/city-code: DFW\n")
+        (clusters / "project" / "web.yaml").write_text(yaml.safe_dump(f.server("web").kubeconfig()))
+        (clusters / "project" / "web.labels.yaml").write_text(
+            "meta.datumapis.com/upstream-cluster-name: cluster-acme_web\n"
+        )
+        settings = management_settings(
+            tmp_path / "management.kubeconfig",
+            registration={"provider": "kubeconfig-dir", "kubeconfig_dir": str(clusters), "poll_interval": 0.1},
+        )
+        async with running(settings) as mgr:
+            WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+            await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0)}, "the copy in dfw-1")
+            assert mgr.clusters["dfw-1"].labels == {
+                str(Label.CLUSTER_ROLE): "cell",
+                "topology.datum.net/city-code": "DFW",
+            }

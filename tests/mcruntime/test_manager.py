@@ -207,7 +207,10 @@ async def test_kubeconfig_directory_provider(
 
     folder = tmp_path / "clusters"
     write_kubeconfig(folder / "cells" / "paris.yaml", second_server)
+    (folder / "cells" / "paris.labels.yaml").write_text("topology.example.com/city: PAR\n")
     (folder / "cells" / "broken.yaml").write_text("clusters: [")
+    write_kubeconfig(folder / "cells" / "badlabels.yaml", second_server)
+    (folder / "cells" / "badlabels.labels.yaml").write_text("not a mapping")
     mgr = Manager(config_for(apiserver))
     provider = KubeconfigDirProvider(folder, poll_interval=0.05, subdir_label="role")
     mgr.add_provider(provider)
@@ -222,8 +225,11 @@ async def test_kubeconfig_directory_provider(
     async with anyio.create_task_group() as tg:
         await tg.start(mgr.run)
         assert provider.has_synced
-        assert set(mgr.clusters) == {"paris"}, "the broken file must not be engaged"
-        assert mgr.clusters["paris"].labels == {"role": "cells"}
+        assert set(mgr.clusters) == {"paris"}, "broken files (kubeconfig or labels) must not be engaged"
+        assert mgr.clusters["paris"].labels == {"role": "cells", "topology.example.com/city": "PAR"}
+        (folder / "cells" / "paris.labels.yaml").write_text("topology.example.com/city: LYS\n")
+        await eventually(lambda: mgr.clusters["paris"].labels.get("topology.example.com/city") == "LYS",
+                         what="the sidecar's new labels")  # fmt: skip
         await eventually(lambda: Request("paris", "default", "hello") in reconciled, what="a request from paris")
         write_kubeconfig(folder / "cells" / "paris.yaml", apiserver)  # credentials now point elsewhere
         await eventually(lambda: mgr.clusters.get("paris") and mgr.clusters["paris"].config.host == apiserver.url,
