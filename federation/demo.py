@@ -69,7 +69,10 @@ def parse_cell(text: str) -> Cell:
 
 def parse_project(text: str) -> Project:
     project = Project(text)
-    project.name  # noqa: B018 - validates the org/project path, raising ValueError naming it
+    try:
+        project.name  # noqa: B018 - validates the org/project path
+    except ValueError as exc:
+        raise ValueError(f"--project {text!r}: {exc}") from None
     return project
 
 
