@@ -98,7 +98,10 @@ async def test_up_rejects_bad_flags(tmp_path: Path) -> None:
         (["--duration", "-1"], "--duration"),
         (["--cell", "a:DFW", "--cell", "a:LHR"], "cluster name 'a' is already used by --cell a"),
         (["--cell", "management:DFW"], "'management' is already used by the management cluster"),
-        (["--project", "acme/web", "--cell", "web:DFW"], "--project acme/web: cluster name 'web' is already used by --cell web"),
+        (
+            ["--project", "acme/web", "--cell", "web:DFW"],
+            "--project acme/web: cluster name 'web' is already used by --cell web",
+        ),
         (["--project", "not a path"], "--project"),
         (["--state-dir", str(blocker / "demo"), "--duration", "1"], f"cannot use {blocker / 'demo'}"),
     ):
