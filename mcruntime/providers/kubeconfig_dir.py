@@ -122,13 +122,12 @@ class KubeconfigDirProvider:
             except ConfigError as exc:
                 log.error("kubeconfig dir: cluster %s not engaged: %s", name, exc)
                 continue
-            labels = (*labels, *sorted(extra.items()))
-            entry = _Entry(path, hashlib.sha256(data).hexdigest(), labels)
+            entry = _Entry(path, hashlib.sha256(data).hexdigest(), (*labels, *sorted(extra.items())))
             if self.engaged.get(name) == entry or self._rejected.get(name) == entry.digest:
                 continue
             try:
                 config = await from_kubeconfig_bytes(data, source=f"kubeconfig {path}")
-                await host.engage(name, config, dict(labels))
+                await host.engage(name, config, dict(entry.labels))
             except (ConfigError, ValueError) as exc:
                 log.error("kubeconfig dir: cluster %s not engaged: %s", name, exc)
                 self._rejected[name] = entry.digest
