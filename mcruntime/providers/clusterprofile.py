@@ -100,8 +100,10 @@ class ClusterProfileProvider:
         secret_name = self.secret_name(profile)
         secret = self._secrets.get(secret_name, namespace=ns)
         if secret is None:
-            log.warning("ClusterProfile %s/%s: kubeconfig Secret %s/%s not found; cluster not engaged", ns, cluster,
-                        ns, secret_name)  # fmt: skip
+            # the normal order of `kubectl apply` for a profile and its Secret: the Secret's
+            # own event engages the cluster a moment later
+            log.info("ClusterProfile %s/%s: waiting for its kubeconfig Secret %s/%s", ns, cluster, ns,
+                     secret_name)  # fmt: skip
             await self._drop(cluster, ns)
             return Result()
         try:

@@ -138,9 +138,9 @@ async def test_samples_are_accepted_next_to_the_all_in_one_install(
     assert {d["kind"] for d in samples} == {"Workload", "WorkloadDeployment", "ClusterProfile", "Secret"}
     out = await kubectl("apply", "--server-side", "-f", "-", stdin=dump_docs(samples))
     assert out.count("serverside-applied") == len(samples)
-    profile = yaml.safe_load(await kubectl("get", "clusterprofile/cell-dfw", "-n", "federation-system", "-o", "yaml"))
+    profile = yaml.safe_load(await kubectl("get", "clusterprofile/cell-nrt", "-n", "federation-system", "-o", "yaml"))
     assert profile["metadata"]["labels"]["compute.datumapis.com/cluster-role"] == "cell"
-    assert profile["metadata"]["labels"]["topology.datum.net/city-code"] == "DFW"
+    assert profile["metadata"]["labels"]["topology.datum.net/city-code"] == "NRT"
     secret_name = profile["metadata"]["annotations"]["compute.datumapis.com/kubeconfig-secret"]
     secret = yaml.safe_load(await kubectl("get", f"secret/{secret_name}", "-n", "federation-system", "-o", "yaml"))
     assert set(secret["data"]) == {"kubeconfig"}
