@@ -8,6 +8,7 @@ an exec plugin is re-run when its token nears expiry or when the server answers 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import ssl
 from collections.abc import Mapping
@@ -27,6 +28,8 @@ from kubernetes_asyncio.config.incluster_config import (
 from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger, _is_expired
 
 from .errors import ConfigError
+
+log = logging.getLogger(__name__)
 
 # kubeconfig keys that make a client read local files or run programs: refused for
 # kubeconfigs that come from API objects (a Secret author must not run code here).
@@ -149,6 +152,8 @@ def _ssl_context(configuration: Configuration, host: str) -> ssl.SSLContext | No
     if configuration.cert_file:
         ctx.load_cert_chain(configuration.cert_file, keyfile=configuration.key_file)
     if not configuration.verify_ssl:
+        # only when the kubeconfig itself asks for it (insecure-skip-tls-verify); said out loud
+        log.warning("TLS verification is off for %s: its kubeconfig sets insecure-skip-tls-verify", host)
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
     return ctx

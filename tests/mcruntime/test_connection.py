@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import sys
 from pathlib import Path
 from typing import Any
@@ -182,3 +183,31 @@ async def test_exec_credentials_are_rerun_when_they_expire(tmp_path: Path) -> No
             first = int(calls.read_text())
             assert await cluster.client.list_live(NAMESPACES)
             assert int(calls.read_text()) > first, "an expired exec credential is fetched again before use"
+
+
+async def test_tls_is_verified_unless_the_kubeconfig_says_otherwise(caplog: Any) -> None:
+    """Every cluster connection verifies the server against the kubeconfig's CA; a wrong
+    CA fails, and only `insecure-skip-tls-verify` in the kubeconfig itself turns that off
+    (with a warning)."""
+    import base64
+    import logging
+
+    from kubeplane.tls import make_serving_cert
+    from mcruntime import Transport, TransportError
+
+    async with EmbeddedAPIServer(tls=True) as server:
+        good = server.kubeconfig()
+        assert await namespaces_via(await connection.from_kubeconfig_dict(good))
+        wrong = copy.deepcopy(good)
+        other_ca = make_serving_cert(["127.0.0.1"]).ca_pem
+        wrong["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(other_ca).decode()
+        async with Transport(await connection.from_kubeconfig_dict(wrong), cluster="c") as transport:
+            with pytest.raises(TransportError, match=r"(?i)certificate"):
+                await transport.request("GET", "/api/v1/namespaces", verb="list")
+        insecure = copy.deepcopy(wrong)
+        del insecure["clusters"][0]["cluster"]["certificate-authority-data"]
+        insecure["clusters"][0]["cluster"]["insecure-skip-tls-verify"] = True
+        with caplog.at_level(logging.WARNING, logger="mcruntime.connection"):
+            config = await connection.from_kubeconfig_dict(insecure)
+        assert "TLS verification is off" in caplog.text
+        assert await namespaces_via(config)
