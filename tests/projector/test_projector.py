@@ -182,3 +182,52 @@ async def test_an_instance_without_upstream_labels_is_not_projected(tmp_path: Pa
 
         await eventually(warned, "an Event on the cell Instance")
         assert projections(f, project) == {}, "never an ownerless or unrouted projection"
+
+
+async def test_an_instance_moving_between_cells_keeps_its_projection(tmp_path: Path) -> None:
+    async with federation(tmp_path) as (f, _mgr):
+        created = WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: len(projections(f)) == 4, "4 projections")
+        await f.add_cell("dfw-3", "DFW")
+        await eventually(lambda: len(shares(f, "api")) == 3, "re-divided over 3 cells")
+        moved = next(cell for cell, (n, _start) in shares(f, "api").items() if cell == "dfw-3" and n == 1)
+        (_n, start) = shares(f, "api")[moved]
+        name = f"api-{start}"
+        settle(f, "dfw-3")  # the new cell runs the moved ordinal while the old one still has it
+
+        def fed_by_new_cell() -> bool:
+            p = projections(f).get(name)
+            return p is not None and p["metadata"]["annotations"]["compute.datumapis.com/cell"] == "dfw-3"
+
+        await eventually(fed_by_new_cell, f"{name} fed by dfw-3")
+        settle(f, "dfw-2")  # the old cell lets go of it
+        await eventually(lambda: len(projections(f)) == 4, "still exactly 4 projections")
+        assert fed_by_new_cell(), "the moved Instance's projection was kept, not deleted"
+        assert projections(f)[name]["metadata"]["uid"], "one projection, the same name"
+        assert WDs(f, "web").get("default", "api")["metadata"]["uid"] == created["metadata"]["uid"]  # type: ignore[index]
+
+
+@pytest.mark.kubectl
+async def test_kubectl_get_wd_shows_a_dark_cell(tmp_path: Path) -> None:
+    from kubeplane.testing import Kubectl, kubectl_path
+
+    if kubectl_path() is None:
+        pytest.skip("kubectl is not installed on this machine; kubectl-driven checks cannot run")
+    async with federation(tmp_path, cell_status_stale_after=1.0) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("readyReplicas") == 4, "all ready")
+        kubectl = Kubectl(tmp_path / "web.kubeconfig", tmp_path / "kc")
+        header, row = (await kubectl("get", "wd", "api")).splitlines()
+        assert header.split() == ["NAME", "AGE", "AVAILABLE", "REASON", "REPLICAS", "READY", "DESIRED", "UP-TO-DATE"]
+        assert row.split()[2:] == ["True", "StableInstanceFound", "4", "4", "4", "4"]
+        await f.cells["dfw-2"].pause()
+        await eventually(lambda: available(status(f)) == "Unknown", "dfw-2 stale", within=20)
+        _header, row = (await kubectl("get", "wd", "api")).splitlines()
+        assert row.split()[2:] == ["Unknown", "CellUnreachable", "2", "2", "4", "2"]
+        await f.cells["dfw-2"].resume()
