@@ -6,15 +6,16 @@ providers, clusters (informers and connections) and endpoints stop."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import signal
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import anyio
 import anyio.abc
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
-from opentelemetry.metrics import MeterProvider
+from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.sdk.metrics import MeterProvider as SDKMeterProvider
 from opentelemetry.trace import TracerProvider
 from prometheus_client import CollectorRegistry
@@ -68,6 +69,10 @@ class Manager:
         self.meter_provider = meter_provider
         self.tracer_provider = tracer_provider
         self.metrics = RuntimeMetrics(meter_provider)
+        # leak detectors for long runs and churn benchmarks: tasks and engaged clusters
+        meter_provider.get_meter("mcruntime").create_observable_gauge(
+            "mcruntime_asyncio_tasks", callbacks=[_count_tasks], description="asyncio tasks alive in the process"
+        )
         self.field_manager = field_manager or name
         self.cluster_options = cluster_options or ClusterOptions()
         if isinstance(local, ConnectionConfig):
@@ -417,6 +422,13 @@ class Manager:
                     raise KeyboardInterrupt
                 log.info("received %s: shutting down gracefully", signal.Signals(signum).name)
                 self.stop()
+
+
+def _count_tasks(_options: CallbackOptions) -> Iterable[Observation]:
+    try:
+        return [Observation(len(asyncio.all_tasks()))]
+    except RuntimeError:  # collected outside the event loop (no running loop): nothing to count
+        return []
 
 
 def _safe(check: Check) -> bool:

@@ -1,0 +1,461 @@
+"""What the federation benchmarks share: embedded API servers and managers as separate
+processes (so the manager's CPU is its own and the servers' is theirs), a raw aiohttp
+client for setup and for measuring the servers' own write capacity, the servers' request
+counters (through their `/_embedded/` admin endpoints), process CPU and RSS from /proc,
+and figures printed as a table and written as JSON with the command that reproduces them.
+
+Not a benchmark itself (no `bench_` prefix): `bench_fanout.py`, `bench_status_latency.py`,
+`bench_idle.py`, `bench_manager_memory.py`, `bench_churn.py` and `bench_rollout.py` use it."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import orjson
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from federation.api.constants import CLUSTER_INVENTORY_GROUP, REGISTRATION_NAMESPACE  # noqa: E402
+from federation.api.crds import all_crd_manifests  # noqa: E402
+from federation.registration import cell_profile, kubeconfig_secret, project_profile  # noqa: E402
+
+RESULTS = REPO / "bench" / "results"
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+GROUP, VERSION = "compute.datumapis.com", "v1alpha"
+WDS = "workloaddeployments"
+
+
+# ---------------------------------------------------------------------- processes
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process (not its children) has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def rss_bytes(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
+
+
+def open_fds(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def open_sockets(pid: int) -> int:
+    count = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith("socket:"):
+                count += 1
+        except OSError:
+            continue
+    return count
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Proc:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self, timeout: float = 20.0) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def check_alive(self) -> None:
+        if self.proc.poll() is not None:
+            tail = self.log.read_text(errors="replace")[-3000:]
+            raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{tail}")
+
+
+def spawn(name: str, args: Sequence[str], workdir: Path) -> Proc:
+    log = workdir / f"{name}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "federation.cli", *args], stdout=out, stderr=subprocess.STDOUT, cwd=REPO
+        )
+    return Proc(name, proc, log)
+
+
+# ---------------------------------------------------------------------- API servers
+@dataclass
+class Server:
+    name: str
+    proc: Proc
+    kubeconfig: Path
+    url: str = ""
+
+
+class Fleet:
+    """API server processes for management, projects and cells, with a raw HTTP client."""
+
+    def __init__(self, workdir: Path, session: aiohttp.ClientSession) -> None:
+        self.workdir = workdir
+        self.session = session
+        self.servers: dict[str, Server] = {}
+        self.cities: dict[str, str] = {}
+        self.projects: dict[str, str] = {}  # bare name → org/project
+
+    async def start(self, name: str) -> Server:
+        kubeconfig = self.workdir / f"{name}.kubeconfig"
+        proc = spawn(
+            f"apiserver-{name}",
+            ["apiserver", "--port", "0", "--kubeconfig", str(kubeconfig), "--name", name, "--bookmark-interval", "30"],
+            self.workdir,
+        )
+        server = Server(name, proc, kubeconfig)
+        deadline = time.monotonic() + 60
+        while not kubeconfig.exists():
+            proc.check_alive()
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"apiserver {name} did not start")
+            await asyncio.sleep(0.05)
+        server.url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        self.servers[name] = server
+        return server
+
+    async def start_all(self, names: Iterable[str]) -> None:
+        await asyncio.gather(*(self.start(n) for n in names))
+
+    def stop(self) -> None:
+        for server in self.servers.values():
+            server.proc.stop()
+
+    # -------------------------------------------------------------- raw requests
+    async def request(
+        self,
+        cluster: str,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        content_type: str = "application/json",
+        query: dict[str, str] | None = None,
+    ) -> Any:
+        url = self.servers[cluster].url + path
+        data = body if isinstance(body, bytes) or body is None else orjson.dumps(body)
+        async with self.session.request(
+            method, url, data=data, params=query, headers={"Content-Type": content_type}
+        ) as resp:
+            raw = await resp.read()
+            if resp.status >= 300:
+                raise RuntimeError(f"{cluster}: {method} {path}: {resp.status} {raw[:300]!r}")
+            return orjson.loads(raw) if raw else None
+
+    async def apply(self, cluster: str, path: str, obj: dict[str, Any]) -> Any:
+        return await self.request(
+            cluster,
+            "PATCH",
+            path,
+            orjson.dumps(obj),
+            content_type="application/apply-patch+yaml",
+            query={"fieldManager": "bench", "force": "true"},
+        )
+
+    async def counters(self, cluster: str) -> dict[str, dict[str, int]]:
+        result: dict[str, dict[str, int]] = await self.request(cluster, "GET", "/_embedded/counters")
+        return result
+
+    async def writes(self, cluster: str) -> int:
+        verbs = ("create", "update", "patch", "delete", "deletecollection")
+        return sum(n for per in (await self.counters(cluster)).values() for v, n in per.items() if v in verbs)
+
+    async def total_writes(self) -> int:
+        return sum(await asyncio.gather(*(self.writes(n) for n in self.servers)))
+
+    async def writes_by_resource(self) -> dict[str, dict[str, int]]:
+        verbs = ("create", "update", "patch", "delete", "deletecollection")
+        out: dict[str, dict[str, int]] = {}
+        for name in self.servers:
+            for resource, per in (await self.counters(name)).items():
+                n = sum(c for v, c in per.items() if v in verbs)
+                if n:
+                    out.setdefault(name, {})[resource] = n
+        return out
+
+    async def reset_counters(self) -> None:
+        await asyncio.gather(*(self.request(n, "DELETE", "/_embedded/counters") for n in self.servers))
+
+    # -------------------------------------------------------------- setup
+    async def install_crds(self) -> None:
+        crds = all_crd_manifests()
+        for name in self.servers:
+            wanted = [c for c in crds if (c["spec"]["group"] == CLUSTER_INVENTORY_GROUP) == (name == "management")]
+            for crd in wanted:
+                await self.apply(
+                    name, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}", crd
+                )
+            for crd in wanted:
+                await self.wait_established(name, crd["metadata"]["name"])
+
+    async def wait_established(self, cluster: str, crd: str) -> None:
+        for _ in range(600):
+            obj = await self.request(cluster, "GET", f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd}")
+            if any(
+                c.get("type") == "Established" and c.get("status") == "True"
+                for c in (obj.get("status") or {}).get("conditions") or []
+            ):
+                return
+            await asyncio.sleep(0.05)
+        raise RuntimeError(f"{cluster}: CRD {crd} not established")
+
+    async def register(self) -> None:
+        await self.apply(
+            "management",
+            f"/api/v1/namespaces/{REGISTRATION_NAMESPACE}",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": REGISTRATION_NAMESPACE}},
+        )
+        for name in self.servers:
+            if name == "management":
+                continue
+            kubeconfig = yaml.safe_load(self.servers[name].kubeconfig.read_text())
+            secret = kubeconfig_secret(name, kubeconfig)
+            profile = (
+                cell_profile(name, self.cities[name]) if name in self.cities else project_profile(self.projects[name])
+            )
+            await self.apply(
+                "management", f"/api/v1/namespaces/{REGISTRATION_NAMESPACE}/secrets/{name}-kubeconfig", secret
+            )
+            await self.apply(
+                "management",
+                f"/apis/{CLUSTER_INVENTORY_GROUP}/v1alpha1/namespaces/{REGISTRATION_NAMESPACE}/clusterprofiles/{name}",
+                profile,
+            )
+
+    async def unregister(self, name: str) -> None:
+        for path in (
+            f"/apis/{CLUSTER_INVENTORY_GROUP}/v1alpha1/namespaces/{REGISTRATION_NAMESPACE}/clusterprofiles/{name}",
+            f"/api/v1/namespaces/{REGISTRATION_NAMESPACE}/secrets/{name}-kubeconfig",
+        ):
+            await self.request("management", "DELETE", path)
+
+    async def list(self, cluster: str, path: str) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        token = ""
+        while True:
+            query = {"limit": "1000", **({"continue": token} if token else {})}
+            page = await self.request(cluster, "GET", path, query=query)
+            items += page.get("items") or []
+            token = (page.get("metadata") or {}).get("continue") or ""
+            if not token:
+                return items
+
+
+def wd_path(namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
+    path = f"/apis/{GROUP}/{VERSION}"
+    if namespace:
+        path += f"/namespaces/{namespace}"
+    path += f"/{WDS}"
+    if name:
+        path += f"/{name}"
+    if sub:
+        path += f"/{sub}"
+    return path
+
+
+def instances_path(namespace: str | None = None, name: str | None = None, sub: str = "") -> str:
+    return wd_path(namespace, name, sub).replace(f"/{WDS}", "/instances")
+
+
+TEMPLATE = {
+    "metadata": {"labels": {"app": "bench"}},
+    "spec": {
+        "runtime": {
+            "resources": {"instanceType": "datumcloud/d1-standard-2"},
+            "sandbox": {"containers": [{"name": "app", "image": "docker.io/library/nginx:1.27"}]},
+        },
+        "networkInterfaces": [{"network": {"name": "default"}}],
+    },
+}
+
+
+def workload_deployment(name: str, city: str, replicas: int, namespace: str = "default") -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "WorkloadDeployment",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "workloadRef": {"name": name, "uid": "00000000-0000-0000-0000-00000000b0b0"},
+            "placementName": "bench",
+            "cityCode": city,
+            "replicas": replicas,
+            "scaleSettings": {"minReplicas": replicas},
+            "template": TEMPLATE,
+        },
+    }
+
+
+@asynccontextmanager
+async def fleet(workdir: Path, *, projects: Sequence[str], cells: Sequence[tuple[str, str]]) -> AsyncIterator[Fleet]:
+    """Start the servers (in parallel), install the CRDs, register cells and projects."""
+    await asyncio.to_thread(workdir.mkdir, parents=True, exist_ok=True)
+    connector = aiohttp.TCPConnector(limit=256)
+    async with AsyncExitStack() as stack:
+        session = await stack.enter_async_context(
+            aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120))
+        )
+        f = Fleet(workdir, session)
+        stack.callback(f.stop)
+        f.cities = dict(cells)
+        for path in projects:
+            f.projects[path.split("/")[-1]] = path
+        await f.start_all(["management", *f.projects, *f.cities])
+        await f.install_crds()
+        await f.register()
+        yield f
+
+
+# ---------------------------------------------------------------------- managers
+class Manager:
+    """`federation-manager run` as its own process, with /readyz on a free port."""
+
+    def __init__(self, name: str, proc: Proc, health_port: int, metrics_port: int) -> None:
+        self.name = name
+        self.proc = proc
+        self.health_port = health_port
+        self.metrics_port = metrics_port
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    async def wait_ready(self, session: aiohttp.ClientSession, within: float = 300.0) -> float:
+        """Seconds until /readyz answers 200."""
+        started = time.monotonic()
+        while time.monotonic() - started < within:
+            self.proc.check_alive()
+            try:
+                async with session.get(f"http://127.0.0.1:{self.health_port}/readyz") as resp:
+                    if resp.status == 200:
+                        return time.monotonic() - started
+            except aiohttp.ClientError:
+                pass
+            await asyncio.sleep(0.05)
+        raise RuntimeError(f"{self.name} not ready within {within}s")
+
+    async def metric(self, session: aiohttp.ClientSession, name: str) -> float:
+        async with session.get(f"http://127.0.0.1:{self.metrics_port}/metrics") as resp:
+            text = await resp.text()
+        return sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in text.splitlines()
+            if line.startswith(name + "{") or line.startswith(name + " ")
+        )
+
+
+def start_manager(name: str, workdir: Path, *args: str) -> Manager:
+    health, metrics = free_port(), free_port()
+    proc = spawn(
+        name,
+        [
+            "run",
+            *args,
+            f"--health-probe-bind-address=127.0.0.1:{health}",
+            f"--metrics-bind-address=127.0.0.1:{metrics}",
+            "--log-level=WARNING",
+        ],
+        workdir,
+    )
+    return Manager(name, proc, health, metrics)
+
+
+def management(f: Fleet, *extra: str) -> Manager:
+    return start_manager(
+        "manager-management",
+        f.workdir,
+        "--enable-management-controllers",
+        f"--kubeconfig={f.servers['management'].kubeconfig}",
+        *extra,
+    )
+
+
+def cell_manager(f: Fleet, cell: str, *extra: str) -> Manager:
+    return start_manager(
+        f"manager-{cell}",
+        f.workdir,
+        "--enable-cell-controllers",
+        f"--kubeconfig={f.servers[cell].kubeconfig}",
+        f"--site-name={cell}",
+        f"--city-code={f.cities[cell]}",
+        f"--local-cluster-name={cell}",
+        *extra,
+    )
+
+
+# ---------------------------------------------------------------------- figures
+@dataclass
+class Figure:
+    name: str
+    value: float
+    unit: str
+    target: str = ""
+    note: str = ""
+
+
+@dataclass
+class Report:
+    benchmark: str
+    command: str
+    parameters: dict[str, Any]
+    figures: list[Figure] = field(default_factory=list)
+
+    def add(self, name: str, value: float, unit: str, target: str = "", note: str = "") -> None:
+        self.figures.append(Figure(name, value, unit, target, note))
+        print(f"  {name:<58} {value:>14,.3f} {unit:<10} {target:<18} {note}", flush=True)
+
+    def write(self) -> Path:
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path = RESULTS / f"{self.benchmark}.json"
+        path.write_text(json.dumps({**asdict(self), "figures": [asdict(f) for f in self.figures]}, indent=2))
+        print(f"  figures written to {path.relative_to(REPO)}; rerun with: {self.command}", flush=True)
+        return path
+
+
+def report(benchmark: str, parameters: dict[str, Any]) -> Report:
+    command = "python " + " ".join(shlex.quote(a) for a in [f"bench/{benchmark}.py", *sys.argv[1:]])
+    print(f"{benchmark}: {', '.join(f'{k}={v}' for k, v in parameters.items())}", flush=True)
+    print(f"  {'figure':<58} {'value':>14} {'unit':<10} {'target':<18} note", flush=True)
+    return Report(benchmark, command, parameters)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    k = max(0, min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1))))
+    return ordered[k]
+
+
+def median(values: Sequence[float]) -> float:
+    return statistics.median(values) if values else float("nan")
