@@ -46,13 +46,22 @@ def wire_object(i: int) -> bytes:
 
     obj = make_object(i, 0)
     meta = obj["metadata"]
-    meta.update(uid=f"{i:08x}-0000-4000-8000-{i:012x}", resourceVersion=str(1000 + i), generation=1,
-                creationTimestamp="2025-01-01T00:00:00Z")  # fmt: skip
+    meta.update(
+        uid=f"{i:08x}-0000-4000-8000-{i:012x}",
+        resourceVersion=str(1000 + i),
+        generation=1,
+        creationTimestamp="2025-01-01T00:00:00Z",
+    )
     meta["managedFields"] = [
-        {"manager": "bench", "operation": "Update", "apiVersion": "bench.example.com/v1",
-         "time": "2025-01-01T00:00:00Z", "fieldsType": "FieldsV1",
-         "fieldsV1": {"f:spec": {"f:containers": {}, "f:replicas": {}, "f:nodeName": {}}}}
-    ]  # fmt: skip
+        {
+            "manager": "bench",
+            "operation": "Update",
+            "apiVersion": "bench.example.com/v1",
+            "time": "2025-01-01T00:00:00Z",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:containers": {}, "f:replicas": {}, "f:nodeName": {}}},
+        }
+    ]
     return orjson.dumps(obj)
 
 
@@ -90,8 +99,13 @@ def child(variant: str, count: int) -> dict[str, Any]:
     elapsed = time.perf_counter() - started
     after = rss()
     del keep
-    return {"variant": variant, "count": count, "rss_per_object": (after - before) / count,
-            "json_per_object": json_bytes / count, "seconds": elapsed}  # fmt: skip
+    return {
+        "variant": variant,
+        "count": count,
+        "rss_per_object": (after - before) / count,
+        "json_per_object": json_bytes / count,
+        "seconds": elapsed,
+    }
 
 
 def informer_fill(count: int) -> tuple[Any, int, int]:
@@ -127,8 +141,11 @@ def informer_fill(count: int) -> tuple[Any, int, int]:
 def run_child(variant: str, count: int) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, __file__, "--child", variant, str(count)],
-        capture_output=True, text=True, check=True, cwd=str(ROOT),
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=str(ROOT),
+    )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
@@ -154,8 +171,10 @@ def main() -> None:
         for v, row in rows.items():
             ratio = row["rss_per_object"] / row["json_per_object"]
             vs = f"{row['rss_per_object'] / base:7.2f}x" if base else "       -"
-            print(f"  {size:>8}  {v:<9} {row['json_per_object']:>10.0f} {row['rss_per_object']:>10.0f} "
-                  f"{ratio:>6.2f}x {vs}  {row['seconds']:.1f}")  # fmt: skip
+            print(
+                f"  {size:>8}  {v:<9} {row['json_per_object']:>10.0f} {row['rss_per_object']:>10.0f} "
+                f"{ratio:>6.2f}x {vs}  {row['seconds']:.1f}"
+            )
         for v in ("store", "informer"):
             if v in rows and size >= 100_000:
                 ok = rows[v]["rss_per_object"] < TARGET_BYTES

@@ -135,8 +135,14 @@ def make_object(i: int, round_: int) -> dict[str, Any]:
             },
             "annotations": {"example.com/round": str(round_)},
             "ownerReferences": [
-                {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": f"rs-{i % 100}", "uid": f"uid-{i % 100}",
-                 "controller": True, "blockOwnerDeletion": True}
+                {
+                    "apiVersion": "apps/v1",
+                    "kind": "ReplicaSet",
+                    "name": f"rs-{i % 100}",
+                    "uid": f"uid-{i % 100}",
+                    "controller": True,
+                    "blockOwnerDeletion": True,
+                }
             ],
         },
         "spec": {
@@ -149,10 +155,15 @@ def make_object(i: int, round_: int) -> dict[str, Any]:
                     "args": ["--port", str(8000 + c), "--verbose"],
                     "env": [{"name": f"VAR_{e}", "value": f"value-{e}-{i}"} for e in range(5)],
                     "ports": [{"name": "http", "containerPort": 8000 + c, "protocol": "TCP"}],
-                    "resources": {"requests": {"cpu": "100m", "memory": "128Mi"},
-                                  "limits": {"cpu": "500m", "memory": "256Mi"}},
-                    "readinessProbe": {"httpGet": {"path": "/ready", "port": 8000 + c},
-                                       "periodSeconds": 10, "timeoutSeconds": 1},
+                    "resources": {
+                        "requests": {"cpu": "100m", "memory": "128Mi"},
+                        "limits": {"cpu": "500m", "memory": "256Mi"},
+                    },
+                    "readinessProbe": {
+                        "httpGet": {"path": "/ready", "port": 8000 + c},
+                        "periodSeconds": 10,
+                        "timeoutSeconds": 1,
+                    },
                 }
                 for c in range(2)
             ],
@@ -164,7 +175,7 @@ def make_object(i: int, round_: int) -> dict[str, Any]:
                 for t in ("Ready", "Available", "Programmed")
             ],
         },
-    }  # fmt: skip
+    }
 
 
 class ServerProcess:
@@ -270,8 +281,10 @@ def main() -> None:
     r = asyncio.run(measure(args.objects, args.updates))
     print(f"informer benchmark: {args.objects} objects, {args.updates} updates, ~{r['event_bytes']:.0f} B/event")
     print(f"  LIST fill into the cache:        {r['list_objects_per_s']:>10,.0f} objects/s")
-    print(f"  watch, end to end (server→cache): {r['watch_events_per_s']:>10,.0f} events/s"
-          f"  (resumed without re-list: {r['relists'] == 0})")  # fmt: skip
+    print(
+        f"  watch, end to end (server→cache): {r['watch_events_per_s']:>10,.0f} events/s"
+        f"  (resumed without re-list: {r['relists'] == 0})"
+    )
     print(f"  informer CPU per event (in-proc): {r['informer_cpu_events_per_s']:>10,.0f} events/s")
     print(f"  baseline: orjson line → dict:    {r['baseline_dict_events_per_s']:>10,.0f} events/s")
     ratio = r["informer_cpu_events_per_s"] / r["baseline_dict_events_per_s"]
