@@ -43,6 +43,7 @@ from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
+from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.request import Request
 from mcruntime.source import ClusterEvent, ClusterEventType
@@ -342,11 +343,13 @@ def register(mgr: Manager, settings: ManagerSettings) -> None:
     ctrl = mgr.new_controller("federator", federator, workers=settings.controllers.workers)
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
+    # a copy's status is the cell's to write (often); only its spec and metadata are ours
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
         EnqueueRequestsFromMapFunc(federator.upstream_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
         label_selector=CELL_COPIES_SELECTOR,
+        predicates=[not_status_only],
     )
     ctrl.watch(
         NAMESPACES,

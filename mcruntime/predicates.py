@@ -27,6 +27,18 @@ generation_changed: Predicate = _changed(lambda o: meta(o).get("generation"))
 """Updates only when metadata.generation moved (spec changes; status writes are ignored)."""
 
 resource_version_changed: Predicate = _changed(resource_version_of)
+
+not_status_only: Predicate = _changed(
+    lambda o: (
+        meta(o).get("generation"),
+        dict(labels_of(o)),
+        dict(annotations_of(o)),
+        meta(o).get("deletionTimestamp"),
+        tuple(meta(o).get("finalizers") or ()),
+    )
+)
+"""Updates that touch more than the status (spec, labels, annotations, finalizers, deletion):
+for watches of objects whose status another controller writes often."""
 labels_changed: Predicate = _changed(lambda o: dict(labels_of(o)))
 annotations_changed: Predicate = _changed(lambda o: dict(annotations_of(o)))
 

@@ -105,10 +105,13 @@ async def test_fan_out_divides_replicas_over_the_city(tmp_path: Path) -> None:
         web = WDs(f, "web")
         created = web.create(workload_deployment("api", "DFW", 3))
         await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (1, 2)}, "2 + 1 in the DFW cells")
-        federated = [e for e in Plane(f.server("web")).list("events", "default") if e["reason"] == "Federated"]
-        assert federated and "federated to 2 cells: dfw-1 (2 from ordinal 0), dfw-2 (1 from ordinal 2)" in [
-            e["message"] for e in federated
-        ]
+        wanted = "federated to 2 cells: dfw-1 (2 from ordinal 0), dfw-2 (1 from ordinal 2)"
+
+        def federated_event() -> bool:
+            events = Plane(f.server("web")).list("events", "default")
+            return any(e["reason"] == "Federated" and e["message"] == wanted for e in events)
+
+        await eventually(federated_event, "the Federated Event")
         project_ns = Plane(f.server("web")).get("namespaces", "", "default")
         downstream = f"ns-{project_ns['metadata']['uid']}"
         for cell in ("dfw-1", "dfw-2"):
@@ -240,8 +243,12 @@ async def test_a_copy_edited_or_deleted_by_hand_is_restored(tmp_path: Path) -> N
             return c is not None and c["spec"]["template"] == TEMPLATE
 
         await eventually(restored, "the hand edit reverted")
-        events = Plane(f.server("web")).list("events", "default")
-        assert any(e["reason"] in ("CopyRestored", "CopyUpdated") and "lhr-1" in e["message"] for e in events)
+
+        def told() -> bool:
+            events = Plane(f.server("web")).list("events", "default")
+            return any(e["reason"] in ("CopyRestored", "CopyUpdated") and "lhr-1" in e["message"] for e in events)
+
+        await eventually(told, "an Event saying the copy was put back")
         WDs(f, "lhr-1").delete(ns, "api")
         await eventually(lambda: shares(f, "api") == {"lhr-1": (2, 0)} and restored(), "the deleted copy recreated")
 

@@ -200,3 +200,18 @@ async def test_wait_idle_waits_for_in_flight_work(apiserver: EmbeddedAPIServer) 
         release.set()
         assert await ctrl.wait_idle(within=5)
         mgr.stop()
+
+
+def test_the_status_only_predicate_lets_spec_and_metadata_changes_through() -> None:
+    import orjson
+
+    base = {"metadata": {"name": "x", "generation": 1, "labels": {"a": "1"}}, "status": {"n": 1}}
+
+    def changed(new: dict[str, Any]) -> bool:
+        return predicates.not_status_only(ObjectEvent(EventType.MODIFIED, "x", obj=new, old_raw=orjson.dumps(base)))
+
+    assert not changed({**base, "status": {"n": 2}})
+    assert changed({**base, "metadata": {**base["metadata"], "generation": 2}})
+    assert changed({**base, "metadata": {**base["metadata"], "labels": {"a": "2"}}})
+    assert changed({**base, "metadata": {**base["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}})
+    assert predicates.not_status_only(ObjectEvent(EventType.DELETED, "x", obj=base))
