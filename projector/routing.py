@@ -14,7 +14,7 @@ from typing import Any
 
 from federation.api.constants import Kind, Label
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.downstream import upstream_identity
+from federation.downstream import UpstreamRef, upstream_identity
 from federation.fleetview import CITY_INDEX, project_clusters
 from mcruntime import controllerutil
 from mcruntime.manager import Manager
@@ -28,6 +28,13 @@ def _namespace(mgr: Manager, cell_name: str, obj: dict[str, Any]) -> dict[str, A
     if cell is None or cell.cache.view_of(NAMESPACES) is None:
         return None
     return cell.cache.informer_of(NAMESPACES).get(str(meta(obj).get("namespace") or ""))
+
+
+def upstream_of(mgr: Manager, cell_name: str, obj: dict[str, Any]) -> UpstreamRef | None:
+    """The project and project namespace a cell object serves (from its namespace's labels),
+    if this manager serves that project."""
+    ref = upstream_identity(None, _namespace(mgr, cell_name, obj))
+    return ref if ref is not None and ref.project in mgr.clusters else None
 
 
 def deployment_of_instance(instance: dict[str, Any]) -> str | None:
@@ -44,13 +51,6 @@ class Routes:
 
     def _served(self, project: str) -> bool:
         return project in self.mgr.clusters
-
-    async def wd_of_instance(self, cell_name: str, instance: dict[str, Any]) -> list[Request]:
-        ref = upstream_identity(None, _namespace(self.mgr, cell_name, instance))
-        wd = deployment_of_instance(instance)
-        if ref is None or wd is None or not self._served(ref.project):
-            return []
-        return [Request(ref.project, ref.namespace, wd)]
 
     async def wd_of_copy(self, cell_name: str, copy: dict[str, Any]) -> list[Request]:
         ref = upstream_identity(copy, _namespace(self.mgr, cell_name, copy))
