@@ -140,6 +140,13 @@ class _StaticAuth:
         return False
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML error on one line: the problem and where (PyYAML's own text spans lines)."""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    mark = getattr(exc, "problem_mark", None)
+    return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else str(problem)
+
+
 def _fingerprint(*parts: Any) -> str:
     return hashlib.sha256(orjson.dumps(parts, option=orjson.OPT_SORT_KEYS, default=str)).hexdigest()[:16]
 
@@ -247,7 +254,7 @@ async def from_kubeconfig_bytes(
     try:
         parsed = yaml.safe_load(data)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{source}: not valid YAML: {exc}") from exc
+        raise ConfigError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from exc
     return await from_kubeconfig_dict(parsed, context=context, source=source, allow_local_access=allow_local_access)
 
 
@@ -265,7 +272,9 @@ async def from_kubeconfig_file(path: str | Path, *, context: str | None = None) 
         loader = KubeConfigLoader(config_dict=merged, active_context=context, config_base_path=None)
     except ConfigError:
         raise
-    except (*_LOAD_ERRORS, yaml.YAMLError) as exc:
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{source}: not valid YAML: {_yaml_problem(exc)}") from exc
+    except _LOAD_ERRORS as exc:
         raise ConfigError(f"{source}: {exc}") from exc
     fingerprint = _fingerprint([p.read_bytes() for p in paths], context)
     return await _from_loader(loader, source, fingerprint)

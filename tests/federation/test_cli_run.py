@@ -69,3 +69,61 @@ async def test_run_serves_probes_and_metrics_holds_the_lease_and_stops_on_sigter
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> tuple[int, str]:
+    import os
+    import subprocess
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "federation.cli", "run", *args, "--health-probe-bind-address=0",
+         "--metrics-bind-address=0"],
+        capture_output=True, text=True, timeout=60, check=False, env={**os.environ, **(env or {})},
+    )  # fmt: skip
+    return proc.returncode, proc.stderr
+
+
+def test_run_refuses_bad_input_with_one_line_errors(tmp_path: Path) -> None:
+    unreadable = tmp_path / "unreadable.kubeconfig"
+    unreadable.write_text("apiVersion: v1\nclusters: [")
+    port = free_port()
+    unreachable = tmp_path / "unreachable.kubeconfig"
+    unreachable.write_text(
+        f"apiVersion: v1\nkind: Config\nclusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{port}'}}}}]\n"
+        "users: [{name: u, user: {}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\n"
+        "current-context: c\n"
+    )
+    cases = [
+        (["--kubeconfig", str(tmp_path / "missing.kubeconfig")], 1, "missing.kubeconfig"),
+        (["--kubeconfig", str(unreadable)], 1, "unreadable.kubeconfig"),
+        (["--kubeconfig", str(unreachable)], 1, f"cannot reach the management cluster at http://127.0.0.1:{port}"),
+        (["--enable-management-controllers", "--cluster-provider=none"], 2,
+         "management mode needs a way to find cells and projects"),
+        (["--feature-gates=PodRuntime=maybe"], 2, "--feature-gates: invalid value 'maybe'"),
+    ]  # fmt: skip
+    for args, code, message in cases:
+        rc, err = run_cli(*args)
+        assert rc == code, (args, rc, err)
+        assert message in err, (args, err)
+        assert "Traceback" not in err, err
+        assert len(err.strip().splitlines()) <= 2, f"one line (after the 'invalid settings' header): {err}"
+
+
+async def test_the_log_level_and_version_flags(apiserver: EmbeddedAPIServer) -> None:
+    version = await anyio.run_process([sys.executable, "-m", "federation.cli", "--version"], check=True)
+    assert version.stdout.decode().startswith("federation-manager ")
+    assert apiserver.kubeconfig_path is not None
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "federation.cli", "run", f"--kubeconfig={apiserver.kubeconfig_path}",
+        "--log-level=DEBUG", "--health-probe-bind-address=0", "--metrics-bind-address=0",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    assert proc.stdout is not None
+    seen = ""
+    with anyio.fail_after(30):
+        while "DEBUG" not in seen or ("starting controller provider" not in seen and "modes none" not in seen):
+            seen += (await proc.stdout.readline()).decode()
+    await anyio.sleep(1.5)  # the manager installs its signal handlers as it starts running
+    proc.send_signal(signal.SIGTERM)
+    await asyncio.wait_for(proc.wait(), 20)
+    assert proc.returncode == 0
