@@ -21,7 +21,9 @@ DESIGN §3 "Instance controller", and the tests that pin each rule:
 2. A gate is removed only when its condition is True at the current generation, in the same
    pass that observes the grant (test_a_grant_on_the_watch_removes_the_gate_in_one_pass).
 3. QuotaGate: one claim per gated Instance, sized from the instance type catalog
-   (tests/cells/test_quota.py, test_quotaclaim.py); while QuotaGranted is not True the
+   (tests/cells/test_quota.py, test_quotaclaim.py); a recreated Instance uses only a claim it
+   controls, so it waits for its predecessor's to go
+   (test_a_roll_under_a_full_budget_passes_each_grant_on); while QuotaGranted is not True the
    request comes back on the tier of its age anchored on creationTimestamp, computed once up
    front so every return path (and a 409 in that window, instead of error backoff) honours
    it (test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue,
@@ -72,14 +74,18 @@ class InstanceController:
         self.quota_gate = quota_gate
 
     async def reconcile(self, req: Request) -> Result:
-        # 1. fetch (cache)
+        # 1. a request without a cluster name is dropped, never routed to a default cluster
+        if not req.cluster:
+            log.debug("dropping %s: empty cluster name", req)
+            return Result()
+        # 2. fetch (cache)
         client = self.mgr.get_cluster(req.cluster).client
         cached = await client.get_or_none(INSTANCES, req.name, namespace=req.namespace)
-        # 2. early exits: gone, deleting (nothing to report on an Instance on its way out)
+        # 3. early exits: gone, deleting (nothing to report on an Instance on its way out)
         if cached is None or is_deleting(cached):
             return Result()
         instance = _typed(cached)
-        # 3. the one deadline, computed once up front: every return path below honours it
+        # 4. the one deadline, computed once up front: every return path below honours it
         quota = self.quota_gate and under_quota(instance)
         tier = self._tier(instance) if quota else None
         try:
@@ -98,17 +104,17 @@ class InstanceController:
         return quota_requeue_after(instance, datetime.now(UTC)).total_seconds()
 
     async def _converge(self, cluster: str, client: Client, instance: Obj, *, quota: bool) -> None:
-        # 4. quota: the claim (created when missing) and its verdict
+        # 5. quota: the claim (created when missing) and its verdict
         overrides = [await self._quota(client, instance)] if quota else []
-        # 5. desired conditions from the pure functions: QuotaGranted, and Ready derived with it
+        # 6. desired conditions from the pure functions: QuotaGranted, and Ready derived with it
         desired = [*overrides, ready_with(instance, overrides)]
         owned, changed = merge_owned(get_list(instance, "status.conditions"), desired, now=rfc3339_now())
-        # 6. status, only when it changed
+        # 7. status, only when it changed
         if changed:
             before = self._ready_reason(instance)
             instance = await self._write_status(client, instance, owned)
             await self._report(cluster, instance, before)
-        # 7. gates whose condition is True at the current generation (the status just written)
+        # 8. gates whose condition is True at the current generation (the status just written)
         await self._remove_gates(client, instance)
 
     # ------------------------------------------------------------------ quota

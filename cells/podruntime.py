@@ -35,7 +35,7 @@ import logging
 from typing import Any
 
 from cells.conditionset import merge_owned
-from cells.fields import get_list, get_mapping, get_str, is_deleting
+from cells.fields import generation, get_list, get_mapping, get_str, is_deleting
 from cells.podspec import conditions_from_pod, pod_for, pod_matches, pod_template_hash, wants_pod
 from federation.api.conditions import rfc3339_now
 from federation.api.constants import Finalizer
@@ -71,27 +71,31 @@ class PodRuntime:
         self.mgr = mgr
 
     async def reconcile(self, req: Request) -> Result:
-        # 1. fetch (caches)
+        # 1. a request without a cluster name is dropped, never routed to a default cluster
+        if not req.cluster:
+            log.debug("dropping %s: empty cluster name", req)
+            return Result()
+        # 2. fetch (caches)
         client = self.mgr.get_cluster(req.cluster).client
         cached = await client.get_or_none(INSTANCES, req.name, namespace=req.namespace)
-        # 2. early exits: gone (the garbage collector removes its Pod), not a sandbox, deleting
+        # 3. early exits: gone (the garbage collector removes its Pod), not a sandbox, deleting
         if cached is None or not get_mapping(cached, "spec.runtime.sandbox"):
             return Result()
         instance = _typed(cached)
         pod = await client.get_or_none(PODS, req.name, namespace=req.namespace)
         if is_deleting(instance):
             return await self._finalize(client, instance, pod)
-        # 3. desired Pod from the pure function (a spec it rejects is reported, not retried)
+        # 4. desired Pod from the pure function (a spec it rejects is reported, not retried)
         try:
             desired = pod_for(instance, req.namespace) if wants_pod(instance) else None
         except ValueError as exc:
             await self._event(req.cluster, instance, "InvalidRuntime", str(exc))
             raise PermanentError(f"Instance {req.namespace}/{req.name}: {exc}") from exc
-        # 4. compare with the cache, write only the difference
+        # 5. compare with the cache, write only the difference
         if desired is not None:
             instance = _typed(await controllerutil.add_finalizer(client, INSTANCES, instance, FINALIZER))
         ours = await self._pod(req.cluster, client, instance, desired, pod)
-        # 5. status: Programmed, Available, observedTemplateHash, only when they changed
+        # 6. status: Programmed, Available, observedTemplateHash, only when they changed
         await self._status(client, instance, ours)
         return Result()
 
@@ -143,10 +147,7 @@ class PodRuntime:
         )
 
     async def _status(self, client: Client, instance: Obj, pod: Obj | None) -> None:
-        generation = meta(instance).get("generation")
-        if not isinstance(generation, int):
-            raise ValueError(f"Instance {meta(instance).get('name')}: metadata.generation missing")
-        desired = conditions_from_pod(pod, generation)
+        desired = conditions_from_pod(pod, generation(instance))
         owned, changed = merge_owned(get_list(instance, "status.conditions"), desired, now=rfc3339_now())
         stored_hash = get_str(instance, "status.controller.observedTemplateHash", required=False)
         # the hash of what was last realised is kept while no Pod runs (the field is required

@@ -23,6 +23,7 @@ verdict or a usage differs from what is stored: zero requests at steady state
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cells.fields import get_list, get_str
@@ -49,13 +50,26 @@ FIELD_MANAGER = NAME
 GRANTED = ResourceClaimCondition.GRANTED.value
 
 
-def _differs(claim: Obj, verdict: Verdict) -> bool:
-    stored = conditions(claim).get(GRANTED) or {}
-    return (stored.get("status"), stored.get("reason"), stored.get("message")) != (
-        verdict.status,
-        verdict.reason,
-        verdict.message,
-    )
+def _decide(namespace: str, claims: Sequence[Obj], budgets: Sequence[Obj]) -> dict[str, Verdict]:
+    try:
+        return decide(claims, budgets)
+    except ValueError as exc:  # a budget that cannot be read: nothing is decided until it changes
+        raise PermanentError(f"namespace {namespace}: {exc}") from exc
+
+
+def _changes(claims: Sequence[Obj], verdicts: Mapping[str, Verdict]) -> list[tuple[Obj, Verdict]]:
+    """The claims whose stored Granted condition differs from their verdict."""
+    out = []
+    for claim in claims:
+        verdict = verdicts.get(get_str(claim, "metadata.name"))
+        stored = conditions(claim).get(GRANTED) or {}
+        if verdict is not None and (stored.get("status"), stored.get("reason"), stored.get("message")) != (
+            verdict.status,
+            verdict.reason,
+            verdict.message,
+        ):
+            out.append((claim, verdict))
+    return out
 
 
 class QuotaGrantController:
@@ -63,33 +77,27 @@ class QuotaGrantController:
         self.mgr = mgr
 
     async def reconcile(self, req: Request) -> Result:
-        # 1. fetch (caches); the request names a namespace
+        # 1. a request without a cluster name is dropped, never routed to a default cluster
+        if not req.cluster:
+            log.debug("dropping %s: empty cluster name", req)
+            return Result()
+        # 2. fetch (caches); the request names a namespace
         client = self.mgr.get_cluster(req.cluster).client
         namespace = req.name
         claims = await client.list(RESOURCE_CLAIMS, namespace=namespace)
         budgets = await client.list(RESOURCE_BUDGETS, namespace=namespace)
-        # 2. early exit: nothing to decide and nothing to report
+        # 3. early exit: nothing to decide and nothing to report
         if not claims and not budgets:
             return Result()
-        # 3. before deciding anything new, the live claims: the cache may lag our own last grant
-        try:
-            cached_verdicts = decide(claims, budgets)
-        except ValueError as exc:
-            raise PermanentError(f"namespace {namespace}: {exc}") from exc
-        if any(
-            _differs(c, cached_verdicts[n]) for c in claims if (n := get_str(c, "metadata.name")) in cached_verdicts
-        ):
+        # 4. desired verdicts from the pure function, on the cache first
+        verdicts = _decide(namespace, claims, budgets)
+        # 5. something to write: decide again on the live claims (the cache may lag our own last grant)
+        if _changes(claims, verdicts):
             claims = await client.list_live(RESOURCE_CLAIMS, namespace=namespace)
-        # 4. desired verdicts from the pure function
-        try:
-            verdicts = decide(claims, budgets)
-        except ValueError as exc:
-            raise PermanentError(f"namespace {namespace}: {exc}") from exc
-        # 5. write only the difference: claims whose verdict changed, then budgets' usage
-        for claim in claims:
-            verdict = verdicts.get(get_str(claim, "metadata.name"))
-            if verdict is not None and _differs(claim, verdict):
-                await self._write_verdict(client, claim, verdict)
+            verdicts = _decide(namespace, claims, budgets)
+        # 6. write only the difference: claims whose verdict changed, then budgets' usage
+        for claim, verdict in _changes(claims, verdicts):
+            await self._write_verdict(client, claim, verdict)
         for budget in budgets:
             await self._write_usage(client, budget, budget_status(budget, claims, verdicts))
         return Result()

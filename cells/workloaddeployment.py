@@ -34,8 +34,9 @@ DESIGN §3 "Cell WD controller", and the tests that pin each rule (tests/cells/)
    scale subresource, updated when they change, deleted when no longer wanted; a foreign HPA
    of the same name is left alone (test_autoscaler_follows_scale_settings_and_foreign_ones_are_left_alone).
 6. Deletion: the finalizer deletes the Instances and is released once they are gone, so
-   `kubectl delete` with any cascade leaves nothing behind; an orphaning delete is left to
-   the garbage collector (test_cascading_deletion_leaves_nothing).
+   `kubectl delete` with background or foreground cascade leaves nothing behind
+   (test_cascading_deletion_leaves_nothing); an orphaning delete is left to the garbage
+   collector (test_an_orphaning_delete_leaves_the_instances_running_unowned).
 7. Zero requests at steady state (test_zero_writes_when_idle)."""
 
 from __future__ import annotations
@@ -47,12 +48,11 @@ from typing import Any
 from cells.autoscaling import autoscaler_for, is_controlled_by_wd, wants_autoscaler
 from cells.fields import get_str, is_deleting
 from cells.instances import instance_for, instance_labels, observe, ordinal_of, ordinal_range
-from cells.stateful import Action, Create, Delete, next_action
+from cells.stateful import Create, Delete, Wait, next_action
 from cells.template import template_hash
 from cells.wdstatus import wd_status
 from federation.api.conditions import rfc3339_now
 from federation.api.constants import Finalizer
-from federation.api.naming import instance_name
 from federation.api.resources import HORIZONTAL_POD_AUTOSCALERS, INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.features import QUOTA_GATE
 from federation.settings import ManagerSettings
@@ -94,11 +94,14 @@ class WorkloadDeploymentController:
         self.quota_gate = quota_gate
 
     async def reconcile(self, req: Request) -> Result:
-        # 1. fetch (caches)
-        cluster = self.mgr.get_cluster(req.cluster)
-        client = cluster.client
+        # 1. a request without a cluster name is dropped, never routed to a default cluster
+        if not req.cluster:
+            log.debug("dropping %s: empty cluster name", req)
+            return Result()
+        # 2. fetch (caches)
+        client = self.mgr.get_cluster(req.cluster).client
         cached = await client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        # 2. early exits: gone (the garbage collector has the rest), deleting
+        # 3. early exits: gone (the garbage collector has the rest), deleting
         if cached is None:
             return Result()
         wd = _typed(cached)
@@ -107,25 +110,35 @@ class WorkloadDeploymentController:
         instances = _mine(wd, controlled)
         if is_deleting(wd):
             return await self._finalize(client, wd, instances)
-        # 3. first sighting: the finalizer that deletes the Instances before the WD goes
+        # 4. first sighting: the finalizer that deletes the Instances before the WD goes
         wd = _typed(await controllerutil.add_finalizer(client, WORKLOAD_DEPLOYMENTS, wd, FINALIZER))
-        # 4. desired state from the pure functions (a spec they reject is reported, not retried)
+        # 5. desired state from the pure functions (a spec they reject is reported, not retried)
         namespace = await client.get_or_none(NAMESPACES, req.namespace)
         namespace_labels = dict(labels_of(namespace)) if namespace is not None else {}
         try:
             current_hash = template_hash(wd.get("spec", {}).get("template") or {})
             instance_labels(wd, namespace_labels, 0)  # label values checked before anything is written
             action = next_action(ordinal_range(wd), current_hash, [observe(i, req.name) for i in instances])
+            new_instance = (
+                instance_for(wd, namespace_labels, action.ordinal, current_hash, quota_gate=self.quota_gate)
+                if isinstance(action, Create)
+                else None
+            )
             autoscaler = autoscaler_for(wd) if wants_autoscaler(wd) else None
         except ValueError as exc:
             await self._event(req.cluster, wd, "Warning", "InvalidSpec", str(exc))
             raise PermanentError(f"WorkloadDeployment {req.namespace}/{req.name}: {exc}") from exc
-        # 5. write only the difference: one Instance action, the HPA, labels of existing Instances
-        await self._act(req.cluster, client, wd, action, instances, namespace_labels, current_hash)
+        # 6. write only the difference: one Instance action, the HPA, labels of existing Instances
+        if new_instance is not None:
+            await self._create(req.cluster, client, wd, new_instance)
+        elif isinstance(action, Delete):
+            await self._delete_for(req.cluster, client, wd, action, instances)
+        elif isinstance(action, Wait):
+            log.debug("%s/%s: %s", req.namespace, req.name, action.reason)  # its watch event brings us back
         await self._autoscaler(req.cluster, client, wd, autoscaler)
         for instance in instances:
             await self._relabel(client, wd, instance, namespace_labels)
-        # 6. status, only when it changed
+        # 7. status, only when it changed
         await self._status(client, wd, instances, current_hash)
         return Result()
 
@@ -147,47 +160,16 @@ class WorkloadDeploymentController:
         return Result()
 
     # ------------------------------------------------------------------ writes (one per helper)
-    async def _act(
-        self,
-        cluster: str,
-        client: Client,
-        wd: Obj,
-        action: Action | None,
-        instances: Sequence[Obj],
-        namespace_labels: Mapping[str, str],
-        current_hash: str,
-    ) -> None:
-        if isinstance(action, Create):
-            await self._create(cluster, client, wd, action.ordinal, namespace_labels, current_hash)
-        elif isinstance(action, Delete):
-            (instance,) = [i for i in instances if get_str(i, "metadata.name") == action.name]
-            await self._delete(client, instance)
-            await self._event(
-                cluster, wd, "Normal", "SuccessfulDelete", f"delete Instance {action.name}: {action.reason}"
-            )
-        elif action is not None:
-            log.debug("%s/%s: %s", get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"), action.reason)
-
-    async def _create(
-        self,
-        cluster: str,
-        client: Client,
-        wd: Obj,
-        ordinal: int,
-        namespace_labels: Mapping[str, str],
-        current_hash: str,
-    ) -> None:
-        namespace = get_str(wd, "metadata.namespace")
-        name = instance_name(get_str(wd, "metadata.name"), ordinal)
+    async def _create(self, cluster: str, client: Client, wd: Obj, desired: Obj) -> None:
+        namespace, name = get_str(desired, "metadata.namespace"), get_str(desired, "metadata.name")
         squatter = await client.get_or_none(INSTANCES, name, namespace=namespace)
         if squatter is not None:
             # not controlled by this WD (controlled ones are in `instances`): never adopted; its
             # events reach this WD through the name mapping, so its deletion brings us back
             await self._event(cluster, wd, "Warning", "InstanceNameTaken",
                               f"Instance {name} exists and is not controlled by this WorkloadDeployment; "
-                              f"it is left alone and ordinal {ordinal} waits for it to go")  # fmt: skip
+                              "it is left alone and its ordinal waits for it to go")  # fmt: skip
             return
-        desired = instance_for(wd, namespace_labels, ordinal, current_hash, quota_gate=self.quota_gate)
         try:
             await client.create(INSTANCES, desired, field_manager=FIELD_MANAGER)
         except APIError as exc:
@@ -198,6 +180,13 @@ class WorkloadDeploymentController:
                 raise PermanentError(f"Instance {namespace}/{name} rejected by the API server: {exc}") from exc
             raise
         await self._event(cluster, wd, "Normal", "SuccessfulCreate", f"create Instance {name}")
+
+    async def _delete_for(
+        self, cluster: str, client: Client, wd: Obj, action: Delete, instances: Sequence[Obj]
+    ) -> None:
+        (instance,) = [i for i in instances if get_str(i, "metadata.name") == action.name]
+        await self._delete(client, instance)
+        await self._event(cluster, wd, "Normal", "SuccessfulDelete", f"delete Instance {action.name}: {action.reason}")
 
     async def _delete(self, client: Client, instance: Obj) -> None:
         await client.delete(

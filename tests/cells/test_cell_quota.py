@@ -136,3 +136,26 @@ async def test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue(tmp_
         assert faults.injected > 0
         faults.clear()
         await c.converged("api", {"api-0"})
+
+
+async def test_a_roll_under_a_full_budget_passes_each_grant_on(tmp_path: Path) -> None:
+    """Each recreated Instance gets a new claim of the same name, granted from the room its
+    predecessor's claim freed: the old claim must be gone (with its Instance) first."""
+    async with cell(tmp_path, feature_gates=GATES) as c:
+        c.plane.create("resourcebudgets", budget("2", "4Gi"), group=QUOTA_GROUP, version=VERSION)  # exactly two
+        c.create_wd(workload_deployment("api", 2))
+        await c.converged("api", {"api-0", "api-1"})
+        before = {name: claim["metadata"]["uid"] for name, claim in c.claims().items()}
+        c.edit_wd(lambda wd: wd["spec"]["template"]["metadata"]["labels"].update(release="2"))
+
+        def rolled() -> bool:
+            instances = c.instances().values()
+            return len(instances) == 2 and all(i["metadata"]["labels"].get("release") == "2" for i in instances)
+
+        await eventually(rolled, "both Instances recreated on the new template", within=20)
+        await c.converged("api", {"api-0", "api-1"})
+        after = {name: claim["metadata"]["uid"] for name, claim in c.claims().items()}
+        assert set(after) == set(before) == {"instance-api-0", "instance-api-1"}
+        assert not set(after.values()) & set(before.values()), "every claim is the new Instance's own"
+        usage = c.plane.get("resourcebudgets", NS, "project", group=QUOTA_GROUP, version=VERSION)["status"]
+        assert usage == {"used": {"cpu": "2", "memory": "4Gi"}, "grantedClaims": 2, "pendingClaims": 0}

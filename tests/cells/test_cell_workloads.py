@@ -175,6 +175,18 @@ async def test_cascading_deletion_leaves_nothing(tmp_path: Path, cascade: str) -
         await eventually(nothing_left, f"no Instance, Pod or HPA left after --cascade={cascade}")
 
 
+async def test_an_orphaning_delete_leaves_the_instances_running_unowned(tmp_path: Path) -> None:
+    async with cell(tmp_path) as c:
+        c.create_wd(workload_deployment("api", 2))
+        await c.converged("api", {"api-0", "api-1"})
+        await c.kubectl("delete", "wd", "api", "-n", NS, "--cascade=orphan")  # waits until it is gone
+        assert c.wd("api") is None
+        instances = c.instances()
+        assert set(instances) == {"api-0", "api-1"}, "the finalizer left the Instances to the garbage collector"
+        assert all(not i["metadata"].get("ownerReferences") for i in instances.values())
+        assert c.running_pods() == {"api-0", "api-1"}
+
+
 async def test_autoscaler_follows_scale_settings_and_foreign_ones_are_left_alone(tmp_path: Path) -> None:
     async with cell(tmp_path) as c:
         created = c.create_wd(workload_deployment("api", 1, maxReplicas=3, metrics=CPU_60))
