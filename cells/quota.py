@@ -18,9 +18,11 @@ so a malformed one is always reported (a `ValueError` naming its field). An inst
 that is needed but unknown is a `ValueError` naming `spec.runtime.resources.instanceType`
 and the known types. Other resources (GPUs, storage) are not claimed.
 
-Catalog: `datumcloud/d1-standard-2` = 1 vCPU / 2 GiB is the platform's published size.
-`d1-standard-4` (2 vCPU / 4 GiB) and `d1-standard-8` (4 vCPU / 8 GiB) are this project's
-extrapolation along the same 1:2 ratio, so that examples can ask for bigger Instances.
+Catalog (`INSTANCE_TYPES`, with the tiers and the claim name prefix in
+`federation.api.quota`, where docs/api.md documents them): `datumcloud/d1-standard-2` =
+1 vCPU / 2 GiB is the platform's published size. `d1-standard-4` (2 vCPU / 4 GiB) and
+`d1-standard-8` (4 vCPU / 8 GiB) are this project's extrapolation along the same 1:2
+ratio, so that examples can ask for bigger Instances.
 """
 
 from __future__ import annotations
@@ -30,25 +32,12 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
+from federation.api.quota import CLAIM_NAME_PREFIX, INSTANCE_TYPES, REQUEUE_MAX, REQUEUE_TIERS
+
 from .fields import get_list, get_mapping, get_str
 from .quantity import format_cpu, format_memory, parse_quantity
 
-# (exclusive upper bound on age, interval), in order; older than the last bound: REQUEUE_MAX.
-REQUEUE_TIERS: tuple[tuple[timedelta, timedelta], ...] = (
-    (timedelta(seconds=60), timedelta(seconds=1)),
-    (timedelta(minutes=5), timedelta(seconds=15)),
-    (timedelta(minutes=10), timedelta(seconds=60)),
-)
-REQUEUE_MAX = timedelta(seconds=300)
-
-INSTANCE_TYPES: Mapping[str, Mapping[str, str]] = {
-    "datumcloud/d1-standard-2": {"cpu": "1", "memory": "2Gi"},
-    "datumcloud/d1-standard-4": {"cpu": "2", "memory": "4Gi"},
-    "datumcloud/d1-standard-8": {"cpu": "4", "memory": "8Gi"},
-}
-
 CLAIMED_RESOURCES = ("cpu", "memory")
-CLAIM_NAME_PREFIX = "instance-"
 _MAX_NAME_LENGTH = 253  # a DNS subdomain, what object names are
 
 

@@ -27,6 +27,10 @@ lastTransitionTime through `set_condition_json`).
 - Status is Unknown when Programmed, Available and (if evaluated) QuotaGranted are all
   still Unknown (nothing has reported yet), False otherwise.
 
+`ready_with(instance, overrides)` is `derive_ready` of the Instance as it will be once the
+conditions in `overrides` (replacing those of the same type) are stored: the Instance
+controller derives Ready from the QuotaGranted it is about to write, in the same pass.
+
 `gates_to_remove(instance)` lists the gates whose condition counts as True (see above):
 `Quota` ← QuotaGranted; `Network` ← Programmed (the network controller reports through
 Programmed while the gate holds the runtime back, NetworkFailedToCreate being its failure).
@@ -38,7 +42,7 @@ naming the field.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +57,7 @@ from federation.api.reasons import (
     most_blocking_reason,
 )
 
-from .fields import generation, get_list, get_str
+from .fields import generation, get_list, get_mapping, get_str
 
 # Which condition must count as True before a gate may be removed.
 GATE_CONDITIONS: dict[str, str] = {
@@ -202,6 +206,16 @@ def derive_ready(instance: Mapping[str, Any]) -> dict[str, Any]:
     message = next(msg for reason, msg in candidates if reason == winner)
     status: ConditionStatus = UNKNOWN if _all_unknown(inp) else FALSE
     return _ready(status, str(winner), message, inp.gen)
+
+
+def ready_with(instance: Mapping[str, Any], overrides: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """`derive_ready` once the `overrides` conditions are stored."""
+    replaced = {get_str(c, "type", base="override") for c in overrides}
+    kept = [
+        c for c in get_list(instance, "status.conditions") if not (isinstance(c, Mapping) and c.get("type") in replaced)
+    ]
+    status = {**get_mapping(instance, "status"), "conditions": [*kept, *overrides]}
+    return derive_ready({**instance, "status": status})
 
 
 def _ready(status: ConditionStatus, reason: str, message: str, gen: int) -> dict[str, Any]:

@@ -13,6 +13,7 @@ import socket
 import uuid
 from collections.abc import Callable
 
+from cells import instance, podruntime, quotagrant, workloaddeployment
 from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
 from mcruntime.leaderelection import LeaderElectionConfig
@@ -40,7 +41,12 @@ MANAGEMENT_CONTROLLERS: list[tuple[str, Registrar]] = [
     ("instance-projector", instance_projector.register),
     ("status-projector", status_projector.register),
 ]
-CELL_CONTROLLERS: list[tuple[str, Registrar]] = []
+CELL_CONTROLLERS: list[tuple[str, Registrar]] = [
+    (workloaddeployment.NAME, workloaddeployment.register),
+    (instance.NAME, instance.register),
+    (podruntime.NAME, podruntime.register),  # feature gate PodRuntime
+    (quotagrant.NAME, quotagrant.register),  # feature gate QuotaGate
+]
 
 
 def default_identity() -> str:
@@ -116,16 +122,19 @@ def build_manager(settings: ManagerSettings, local: ConnectionConfig) -> Manager
 
 
 def register_controllers(manager: Manager, settings: ManagerSettings) -> list[str]:
-    """Add the controllers of every enabled mode; returns their names, in order."""
+    """Add the controllers of every enabled mode; returns the names of those that were
+    added, in order (a registrar whose feature gate is off adds nothing)."""
     names: list[str] = []
-    if settings.enable_management_controllers:
-        for name, register in MANAGEMENT_CONTROLLERS:
+    modes = [(settings.enable_management_controllers, MANAGEMENT_CONTROLLERS),
+             (settings.enable_cell_controllers, CELL_CONTROLLERS)]  # fmt: skip
+    for enabled, registrars in modes:
+        if not enabled:
+            continue
+        for name, register in registrars:
+            before = len(manager.controllers)
             register(manager, settings)
-            names.append(name)
-    if settings.enable_cell_controllers:
-        for name, register in CELL_CONTROLLERS:
-            register(manager, settings)
-            names.append(name)
+            if len(manager.controllers) > before:
+                names.append(name)
     return names
 
 

@@ -14,6 +14,11 @@ GROUP: Final = "compute.datumapis.com"
 VERSION: Final = "v1alpha"
 API_VERSION: Final = f"{GROUP}/{VERSION}"
 
+# The claim/budget API of the QuotaGate feature: a subgroup, so the compute group stays
+# exactly the upstream-compatible surface.
+QUOTA_GROUP: Final = f"quota.{GROUP}"
+QUOTA_API_VERSION: Final = f"{QUOTA_GROUP}/{VERSION}"
+
 CLUSTER_INVENTORY_GROUP: Final = "multicluster.x-k8s.io"
 CLUSTER_INVENTORY_VERSION: Final = "v1alpha1"
 CLUSTER_INVENTORY_API_VERSION: Final = f"{CLUSTER_INVENTORY_GROUP}/{CLUSTER_INVENTORY_VERSION}"
@@ -45,6 +50,8 @@ class Kind(DocumentedStr):
     WORKLOAD_DEPLOYMENT = "WorkloadDeployment", "One placement of a Workload in one city."
     INSTANCE = "Instance", "One running copy (sandbox or VM) of a WorkloadDeployment's template."
     CLUSTER_PROFILE = "ClusterProfile", "Registration of a cell or project cluster (SIG Multicluster)."
+    RESOURCE_CLAIM = "ResourceClaim", "Request for quota on behalf of one Instance (QuotaGate feature)."
+    RESOURCE_BUDGET = "ResourceBudget", "Quota of one namespace in a cell: what granted claims may add up to."
 
 
 class Plural(DocumentedStr):
@@ -52,6 +59,8 @@ class Plural(DocumentedStr):
     WORKLOAD_DEPLOYMENTS = "workloaddeployments", "Resource name of WorkloadDeployment."
     INSTANCES = "instances", "Resource name of Instance."
     CLUSTER_PROFILES = "clusterprofiles", "Resource name of ClusterProfile."
+    RESOURCE_CLAIMS = "resourceclaims", "Resource name of ResourceClaim."
+    RESOURCE_BUDGETS = "resourcebudgets", "Resource name of ResourceBudget."
 
 
 class Label(DocumentedStr):
@@ -140,6 +149,10 @@ class Finalizer(DocumentedStr):
     INSTANCE_CONTROLLER = (
         "compute.datumapis.com/instance-controller",
         "On an Instance: held until the runtime has released what realises it (its Pod).",
+    )
+    WORKLOAD_DEPLOYMENT_CONTROLLER = (
+        "compute.datumapis.com/workload-deployment-controller",
+        "On a cell WorkloadDeployment: held until the cell controller has deleted its Instances and seen them gone.",
     )
 
 

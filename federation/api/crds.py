@@ -12,9 +12,10 @@ from typing import Any
 
 from .base import KubeModel
 from .clusterprofile import ClusterProfile
-from .constants import CLUSTER_INVENTORY_GROUP, CLUSTER_INVENTORY_VERSION, GROUP, VERSION
+from .constants import CLUSTER_INVENTORY_GROUP, CLUSTER_INVENTORY_VERSION, GROUP, QUOTA_GROUP, VERSION
 from .instance import Instance
 from .openapi import object_schema
+from .quota import ResourceBudget, ResourceClaim
 from .workload import Workload
 from .workloaddeployment import WorkloadDeployment
 
@@ -148,8 +149,48 @@ CLUSTER_PROFILE_CRD = CRDDefinition(
     bundle="cluster-inventory",
 )
 
+# QuotaGate: installed with the compute kinds (cells need them wherever Instances run).
+RESOURCE_CLAIM_CRD = CRDDefinition(
+    model=ResourceClaim,
+    group=QUOTA_GROUP,
+    version=VERSION,
+    kind="ResourceClaim",
+    plural="resourceclaims",
+    short_names=("claim",),
+    categories=("quota",),
+    printer_columns=(
+        AGE,
+        PrinterColumn("Granted", _condition("Granted", "status")),
+        PrinterColumn("Reason", _condition("Granted", "reason")),
+        PrinterColumn("CPU", ".spec.requests.cpu"),
+        PrinterColumn("Memory", ".spec.requests.memory"),
+        PrinterColumn("Instance", ".spec.consumerRef.name"),
+        PrinterColumn("Message", _condition("Granted", "message"), priority=1),
+    ),
+)
+
+RESOURCE_BUDGET_CRD = CRDDefinition(
+    model=ResourceBudget,
+    group=QUOTA_GROUP,
+    version=VERSION,
+    kind="ResourceBudget",
+    plural="resourcebudgets",
+    short_names=("budget",),
+    categories=("quota",),
+    printer_columns=(
+        AGE,
+        PrinterColumn("CPU Used", ".status.used.cpu"),
+        PrinterColumn("CPU Hard", ".spec.hard.cpu"),
+        PrinterColumn("Memory Used", ".status.used.memory"),
+        PrinterColumn("Memory Hard", ".spec.hard.memory"),
+        PrinterColumn("Granted", ".status.grantedClaims", "integer"),
+        PrinterColumn("Pending", ".status.pendingClaims", "integer"),
+    ),
+)
+
+QUOTA_CRDS: tuple[CRDDefinition, ...] = (RESOURCE_CLAIM_CRD, RESOURCE_BUDGET_CRD)
 COMPUTE_CRDS: tuple[CRDDefinition, ...] = (INSTANCE_CRD, WORKLOAD_DEPLOYMENT_CRD, WORKLOAD_CRD)
-ALL_CRDS: tuple[CRDDefinition, ...] = (*COMPUTE_CRDS, CLUSTER_PROFILE_CRD)
+ALL_CRDS: tuple[CRDDefinition, ...] = (*COMPUTE_CRDS, *QUOTA_CRDS, CLUSTER_PROFILE_CRD)
 
 
 def crd_manifest(crd: CRDDefinition) -> dict[str, Any]:

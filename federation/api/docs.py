@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from .constants import (
     SchedulingGate,
 )
 from .crds import ALL_CRDS, INSTANCE_CRD, CRDDefinition, crd_manifest
+from .quota import CLAIM_NAME_PREFIX, INSTANCE_TYPES, REQUEUE_MAX, REQUEUE_TIERS
 from .reasons import (
     READY_REASON_PRIORITY,
     ClusterProfileCondition,
@@ -37,6 +39,7 @@ from .reasons import (
     InstanceReadyReason,
     QuotaGrantedReason,
     ReplicasReadyReason,
+    ResourceClaimCondition,
     WorkloadCondition,
     WorkloadDeploymentAvailableReason,
     WorkloadDeploymentCondition,
@@ -241,6 +244,7 @@ def _conditions_section() -> list[str]:
             [("Available", WorkloadDeploymentAvailableReason), ("ReplicasReady", ReplicasReadyReason)],
         ),
         ("Workload", WorkloadCondition, []),
+        ("ResourceClaim", ResourceClaimCondition, [("Granted", QuotaGrantedReason)]),
         ("ClusterProfile", ClusterProfileCondition, []),
     ]
     for kind, types, reason_groups in groups:
@@ -306,6 +310,41 @@ def _registration_section() -> list[str]:
     ]
 
 
+def _quota_section() -> list[str]:
+    return [
+        "## Quota (feature gate QuotaGate)",
+        "",
+        "With `--feature-gates=QuotaGate=true` a cell holds every new Instance back until quota is granted:",
+        "",
+        f"1. The cell WorkloadDeployment controller creates Instances with the `{SchedulingGate.QUOTA.value}` "
+        "scheduling gate.",
+        f"2. The Instance controller creates a `ResourceClaim` named `{CLAIM_NAME_PREFIX}<instance name>` in the "
+        "Instance's namespace, controller-owned by the Instance (it is deleted with the Instance). "
+        "`spec.requests` is sized per resource (`cpu`, `memory`): the containers' limits, else their requests, "
+        "summed; else `spec.runtime.resources.requests`; else the instance type: "
+        + ", ".join(f"`{name}` = {size['cpu']} vCPU / {size['memory']}" for name, size in INSTANCE_TYPES.items())
+        + ".",
+        "3. The grant controller decides each claim of a namespace against every `ResourceBudget` there: granted "
+        "when the granted claims plus this one stay within `spec.hard` for every resource the budget names; "
+        "claims are considered oldest first. A namespace without a budget is unlimited. A grant is never taken "
+        "back; lowering a budget only holds new claims back. The verdict is the claim's `Granted` condition "
+        "(`QuotaAvailable`, `QuotaExceeded` with the shortfall, `ValidationFailed`); `status.used` of each "
+        "budget sums the granted claims.",
+        f"4. The Instance controller copies the verdict into `{InstanceCondition.QUOTA_GRANTED.value}` (a grant "
+        "reaches it through its watch on claims) and removes the gate once that condition is True at the "
+        "Instance's current generation. While it is not, the Instance is looked at again on tiers anchored on "
+        "its creationTimestamp, reading the claim live so a missed watch event cannot strand it: "
+        + "; ".join(f"younger than {_span(bound)}: every {_span(every)}" for bound, every in REQUEUE_TIERS)
+        + f"; older: every {_span(REQUEUE_MAX)}.",
+        "",
+    ]
+
+
+def _span(delta: timedelta) -> str:
+    seconds = int(delta.total_seconds())
+    return f"{seconds // 60} min" if seconds >= 60 and seconds % 60 == 0 and seconds > 60 else f"{seconds} s"
+
+
 COMPATIBILITY = """\
 ## Compatibility notes
 
@@ -356,6 +395,7 @@ def render() -> str:
     )
     lines += _conditions_section()
     lines += _registration_section()
+    lines += _quota_section()
     lines.append(COMPATIBILITY)
     return "\n".join(lines).rstrip("\n") + "\n"
 

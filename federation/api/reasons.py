@@ -54,6 +54,13 @@ class QuotaGrantedReason(DocumentedStr):
     VALIDATION_FAILED = "ValidationFailed", "The quota request could not be validated."
 
 
+class ResourceClaimCondition(DocumentedStr):
+    GRANTED = (
+        "Granted",
+        "The claim's amounts are allocated from the namespace's ResourceBudgets; reasons as for QuotaGranted.",
+    )
+
+
 class WorkloadDeploymentCondition(DocumentedStr):
     AVAILABLE = "Available", "At least one Instance is available (or why not)."
     REPLICAS_READY = "ReplicasReady", "All desired replicas are ready (or why not)."

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from mcruntime.resources import CLUSTER_PROFILES, EVENTS, NAMESPACES, PODS, SECRETS, Resource
 
-from .constants import GROUP, VERSION, Kind, Plural
+from .constants import GROUP, QUOTA_GROUP, VERSION, Kind, Plural
 
 WORKLOADS = Resource(GROUP, VERSION, Plural.WORKLOADS, Kind.WORKLOAD)
 WORKLOAD_DEPLOYMENTS = Resource(GROUP, VERSION, Plural.WORKLOAD_DEPLOYMENTS, Kind.WORKLOAD_DEPLOYMENT)
 INSTANCES = Resource(GROUP, VERSION, Plural.INSTANCES, Kind.INSTANCE)
+RESOURCE_CLAIMS = Resource(QUOTA_GROUP, VERSION, Plural.RESOURCE_CLAIMS, Kind.RESOURCE_CLAIM)
+RESOURCE_BUDGETS = Resource(QUOTA_GROUP, VERSION, Plural.RESOURCE_BUDGETS, Kind.RESOURCE_BUDGET)
 HORIZONTAL_POD_AUTOSCALERS = Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler")
 
 __all__ = [
@@ -19,6 +21,8 @@ __all__ = [
     "INSTANCES",
     "NAMESPACES",
     "PODS",
+    "RESOURCE_BUDGETS",
+    "RESOURCE_CLAIMS",
     "SECRETS",
     "WORKLOADS",
     "WORKLOAD_DEPLOYMENTS",

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from cells.readiness import derive_ready, gates_to_remove, is_ready
+from cells.readiness import derive_ready, gates_to_remove, is_ready, ready_with
 from tests.cells.builders import cond, instance
 
 G = 2  # the Instance's generation in these tables
@@ -270,3 +270,16 @@ def test_malformed_instances_are_named(edit: Any, field: str) -> None:
     edit(inst)
     with pytest.raises(ValueError, match=field):
         derive_ready(inst)
+
+
+def test_ready_with_derives_ready_from_conditions_about_to_be_stored() -> None:
+    programmed = cond("Programmed", "True", "Programmed")
+    available = cond("Available", "True", "Available", "Pod web-0 is ready")
+    waiting = cond("QuotaGranted", "False", "QuotaExceeded", "needs cpu 1")
+    inst = instance(conditions=(programmed, available, waiting))
+    assert derive_ready(inst)["reason"] == "PendingQuota"
+    granted = cond("QuotaGranted", "True", "QuotaAvailable")
+    ready = ready_with(inst, [granted])
+    assert (ready["status"], ready["reason"], ready["message"]) == ("True", "Available", "Pod web-0 is ready")
+    assert inst["status"]["conditions"][2] is waiting, "the Instance itself is not changed"
+    assert ready_with(inst, []) == derive_ready(inst)

@@ -40,12 +40,16 @@ CRDS = {
         "instances.compute.datumapis.com",
         "workloaddeployments.compute.datumapis.com",
         "workloads.compute.datumapis.com",
+        "resourceclaims.quota.compute.datumapis.com",
+        "resourcebudgets.quota.compute.datumapis.com",
     },
     "all-in-one": {
         "clusterprofiles.multicluster.x-k8s.io",
         "instances.compute.datumapis.com",
         "workloaddeployments.compute.datumapis.com",
         "workloads.compute.datumapis.com",
+        "resourceclaims.quota.compute.datumapis.com",
+        "resourcebudgets.quota.compute.datumapis.com",
     },
 }
 CRDS["cell-lhr"] = CRDS["cell-dfw"]
@@ -135,7 +139,13 @@ async def test_samples_are_accepted_next_to_the_all_in_one_install(
 ) -> None:
     await apply_crds_first(kubectl, await render(kubectl, "overlays/all-in-one"))
     samples = await render(kubectl, "config/samples")
-    assert {d["kind"] for d in samples} == {"Workload", "WorkloadDeployment", "ClusterProfile", "Secret"}
+    assert {d["kind"] for d in samples} == {
+        "Workload",
+        "WorkloadDeployment",
+        "ClusterProfile",
+        "Secret",
+        "ResourceBudget",
+    }
     out = await kubectl("apply", "--server-side", "-f", "-", stdin=dump_docs(samples))
     assert out.count("serverside-applied") == len(samples)
     profile = yaml.safe_load(await kubectl("get", "clusterprofile/cell-nrt", "-n", "federation-system", "-o", "yaml"))
@@ -225,6 +235,13 @@ async def test_cell_role_covers_the_cell_controllers(kubectl: Kubectl) -> None:
         assert allows(rules, "", "pods", verb)
     assert allows(rules, "", "namespaces", "watch") and not allows(rules, "", "namespaces", "create")
     assert allows(rules, "", "events", "create")
+    quota = "quota.compute.datumapis.com"  # QuotaGate: claims created, budgets only read, verdicts and usage written
+    for verb in ("get", "list", "watch", "create"):
+        assert allows(rules, quota, "resourceclaims", verb)
+    assert not allows(rules, quota, "resourceclaims", "delete")  # they go with their Instance
+    assert allows(rules, quota, "resourcebudgets", "watch") and not allows(rules, quota, "resourcebudgets", "update")
+    for sub in ("resourceclaims/status", "resourcebudgets/status"):
+        assert allows(rules, quota, sub, "patch")
     assert not any("secrets" in r["resources"] for r in rules)
     # The roles a cell grants to the management identity ship too, unbound.
     access = _rules(docs, "ClusterRole", "federation-manager-cell-access")

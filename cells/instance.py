@@ -1,0 +1,202 @@
+"""Instance controller (cell mode): an Instance's Ready condition, its scheduling gates, and,
+with the QuotaGate feature, its ResourceClaim and QuotaGranted condition.
+
+Request key: (cell = the manager's local cluster, namespace, Instance name).
+Reads (caches): Instances; with QuotaGate, ResourceClaims (view: all; a claim event
+enqueues its controlling Instance). One uncached read: while quota is pending, the
+Instance's claim is read live (`get_live`), because the tier requeue exists for grants
+whose watch event never arrived and the cache would be as blind as the watch.
+Writes, and alone writes: the Instance's `Ready` and `QuotaGranted` conditions (server-side
+apply on the status subresource, field manager `instance-controller`, so the pod runtime's
+Programmed/Available are never touched); removal of scheduling gates from
+`spec.controller.schedulingGates`; the Instance's ResourceClaim `instance-<name>` (create
+only); Warning Events for user-visible blocking reasons.
+Never writes: Programmed, Available or status.controller (pod runtime), anything else of
+the Instance's spec, a claim's status (grant controller), Pods, WorkloadDeployments.
+
+DESIGN §3 "Instance controller", and the tests that pin each rule:
+1. Ready derived with the blocking-reason priority of §2, the most specific reason and its
+   message surfaced (`readiness.derive_ready`, unit-tested in tests/cells/test_readiness.py;
+   end to end: test_bad_images_surface_on_instance_and_deployment).
+2. A gate is removed only when its condition is True at the current generation, in the same
+   pass that observes the grant (test_a_grant_on_the_watch_removes_the_gate_in_one_pass).
+3. QuotaGate: one claim per gated Instance, sized from the instance type catalog
+   (tests/cells/test_quota.py, test_quotaclaim.py); a recreated Instance uses only a claim it
+   controls, so it waits for its predecessor's to go
+   (test_a_roll_under_a_full_budget_passes_each_grant_on); while QuotaGranted is not True the
+   request comes back on the tier of its age anchored on creationTimestamp, computed once up
+   front so every return path (and a 409 in that window, instead of error backoff) honours
+   it (test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue,
+   test_tier_interval_is_honoured_on_every_path).
+4. Events for user-visible blocking reasons, on the transition only (the recorder
+   deduplicates repeats) (test_bad_images_surface_on_instance_and_deployment).
+5. Zero requests at steady state (test_zero_writes_when_idle)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+from typing import Any
+
+from cells.conditionset import merge_owned
+from cells.fields import get_list, get_str, is_deleting
+from cells.quota import claim_name, quota_requeue_after
+from cells.quotaclaim import claim_for, is_claim_of, is_granted, quota_granted, under_quota, validation_failed
+from cells.readiness import condition_is_true, conditions, gates_to_remove, ready_with, scheduling_gates
+from federation.api.conditions import rfc3339_now
+from federation.api.reasons import InstanceCondition, InstanceReadyReason, ready_reason_priority
+from federation.api.resources import INSTANCES, RESOURCE_CLAIMS
+from federation.features import QUOTA_GATE
+from federation.settings import ManagerSettings
+from mcruntime.client import Client
+from mcruntime.errors import APIError, is_already_exists, is_conflict, is_not_found
+from mcruntime.manager import Manager
+from mcruntime.objects import Obj, meta
+from mcruntime.reconciler import Result, TemporaryError
+from mcruntime.request import Request
+from mcruntime.source import LOCAL
+
+log = logging.getLogger(__name__)
+
+NAME = "instance-controller"
+FIELD_MANAGER = NAME
+# A Ready reason at least this blocking is worth an Event (PendingQuota and above).
+EVENT_PRIORITY = ready_reason_priority(InstanceReadyReason.PENDING_QUOTA.value)
+
+
+def _typed(instance: dict[str, Any]) -> Obj:
+    return {"apiVersion": INSTANCES.api_version, "kind": INSTANCES.kind, **instance}
+
+
+class InstanceController:
+    def __init__(self, mgr: Manager, *, quota_gate: bool) -> None:
+        self.mgr = mgr
+        self.quota_gate = quota_gate
+
+    async def reconcile(self, req: Request) -> Result:
+        # 1. a request without a cluster name is dropped, never routed to a default cluster
+        if not req.cluster:
+            log.debug("dropping %s: empty cluster name", req)
+            return Result()
+        # 2. fetch (cache)
+        client = self.mgr.get_cluster(req.cluster).client
+        cached = await client.get_or_none(INSTANCES, req.name, namespace=req.namespace)
+        # 3. early exits: gone, deleting (nothing to report on an Instance on its way out)
+        if cached is None or is_deleting(cached):
+            return Result()
+        instance = _typed(cached)
+        # 4. the one deadline, computed once up front: every return path below honours it
+        quota = self.quota_gate and under_quota(instance)
+        tier = self._tier(instance) if quota else None
+        try:
+            await self._converge(req.cluster, client, instance, quota=quota)
+        except APIError as exc:
+            if tier is not None and is_conflict(exc):
+                raise TemporaryError(f"conflict while quota is pending; again in {tier:g}s: {exc}", delay=tier) from exc
+            raise
+        return Result(requeue_after=tier)
+
+    @staticmethod
+    def _tier(instance: Obj) -> float | None:
+        """The tier interval while QuotaGranted is not True (anchored on creationTimestamp)."""
+        if condition_is_true(instance, InstanceCondition.QUOTA_GRANTED.value):
+            return None
+        return quota_requeue_after(instance, datetime.now(UTC)).total_seconds()
+
+    async def _converge(self, cluster: str, client: Client, instance: Obj, *, quota: bool) -> None:
+        # 5. quota: the claim (created when missing) and its verdict
+        overrides = [await self._quota(client, instance)] if quota else []
+        # 6. desired conditions from the pure functions: QuotaGranted, and Ready derived with it
+        desired = [*overrides, ready_with(instance, overrides)]
+        owned, changed = merge_owned(get_list(instance, "status.conditions"), desired, now=rfc3339_now())
+        # 7. status, only when it changed
+        if changed:
+            before = self._ready_reason(instance)
+            instance = await self._write_status(client, instance, owned)
+            await self._report(cluster, instance, before)
+        # 8. gates whose condition is True at the current generation (the status just written)
+        await self._remove_gates(client, instance)
+
+    # ------------------------------------------------------------------ quota
+    async def _quota(self, client: Client, instance: Obj) -> dict[str, Any]:
+        """QuotaGranted from the Instance's claim; creates the claim when missing (one write)."""
+        namespace, name = get_str(instance, "metadata.namespace"), claim_name(get_str(instance, "metadata.name"))
+        claim = await client.get_or_none(RESOURCE_CLAIMS, name, namespace=namespace)
+        if claim is None:
+            try:
+                desired = claim_for(instance)
+            except ValueError as exc:
+                return validation_failed(instance, str(exc))
+            try:
+                claim = await client.create(RESOURCE_CLAIMS, desired, field_manager=FIELD_MANAGER)
+            except APIError as exc:
+                if not is_already_exists(exc):
+                    raise
+                claim = await self._live(client, name, namespace)  # the cache has not seen it yet
+        elif is_claim_of(claim, instance) and not is_granted(claim):
+            claim = await self._live(client, name, namespace)
+        return quota_granted(claim, instance)
+
+    @staticmethod
+    async def _live(client: Client, name: str, namespace: str) -> Obj | None:
+        try:
+            return await client.get_live(RESOURCE_CLAIMS, name, namespace=namespace)
+        except APIError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+
+    # ------------------------------------------------------------------ writes (one per helper)
+    async def _write_status(self, client: Client, instance: Obj, owned: list[dict[str, Any]]) -> Obj:
+        body = {
+            "apiVersion": INSTANCES.api_version,
+            "kind": INSTANCES.kind,
+            "metadata": {"name": meta(instance)["name"], "namespace": meta(instance)["namespace"]},
+            "status": {"conditions": owned},
+        }
+        applied = await client.apply(INSTANCES, body, field_manager=FIELD_MANAGER, force=True, subresource="status")
+        return _typed(applied)
+
+    async def _remove_gates(self, client: Client, instance: Obj) -> None:
+        removable = gates_to_remove(instance)
+        if not removable:
+            return
+        remaining = [{"name": gate} for gate in scheduling_gates(instance) if gate not in removable]
+        # resourceVersion: the gates are removed from the Instance whose conditions were checked
+        patch = {
+            "metadata": {"resourceVersion": meta(instance).get("resourceVersion")},
+            "spec": {"controller": {"schedulingGates": remaining}},
+        }
+        await client.patch(
+            INSTANCES,
+            get_str(instance, "metadata.name"),
+            patch,
+            namespace=get_str(instance, "metadata.namespace"),
+            field_manager=FIELD_MANAGER,
+        )
+        log.info("Instance %s/%s: removed scheduling gates %s", meta(instance)["namespace"], meta(instance)["name"],
+                 ", ".join(removable))  # fmt: skip
+
+    # ------------------------------------------------------------------ events
+    @staticmethod
+    def _ready_reason(instance: Obj) -> str:
+        return str((conditions(instance).get(InstanceCondition.READY.value) or {}).get("reason") or "")
+
+    async def _report(self, cluster: str, instance: Obj, before: str) -> None:
+        """A Warning when Ready turns to a user-visible blocking reason (not on every write)."""
+        ready = conditions(instance).get(InstanceCondition.READY.value) or {}
+        reason = str(ready.get("reason") or "")
+        if reason == before or ready_reason_priority(reason) < EVENT_PRIORITY:
+            return
+        await self.mgr.event_recorder(cluster, NAME).event(instance, "Warning", reason, str(ready.get("message") or ""))
+
+
+def register(mgr: Manager, settings: ManagerSettings) -> None:
+    """Wire the watches, all on the cell (the manager's local cluster)."""
+    quota_gate = settings.feature_gates.enabled(QUOTA_GATE)
+    ctrl = mgr.new_controller(
+        NAME, InstanceController(mgr, quota_gate=quota_gate), workers=settings.controllers.workers
+    )
+    ctrl.for_(INSTANCES, clusters=LOCAL)
+    if quota_gate:  # the claim kind is only needed (and maybe only installed) with the feature on
+        ctrl.owns(RESOURCE_CLAIMS, owner=INSTANCES, clusters=LOCAL)

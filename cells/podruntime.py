@@ -1,0 +1,198 @@
+"""Pod runtime (cell mode, feature gate PodRuntime): a sandbox Instance runs as a Pod, and
+the Pod's state comes back as the Instance's Programmed and Available conditions.
+
+Request key: (cell = the manager's local cluster, namespace, Instance name); a Pod event
+maps to the Instance of the same name (the Pod's controller, or the Instance a foreign Pod
+of that name stands in the way of).
+Reads (caches only): Instances, Pods.
+Writes, and alone writes: Pods of Instances (create; delete when the Instance goes or the
+Pod no longer matches it: Pods are immutable, never patched); the Instance's `Programmed`
+and `Available` conditions and `status.controller.observedTemplateHash` (server-side apply
+on the status subresource, field manager `pod-runtime`); the finalizer
+`compute.datumapis.com/instance-controller` on Instances it runs (DESIGN §2: held until
+what realises the Instance, its Pod, is gone); Warning Events when it cannot run one.
+Never writes: Ready, QuotaGranted or the gates (Instance controller), the Instance's spec,
+a Pod the Instance does not control, anything of a virtual-machine Instance.
+
+DESIGN §3 "Pod runtime", and the tests that pin each rule:
+1. A sandbox Instance without scheduling gates becomes a Pod named like it, controller-owned
+   by it, labelled like it (`podspec.pod_for`, tests/cells/test_podspec.py; end to end:
+   test_replicas_become_ready_instances_and_pods).
+2. Pod phase, readiness and container waiting reasons map to Programmed / Available with the
+   container's message (ImagePullBackOff → ImageUnavailable, CrashLoopBackOff →
+   InstanceCrashing) (test_bad_images_surface_on_instance_and_deployment);
+   `status.controller.observedTemplateHash` is the hash the Pod was made from
+   (test_replicas_become_ready_instances_and_pods).
+3. A deleted Pod is recreated on the next reconcile (test_deleted_instance_and_pod_come_back).
+4. The finalizer holds a deleting Instance until its Pod is gone, so an ordinal is never run
+   twice at once during a roll (test_template_edit_and_restart_roll_one_at_a_time_from_the_top,
+   test_cascading_deletion_leaves_nothing).
+5. Zero requests at steady state (test_zero_writes_when_idle)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from cells.conditionset import merge_owned
+from cells.fields import generation, get_list, get_mapping, get_str, is_deleting
+from cells.podspec import conditions_from_pod, pod_for, pod_matches, pod_template_hash, wants_pod
+from federation.api.conditions import rfc3339_now
+from federation.api.constants import Finalizer
+from federation.api.resources import INSTANCES, PODS
+from federation.features import POD_RUNTIME
+from federation.settings import ManagerSettings
+from mcruntime import controllerutil
+from mcruntime.client import Client, Preconditions
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.manager import Manager
+from mcruntime.objects import Obj, meta
+from mcruntime.reconciler import PermanentError, Result
+from mcruntime.request import Request
+from mcruntime.source import LOCAL
+
+log = logging.getLogger(__name__)
+
+NAME = "pod-runtime"
+FIELD_MANAGER = NAME
+FINALIZER = Finalizer.INSTANCE_CONTROLLER.value
+
+
+def _typed(instance: dict[str, Any]) -> Obj:
+    return {"apiVersion": INSTANCES.api_version, "kind": INSTANCES.kind, **instance}
+
+
+def _controlled_by(pod: Obj | None, instance: Obj) -> bool:
+    return pod is not None and controllerutil.is_controlled_by(pod, instance)
+
+
+class PodRuntime:
+    def __init__(self, mgr: Manager) -> None:
+        self.mgr = mgr
+
+    async def reconcile(self, req: Request) -> Result:
+        # 1. a request without a cluster name is dropped, never routed to a default cluster
+        if not req.cluster:
+            log.debug("dropping %s: empty cluster name", req)
+            return Result()
+        # 2. fetch (caches)
+        client = self.mgr.get_cluster(req.cluster).client
+        cached = await client.get_or_none(INSTANCES, req.name, namespace=req.namespace)
+        # 3. early exits: gone (the garbage collector removes its Pod), not a sandbox, deleting
+        if cached is None or not get_mapping(cached, "spec.runtime.sandbox"):
+            return Result()
+        instance = _typed(cached)
+        pod = await client.get_or_none(PODS, req.name, namespace=req.namespace)
+        if is_deleting(instance):
+            return await self._finalize(client, instance, pod)
+        # 4. desired Pod from the pure function (a spec it rejects is reported, not retried)
+        try:
+            desired = pod_for(instance, req.namespace) if wants_pod(instance) else None
+        except ValueError as exc:
+            await self._event(req.cluster, instance, "InvalidRuntime", str(exc))
+            raise PermanentError(f"Instance {req.namespace}/{req.name}: {exc}") from exc
+        # 5. compare with the cache, write only the difference
+        if desired is not None:
+            instance = _typed(await controllerutil.add_finalizer(client, INSTANCES, instance, FINALIZER))
+        ours = await self._pod(req.cluster, client, instance, desired, pod)
+        # 6. status: Programmed, Available, observedTemplateHash, only when they changed
+        await self._status(client, instance, ours)
+        return Result()
+
+    # ------------------------------------------------------------------ deletion
+    async def _finalize(self, client: Client, instance: Obj, pod: Obj | None) -> Result:
+        """Delete the Instance's Pod, wait until it is gone (its deletion event brings the
+        request back), then release the finalizer."""
+        if not controllerutil.has_finalizer(instance, FINALIZER):
+            return Result()
+        if _controlled_by(pod, instance):
+            assert pod is not None
+            if not is_deleting(pod):
+                await self._delete(client, pod)
+            return Result()
+        await controllerutil.remove_finalizer(client, INSTANCES, instance, FINALIZER)
+        return Result()
+
+    # ------------------------------------------------------------------ writes (one per helper)
+    async def _pod(
+        self, cluster: str, client: Client, instance: Obj, desired: Obj | None, pod: Obj | None
+    ) -> Obj | None:
+        """Create, or delete a Pod that no longer matches; returns this Instance's Pod as known."""
+        ours = pod if _controlled_by(pod, instance) else None
+        if pod is not None and ours is None:
+            # a Pod of this name the Instance does not control: never touched; if an earlier
+            # Instance of the name owned it, the garbage collector removes it (an event)
+            if desired is not None:
+                await self._event(cluster, instance, "PodNameTaken",
+                                  f"Pod {meta(pod).get('name')} exists and is not controlled by this Instance; "
+                                  "waiting for it to go")  # fmt: skip
+            return None
+        if ours is None:
+            if desired is None:
+                return None
+            return await client.create(PODS, desired, field_manager=FIELD_MANAGER)
+        if is_deleting(ours):
+            return ours  # stopping; recreated once it is gone
+        if desired is None or not pod_matches(desired, ours):
+            await self._delete(client, ours)  # Pods are immutable: replaced, never patched
+        return ours
+
+    async def _delete(self, client: Client, pod: Obj) -> None:
+        await client.delete(
+            PODS,
+            get_str(pod, "metadata.name"),
+            namespace=get_str(pod, "metadata.namespace"),
+            preconditions=Preconditions(uid=get_str(pod, "metadata.uid")),
+            ignore_not_found=True,
+        )
+
+    async def _status(self, client: Client, instance: Obj, pod: Obj | None) -> None:
+        desired = conditions_from_pod(pod, generation(instance))
+        owned, changed = merge_owned(get_list(instance, "status.conditions"), desired, now=rfc3339_now())
+        stored_hash = get_str(instance, "status.controller.observedTemplateHash", required=False)
+        # the hash of what was last realised is kept while no Pod runs (the field is required
+        # once status.controller exists, and nothing newer has been realised)
+        observed = (pod_template_hash(pod) if pod is not None else None) or stored_hash
+        if not changed and observed == stored_hash:
+            return
+        status: dict[str, Any] = {"conditions": owned}
+        if observed:
+            status["controller"] = {"observedTemplateHash": observed}
+        body = {
+            "apiVersion": INSTANCES.api_version,
+            "kind": INSTANCES.kind,
+            "metadata": {"name": meta(instance)["name"], "namespace": meta(instance)["namespace"]},
+            "status": status,
+        }
+        await client.apply(INSTANCES, body, field_manager=FIELD_MANAGER, force=True, subresource="status")
+
+    async def _event(self, cluster: str, instance: Obj, reason: str, message: str) -> None:
+        await self.mgr.event_recorder(cluster, NAME).event(instance, "Warning", reason, message)
+
+    # ------------------------------------------------------------------ mapping events to requests
+    def instance_of_pod(self, cluster: str, pod: Obj) -> list[Request]:
+        """The Instance of the Pod's name, when an Instance controls the Pod or one of that
+        name exists (a foreign Pod in its way); other Pods of the cell are not ours."""
+        namespace = get_str(pod, "metadata.namespace", required=False)
+        name = get_str(pod, "metadata.name")
+        controller = controllerutil.controller_of(pod)
+        if controller is not None and controller.get("kind") == INSTANCES.kind:
+            return [Request("", namespace, str(controller.get("name") or name))]
+        if self.mgr.get_cluster(cluster).cache.informer_of(INSTANCES).get(name, namespace=namespace) is not None:
+            return [Request("", namespace, name)]
+        return []
+
+
+def register(mgr: Manager, settings: ManagerSettings) -> None:
+    """Wire the watches on the cell (the manager's local cluster), when PodRuntime is on."""
+    if not settings.feature_gates.enabled(POD_RUNTIME):
+        log.info("pod runtime off (feature gate %s): Instances are left to another runtime", POD_RUNTIME)
+        return
+    runtime = PodRuntime(mgr)
+    ctrl = mgr.new_controller(NAME, runtime, workers=settings.controllers.workers)
+    ctrl.for_(INSTANCES, clusters=LOCAL)
+    ctrl.watch(
+        PODS,
+        EnqueueRequestsFromMapFunc(runtime.instance_of_pod, cluster_name=ClusterName.INJECT_SOURCE),
+        clusters=LOCAL,
+    )

@@ -1,0 +1,316 @@
+"""Cell WorkloadDeployment controller (cell mode): a WorkloadDeployment becomes ordered
+Instances `<wd>-<i>`, one action at a time, plus the HorizontalPodAutoscaler it owns when
+it autoscales, and its status.
+
+Request key: (cell = the manager's local cluster, namespace, WD name).
+Reads (caches only): WorkloadDeployments; Instances (one view of all, indexed by
+controller uid); HorizontalPodAutoscalers; Namespaces (the two upstream labels).
+Writes, and alone writes: Instances (create, delete, the labels of §2 on existing ones);
+the WD's finalizer `compute.datumapis.com/workload-deployment-controller` and its `status`
+(field manager `cell-workloaddeployment`); the HPA named like the WD, when the WD controls
+it; Events on the WD.
+Never writes: the WD's spec (the federator's; its replicas the HPA's through the scale
+subresource), Instance status or scheduling gates (Instance controller, pod runtime), an
+Instance or HPA the WD does not control (never adopted, never overwritten), Pods.
+
+DESIGN §3 "Cell WD controller", and the tests that pin each rule (tests/cells/):
+1. Instances `<wd>-<i>` for i in S..S+N-1 (N = spec.replicas or minReplicas, S = the
+   `ordinal-start` annotation), controller-owned by the WD with the correct Kind, apiVersion
+   and live uid, blockOwnerDeletion; every §2 label stamped, the two upstream labels copied
+   from the namespace (test_replicas_become_ready_instances_and_pods,
+   test_ordinal_start_and_scale_follow, test_cascading_deletion_leaves_nothing[background/foreground]).
+2. One action at a time (`stateful.next_action`): deleting or not-ready Instances are waited
+   on; creates ascend; drift and scale-down delete from the highest ordinal; a drifted
+   Instance is deleted and recreated, never updated in place; `restartedAt` rolls everything
+   (test_template_edit_and_restart_roll_one_at_a_time_from_the_top,
+   test_ordinal_start_and_scale_follow).
+3. Level-triggered self-heal: a deleted Instance is recreated on the next reconcile, from
+   observed state only (test_deleted_instance_and_pod_come_back).
+4. Status (replicas, currentReplicas, updatedReplicas, readyReplicas, desiredReplicas,
+   observedGeneration, Available, ReplicasReady) from `wdstatus.wd_status`, written only when
+   it differs from the cached status (test_replicas_become_ready_instances_and_pods,
+   test_bad_images_surface_on_instance_and_deployment, test_zero_writes_when_idle).
+5. With scaleSettings.maxReplicas and metrics: an HPA (autoscaling/v2) targeting the WD's
+   scale subresource, updated when they change, deleted when no longer wanted; a foreign HPA
+   of the same name is left alone (test_autoscaler_follows_scale_settings_and_foreign_ones_are_left_alone).
+6. Deletion: the finalizer deletes the Instances and is released once they are gone, so
+   `kubectl delete` with background or foreground cascade leaves nothing behind
+   (test_cascading_deletion_leaves_nothing); an orphaning delete is left to the garbage
+   collector (test_an_orphaning_delete_leaves_the_instances_running_unowned).
+7. Zero requests at steady state (test_zero_writes_when_idle)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from cells.autoscaling import autoscaler_for, is_controlled_by_wd, wants_autoscaler
+from cells.fields import get_str, is_deleting
+from cells.instances import instance_for, instance_labels, observe, ordinal_of, ordinal_range
+from cells.stateful import Create, Delete, Wait, next_action
+from cells.template import template_hash
+from cells.wdstatus import wd_status
+from federation.api.conditions import rfc3339_now
+from federation.api.constants import Finalizer
+from federation.api.resources import HORIZONTAL_POD_AUTOSCALERS, INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.features import QUOTA_GATE
+from federation.settings import ManagerSettings
+from mcruntime import controllerutil
+from mcruntime.client import Client, Preconditions
+from mcruntime.errors import APIError, is_already_exists, is_invalid
+from mcruntime.events import EventType
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.indexers import CONTROLLER_UID, controller_uid
+from mcruntime.manager import Manager
+from mcruntime.objects import Obj, labels_of, meta, owner_references
+from mcruntime.predicates import labels_changed
+from mcruntime.reconciler import PermanentError, Result, TemporaryError
+from mcruntime.request import Request
+from mcruntime.source import LOCAL
+
+log = logging.getLogger(__name__)
+
+NAME = "cell-workloaddeployment"
+FIELD_MANAGER = NAME
+FINALIZER = Finalizer.WORKLOAD_DEPLOYMENT_CONTROLLER.value
+ORPHAN_FINALIZER = "orphan"  # set by `kubectl delete --cascade=orphan`; the garbage collector acts on it
+
+
+def _typed(wd: Mapping[str, Any]) -> Obj:
+    """The WD with apiVersion and kind (cached LIST items carry neither; Events need both)."""
+    return {"apiVersion": WORKLOAD_DEPLOYMENTS.api_version, "kind": WORKLOAD_DEPLOYMENTS.kind, **wd}
+
+
+def _mine(wd: Mapping[str, Any], instances: Sequence[Obj]) -> list[Obj]:
+    """The controlled Instances named `<wd>-<ordinal>` (anything else is not this WD's to manage)."""
+    name = get_str(wd, "metadata.name")
+    return [i for i in instances if ordinal_of(get_str(i, "metadata.name"), name) is not None]
+
+
+class WorkloadDeploymentController:
+    def __init__(self, mgr: Manager, *, quota_gate: bool) -> None:
+        self.mgr = mgr
+        self.quota_gate = quota_gate
+
+    async def reconcile(self, req: Request) -> Result:
+        # 1. a request without a cluster name is dropped, never routed to a default cluster
+        if not req.cluster:
+            log.debug("dropping %s: empty cluster name", req)
+            return Result()
+        # 2. fetch (caches)
+        client = self.mgr.get_cluster(req.cluster).client
+        cached = await client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
+        # 3. early exits: gone (the garbage collector has the rest), deleting
+        if cached is None:
+            return Result()
+        wd = _typed(cached)
+        uid = get_str(wd, "metadata.uid")
+        controlled = await client.list(INSTANCES, namespace=req.namespace, index=(CONTROLLER_UID, uid))
+        instances = _mine(wd, controlled)
+        if is_deleting(wd):
+            return await self._finalize(client, wd, instances)
+        # 4. first sighting: the finalizer that deletes the Instances before the WD goes
+        wd = _typed(await controllerutil.add_finalizer(client, WORKLOAD_DEPLOYMENTS, wd, FINALIZER))
+        # 5. desired state from the pure functions (a spec they reject is reported, not retried)
+        namespace = await client.get_or_none(NAMESPACES, req.namespace)
+        namespace_labels = dict(labels_of(namespace)) if namespace is not None else {}
+        try:
+            current_hash = template_hash(wd.get("spec", {}).get("template") or {})
+            instance_labels(wd, namespace_labels, 0)  # label values checked before anything is written
+            action = next_action(ordinal_range(wd), current_hash, [observe(i, req.name) for i in instances])
+            new_instance = (
+                instance_for(wd, namespace_labels, action.ordinal, current_hash, quota_gate=self.quota_gate)
+                if isinstance(action, Create)
+                else None
+            )
+            autoscaler = autoscaler_for(wd) if wants_autoscaler(wd) else None
+        except ValueError as exc:
+            await self._event(req.cluster, wd, "Warning", "InvalidSpec", str(exc))
+            raise PermanentError(f"WorkloadDeployment {req.namespace}/{req.name}: {exc}") from exc
+        # 6. write only the difference: one Instance action, the HPA, labels of existing Instances
+        if new_instance is not None:
+            await self._create(req.cluster, client, wd, new_instance)
+        elif isinstance(action, Delete):
+            await self._delete_for(req.cluster, client, wd, action, instances)
+        elif isinstance(action, Wait):
+            log.debug("%s/%s: %s", req.namespace, req.name, action.reason)  # its watch event brings us back
+        await self._autoscaler(req.cluster, client, wd, autoscaler)
+        for instance in instances:
+            await self._relabel(client, wd, instance, namespace_labels)
+        # 7. status, only when it changed
+        await self._status(client, wd, instances, current_hash)
+        return Result()
+
+    # ------------------------------------------------------------------ deletion
+    async def _finalize(self, client: Client, wd: Obj, instances: list[Obj]) -> Result:
+        """Delete the Instances, wait until they are gone (their deletion events bring the
+        request back), then release the finalizer."""
+        finalizers = meta(wd).get("finalizers") or []
+        if FINALIZER not in finalizers:
+            return Result()
+        if ORPHAN_FINALIZER in finalizers:
+            return Result()  # the garbage collector orphans the Instances, then drops `orphan`: an event
+        for instance in instances:
+            if not is_deleting(instance):
+                await self._delete(client, instance)
+        if instances:
+            return Result()
+        await controllerutil.remove_finalizer(client, WORKLOAD_DEPLOYMENTS, wd, FINALIZER)
+        return Result()
+
+    # ------------------------------------------------------------------ writes (one per helper)
+    async def _create(self, cluster: str, client: Client, wd: Obj, desired: Obj) -> None:
+        namespace, name = get_str(desired, "metadata.namespace"), get_str(desired, "metadata.name")
+        squatter = await client.get_or_none(INSTANCES, name, namespace=namespace)
+        if squatter is not None:
+            # not controlled by this WD (controlled ones are in `instances`): never adopted; its
+            # events reach this WD through the name mapping, so its deletion brings us back
+            await self._event(cluster, wd, "Warning", "InstanceNameTaken",
+                              f"Instance {name} exists and is not controlled by this WorkloadDeployment; "
+                              "it is left alone and its ordinal waits for it to go")  # fmt: skip
+            return
+        try:
+            await client.create(INSTANCES, desired, field_manager=FIELD_MANAGER)
+        except APIError as exc:
+            if is_already_exists(exc):
+                raise TemporaryError(f"Instance {name} appeared meanwhile; looking again") from exc
+            if is_invalid(exc):
+                await self._event(cluster, wd, "Warning", "InvalidInstance", f"Instance {name} rejected: {exc}")
+                raise PermanentError(f"Instance {namespace}/{name} rejected by the API server: {exc}") from exc
+            raise
+        await self._event(cluster, wd, "Normal", "SuccessfulCreate", f"create Instance {name}")
+
+    async def _delete_for(
+        self, cluster: str, client: Client, wd: Obj, action: Delete, instances: Sequence[Obj]
+    ) -> None:
+        (instance,) = [i for i in instances if get_str(i, "metadata.name") == action.name]
+        await self._delete(client, instance)
+        await self._event(cluster, wd, "Normal", "SuccessfulDelete", f"delete Instance {action.name}: {action.reason}")
+
+    async def _delete(self, client: Client, instance: Obj) -> None:
+        await client.delete(
+            INSTANCES,
+            get_str(instance, "metadata.name"),
+            namespace=get_str(instance, "metadata.namespace"),
+            preconditions=Preconditions(uid=get_str(instance, "metadata.uid")),
+            ignore_not_found=True,
+        )
+
+    async def _autoscaler(self, cluster: str, client: Client, wd: Obj, desired: Obj | None) -> None:
+        namespace, name = get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name")
+        cached = await client.get_or_none(HORIZONTAL_POD_AUTOSCALERS, name, namespace=namespace)
+        if cached is not None and not is_controlled_by_wd(cached, wd):
+            if desired is not None:
+                await self._event(cluster, wd, "Warning", "AutoscalerNotOwned",
+                                  f"HorizontalPodAutoscaler {name} exists and is not controlled by this "
+                                  "WorkloadDeployment; it is left alone")  # fmt: skip
+            return
+        if desired is None:
+            if cached is not None:
+                await client.delete(
+                    HORIZONTAL_POD_AUTOSCALERS,
+                    name,
+                    namespace=namespace,
+                    preconditions=Preconditions(uid=get_str(cached, "metadata.uid")),
+                    ignore_not_found=True,
+                )
+            return
+        if cached is None:
+            # a create, not an apply: an HPA someone else made meanwhile is refused, not taken over
+            try:
+                await client.create(HORIZONTAL_POD_AUTOSCALERS, desired, field_manager=FIELD_MANAGER)
+            except APIError as exc:
+                if is_already_exists(exc):
+                    raise TemporaryError(f"HorizontalPodAutoscaler {name} appeared meanwhile; looking again") from exc
+                raise
+            return
+        await controllerutil.apply_if_differs(
+            client, HORIZONTAL_POD_AUTOSCALERS, desired, cached=cached, field_manager=FIELD_MANAGER
+        )
+
+    async def _relabel(self, client: Client, wd: Obj, instance: Obj, namespace_labels: Mapping[str, str]) -> None:
+        """Bring this controller's labels on an existing Instance up to date (the namespace's
+        upstream labels may arrive after the Instance was created)."""
+        if is_deleting(instance):
+            return
+        name = get_str(instance, "metadata.name")
+        ordinal = ordinal_of(name, get_str(wd, "metadata.name"))
+        assert ordinal is not None  # `_mine` kept only `<wd>-<ordinal>` names
+        current = labels_of(instance)
+        missing = {k: v for k, v in instance_labels(wd, namespace_labels, ordinal).items() if current.get(k) != v}
+        if missing:
+            await client.patch(
+                INSTANCES,
+                name,
+                {"metadata": {"labels": missing}},
+                namespace=get_str(instance, "metadata.namespace"),
+                field_manager=FIELD_MANAGER,
+            )
+
+    async def _status(self, client: Client, wd: Obj, instances: list[Obj], current_hash: str) -> None:
+        status = wd_status(wd, instances, current_hash, now=rfc3339_now())
+        if status == wd.get("status"):
+            return
+        # resourceVersion makes the patch conditional: a status computed from an older WD is refused (409)
+        patch = {"metadata": {"resourceVersion": meta(wd).get("resourceVersion")}, "status": status}
+        await client.patch(
+            WORKLOAD_DEPLOYMENTS,
+            get_str(wd, "metadata.name"),
+            patch,
+            namespace=get_str(wd, "metadata.namespace"),
+            subresource="status",
+            field_manager=FIELD_MANAGER,
+        )
+
+    async def _event(self, cluster: str, wd: Obj, type_: EventType, reason: str, message: str) -> None:
+        await self.mgr.event_recorder(cluster, NAME).event(wd, type_, reason, message)
+
+    # ------------------------------------------------------------------ mapping events to requests
+    def wds_of_instance(self, _cluster: str, instance: Obj) -> list[Request]:
+        """An Instance's controller WD, and the WD its name `<wd>-<ordinal>` belongs to (so
+        the deletion of an Instance squatting an ordinal wakes the WD waiting for it)."""
+        namespace = get_str(instance, "metadata.namespace", required=False)
+        names = {
+            str(ref["name"])
+            for ref in owner_references(instance)
+            if ref.get("controller") and ref.get("kind") == WORKLOAD_DEPLOYMENTS.kind and ref.get("name")
+        }
+        prefix, _, suffix = get_str(instance, "metadata.name", required=False).rpartition("-")
+        if prefix and suffix.isdigit():
+            names.add(prefix)
+        return [Request("", namespace, name) for name in sorted(names)]
+
+    def wd_of_autoscaler(self, _cluster: str, hpa: Obj) -> list[Request]:
+        """An HPA named like a WD (ours or a foreign one it must step around)."""
+        return [Request("", get_str(hpa, "metadata.namespace", required=False), get_str(hpa, "metadata.name"))]
+
+    def wds_of_namespace(self, cluster: str, namespace: Obj) -> list[Request]:
+        """The namespace's labels changed: its WDs re-stamp the upstream labels."""
+        name = get_str(namespace, "metadata.name")
+        informer = self.mgr.get_cluster(cluster).cache.informer_of(WORKLOAD_DEPLOYMENTS)
+        return [Request("", name, get_str(wd, "metadata.name")) for wd in informer.list(namespace=name)]
+
+
+def register(mgr: Manager, settings: ManagerSettings) -> None:
+    """Wire the watches, all on the cell (the manager's local cluster)."""
+    controller = WorkloadDeploymentController(mgr, quota_gate=settings.feature_gates.enabled(QUOTA_GATE))
+    ctrl = mgr.new_controller(NAME, controller, workers=settings.controllers.workers)
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=LOCAL)
+    ctrl.watch(
+        INSTANCES,
+        EnqueueRequestsFromMapFunc(controller.wds_of_instance, cluster_name=ClusterName.INJECT_SOURCE),
+        clusters=LOCAL,
+        indexers={CONTROLLER_UID: controller_uid},
+    )
+    ctrl.watch(
+        HORIZONTAL_POD_AUTOSCALERS,
+        EnqueueRequestsFromMapFunc(controller.wd_of_autoscaler, cluster_name=ClusterName.INJECT_SOURCE),
+        clusters=LOCAL,
+    )
+    ctrl.watch(
+        NAMESPACES,
+        EnqueueRequestsFromMapFunc(controller.wds_of_namespace, cluster_name=ClusterName.INJECT_SOURCE),
+        clusters=LOCAL,
+        predicates=[labels_changed],
+    )
