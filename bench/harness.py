@@ -373,6 +373,18 @@ class Manager:
             if line.startswith(name + "{") or line.startswith(name + " ")
         )
 
+    async def write_requests(self, session: aiohttp.ClientSession) -> int:
+        """Write requests this manager has sent (its own rest_client_requests_total)."""
+        async with session.get(f"http://127.0.0.1:{self.metrics_port}/metrics") as resp:
+            text = await resp.text()
+        total = 0
+        for line in text.splitlines():
+            if line.startswith("rest_client_requests_total{") and any(
+                f'verb="{v}"' in line for v in ("create", "update", "patch", "delete")
+            ):
+                total += int(float(line.rsplit(" ", 1)[1]))
+        return total
+
 
 def start_manager(name: str, workdir: Path, *args: str) -> Manager:
     health, metrics = free_port(), free_port()
