@@ -148,6 +148,18 @@ def console() -> Console:
     return found if found.is_terminal else Console(highlight=False, width=UNBOUNDED_WIDTH)
 
 
+def show(out: Console, renderable: RenderableType) -> None:
+    """Print to a terminal as rich does; elsewhere (a pipe, a file) without the padding
+    that table cells carry to their column's width, so lines end where their text does."""
+    if out.is_terminal:
+        out.print(renderable)
+        return
+    with out.capture() as captured:
+        out.print(renderable)
+    out.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+    out.file.flush()
+
+
 def print_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, indent=2) + "\n")
     sys.stdout.flush()
@@ -193,8 +205,8 @@ async def watch(frame: Callable[[], Awaitable[RenderableType]], out: Console, in
                 live.update(await frame(), refresh=True)
     else:
         while True:
-            out.print(await frame())
-            out.print()
+            show(out, await frame())
+            show(out, "")
             await anyio.sleep(interval)
 
 
@@ -216,7 +228,7 @@ async def status(args: argparse.Namespace) -> None:
                 view = statusview.status_view(snapshot, namespace=args.namespace, project=args.project)
                 print_json(statusview.to_json(view))
             else:
-                console().print(status_frame(args, snapshot))
+                show(console(), status_frame(args, snapshot))
             return
     except CommandError as exc:
         fail("status", str(exc))
@@ -293,7 +305,7 @@ async def plan(args: argparse.Namespace) -> None:
     if args.output == "json":
         print_json(planview.to_json(view))
     else:
-        console().print(planview.render(view))
+        show(console(), planview.render(view))
 
 
 # ---------------------------------------------------------------------- check

@@ -280,6 +280,7 @@ async def test_status_table_and_an_unreachable_cell(tmp_path: Path) -> None:
         await converged(f)
         ran = await cli("status", "--state-dir", str(tmp_path), "--project", "web")
         assert ran.code == 0, ran.err
+        assert all(line == line.rstrip() for line in ran.out.splitlines()), "no padding after the text in a pipe"
         assert [line.split() for line in ran.out.splitlines()] == [
             ["WORKLOADDEPLOYMENT", "CITY", "CELL", "ORDINALS", "DESIRED", "READY", "UP-TO-DATE", "FRESHNESS", "REASON"],
             ["web/default/api", "DFW", "(all)", "3", "3", "3", "StableInstanceFound"],
