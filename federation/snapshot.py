@@ -232,11 +232,13 @@ async def _read(
     name: str, config: ConnectionConfig, read_timeout: float, reads: Callable[[Client], Awaitable[None]]
 ) -> Health:
     """Run `reads` against one cluster under one deadline; any failure becomes its Health."""
+    # The deadline below is the one bound; the transport's own timeouts sit past it so a
+    # hung cluster is always reported the same way.
     transport = Transport(
         config,
         cluster=name,
-        request_timeout=read_timeout,
-        connect_timeout=read_timeout,
+        request_timeout=read_timeout + 1,
+        connect_timeout=read_timeout + 1,
         max_throttle_retries=0,
         user_agent=FIELD_MANAGER,
     )

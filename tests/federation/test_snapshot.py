@@ -104,7 +104,7 @@ async def test_unreachable_unregistered_and_hung_clusters_are_recorded(tmp_path:
     assert (health["hung"].reachable, health["hung"].registered, health["hung"].error) == (
         False,
         True,
-        "cluster 'hung': GET /api/v1/namespaces: timed out",
+        "no answer within 0.5s",
     )
     assert not health["lhr-1"].reachable and health["lhr-1"].registered
     assert "lhr-1" in health["lhr-1"].error and "GET" in health["lhr-1"].error
@@ -120,11 +120,7 @@ async def test_unreachable_unregistered_and_hung_clusters_are_recorded(tmp_path:
 async def test_an_unreadable_management_cluster_gives_an_empty_snapshot() -> None:
     async with silent_server() as hung:
         snap = await load_snapshot(ConnectionConfig.insecure(hung), read_timeout=0.3)
-    assert not snap.management.reachable
-    assert snap.management.error == (
-        "cluster 'management': GET /apis/multicluster.x-k8s.io/v1alpha1/namespaces/federation-system/clusterprofiles: "
-        "timed out"
-    )
+    assert (snap.management.reachable, snap.management.error) == (False, "no answer within 0.3s")
     assert (snap.projects, snap.cells, snap.source) == ({}, {}, hung)
 
 
