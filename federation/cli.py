@@ -41,6 +41,22 @@ def build_parser() -> argparse.ArgumentParser:
     )
     settings_module.add_arguments(run)
     run.set_defaults(run=_run)
+    # read-only operator commands over one read of the federation (federation/inspection.py)
+    from federation import inspection
+
+    status = sub.add_parser(
+        "status", parents=[common], help="project WorkloadDeployments by cell: replicas, freshness and the worst reason"
+    )
+    inspection.add_status_arguments(status)
+    status.set_defaults(run=_status)
+    plan = sub.add_parser("plan", parents=[common], help="where a WorkloadDeployment would land and what would change")
+    inspection.add_plan_arguments(plan)
+    plan.set_defaults(run=_plan)
+    check = sub.add_parser(
+        "check", parents=[common], help="check the federation's invariants (exit 1 on any violation)"
+    )
+    inspection.add_check_arguments(check)
+    check.set_defaults(run=_check)
     up = sub.add_parser("up", parents=[common], help="all-in-one demo on embedded API servers")
     up.add_argument("--state-dir", type=Path, default=Path(".demo"), help="where kubeconfigs go (default .demo)")
     up.add_argument(
@@ -73,6 +89,24 @@ async def _crds(args: argparse.Namespace) -> None:
         return
     for path in write_all(args.out):
         print(path, flush=True)
+
+
+async def _status(args: argparse.Namespace) -> None:
+    from federation import inspection
+
+    await inspection.status(args)
+
+
+async def _plan(args: argparse.Namespace) -> None:
+    from federation import inspection
+
+    await inspection.plan(args)
+
+
+async def _check(args: argparse.Namespace) -> None:
+    from federation import inspection
+
+    await inspection.check(args)
 
 
 async def _run(args: argparse.Namespace) -> None:

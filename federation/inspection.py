@@ -1,0 +1,335 @@
+"""The operator's read-only commands, `status`, `plan` and `check`: their flags, reading
+the federation once (`snapshot.load_snapshot`) and printing what `statusview`,
+`planview` and `invariants` make of it. Nothing here writes to any cluster.
+
+Where the federation is: `--state-dir DIR` (what `federation-manager up --state-dir DIR`
+writes; DIR/management.kubeconfig is read) or `--kubeconfig MGMT` (the management
+cluster); either way cells and projects are found through the ClusterProfiles and
+kubeconfig Secrets in `--registration-namespace`, as the manager finds them.
+
+Exit codes: 0 done (`check`: no violation); 1 `check` found violations; 2 the command
+could not do its job (bad flag or input, no usable kubeconfig, management cluster
+unreadable, a WD that cannot be placed), with one line on stderr naming the problem.
+An unreachable project or cell is not an error: it is reported in the output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+import anyio
+import anyio.abc
+from rich.console import Console, Group, RenderableType
+from rich.text import Text
+
+from mcruntime.connection import ConnectionConfig
+from mcruntime.errors import ConfigError
+
+from . import invariants, planview, statusview
+from .api.constants import REGISTRATION_NAMESPACE
+from .placement import PlacementError, city_code, desired_replicas
+from .snapshot import DEFAULT_TIMEOUT, Snapshot, SnapshotSourceError, load_snapshot, management_config
+
+DEFAULT_INTERVAL = 2.0
+# Without a terminal there is nothing to fit: tables get room instead of cut-off names.
+UNBOUNDED_WIDTH = 250
+
+
+class CommandError(Exception):
+    """The command cannot do its job; the message is one line (exit code 2)."""
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: must be a positive number of seconds")
+    return value
+
+
+# ---------------------------------------------------------------------- flags
+
+
+def _add_source(parser: argparse.ArgumentParser) -> None:
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="the directory `federation-manager up --state-dir DIR` writes (reads DIR/management.kubeconfig)",
+    )
+    where.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="MGMT",
+        help="kubeconfig of the management cluster; cells and projects are found through its ClusterProfiles",
+    )
+    parser.add_argument(
+        "--registration-namespace",
+        default=REGISTRATION_NAMESPACE,
+        metavar="NS",
+        help=f"namespace of the ClusterProfiles and kubeconfig Secrets (default {REGISTRATION_NAMESPACE})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long each cluster may take to answer; a slower one is reported unreachable "
+        f"(default {DEFAULT_TIMEOUT:g})",
+    )
+
+
+def add_status_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_source(parser)
+    parser.add_argument("-n", "--namespace", metavar="NS", help="only WorkloadDeployments of this project namespace")
+    parser.add_argument("--project", metavar="NAME", help="only this project (its cluster name)")
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="table (default) or json")
+    parser.add_argument("-w", "--watch", action="store_true", help="refresh the table until Ctrl-C")
+    parser.add_argument(
+        "--interval",
+        type=_positive,
+        default=DEFAULT_INTERVAL,
+        metavar="SECONDS",
+        help=f"seconds between refreshes with --watch (default {DEFAULT_INTERVAL:g})",
+    )
+
+
+def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-f",
+        "--filename",
+        required=True,
+        metavar="WD.yaml",
+        help="the WorkloadDeployment to place (YAML or JSON; - reads stdin)",
+    )
+    _add_source(parser)
+    parser.add_argument(
+        "--project", metavar="NAME", help="the project it would be applied to (default: the only registered project)"
+    )
+    parser.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS",
+        help="the project namespace (default: the file's metadata.namespace, else default)",
+    )
+    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="table (default) or json")
+
+
+def add_check_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_source(parser)
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("text", "json"),
+        default="text",
+        help="text (default: one line per violation) or json",
+    )
+
+
+# ---------------------------------------------------------------------- shared
+
+
+def fail(command: str, message: str) -> NoReturn:
+    sys.stderr.write(f"federation-manager {command}: {' '.join(message.split())}\n")
+    raise SystemExit(2)
+
+
+def console() -> Console:
+    found = Console(highlight=False)
+    return found if found.is_terminal else Console(highlight=False, width=UNBOUNDED_WIDTH)
+
+
+def show(out: Console, renderable: RenderableType) -> None:
+    """Print to a terminal as rich does; elsewhere (a pipe, a file) without the padding
+    that table cells carry to their column's width, so lines end where their text does."""
+    if out.is_terminal:
+        out.print(renderable)
+        return
+    with out.capture() as captured:
+        out.print(renderable)
+    out.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
+    out.file.flush()
+
+
+def print_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.flush()
+
+
+async def _config(args: argparse.Namespace) -> ConnectionConfig:
+    try:
+        return await management_config(state_dir=args.state_dir, kubeconfig=args.kubeconfig)
+    except (SnapshotSourceError, ConfigError) as exc:
+        raise CommandError(str(exc)) from None
+
+
+async def _read(args: argparse.Namespace, config: ConnectionConfig) -> Snapshot:
+    snapshot = await load_snapshot(
+        config, registration_namespace=args.registration_namespace, read_timeout=args.timeout
+    )
+    if not snapshot.management.reachable:
+        raise CommandError(f"cannot read the management cluster at {snapshot.source}: {snapshot.management.error}")
+    return snapshot
+
+
+async def load(args: argparse.Namespace) -> Snapshot:
+    """The snapshot the flags point at; CommandError when there is none to be had."""
+    return await _read(args, await _config(args))
+
+
+# ---------------------------------------------------------------------- status
+
+
+def status_frame(args: argparse.Namespace, snapshot: Snapshot) -> RenderableType:
+    return statusview.render(statusview.status_view(snapshot, namespace=args.namespace, project=args.project))
+
+
+async def watch(frame: Callable[[], Awaitable[RenderableType]], out: Console, interval: float) -> None:
+    """Show `frame()` and refresh it every `interval` seconds until cancelled: in place on
+    a terminal (rich Live), as successive frames otherwise (a pipe or a log)."""
+    from rich.live import Live
+
+    if out.is_terminal:
+        with Live(await frame(), console=out, auto_refresh=False) as live:
+            while True:
+                await anyio.sleep(interval)
+                live.update(await frame(), refresh=True)
+    else:
+        while True:
+            show(out, await frame())
+            show(out, "")
+            await anyio.sleep(interval)
+
+
+async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for _ in signals:
+            scope.cancel()
+            return
+
+
+async def status(args: argparse.Namespace) -> None:
+    if args.watch and args.output == "json":
+        fail("status", "--watch refreshes the table; use --output json without --watch")
+    try:
+        config = await _config(args)
+        if not args.watch:
+            snapshot = await _read(args, config)
+            if args.output == "json":
+                view = statusview.status_view(snapshot, namespace=args.namespace, project=args.project)
+                print_json(statusview.to_json(view))
+            else:
+                show(console(), status_frame(args, snapshot))
+            return
+    except CommandError as exc:
+        fail("status", str(exc))
+
+    async def frame() -> RenderableType:
+        head = Text(
+            f"federation-manager status · every {args.interval:g}s · {time.strftime('%H:%M:%S')} · Ctrl-C to stop",
+            style="dim",
+        )
+        try:
+            return Group(head, status_frame(args, await _read(args, config)))
+        except CommandError as exc:  # keep watching: the management cluster may come back
+            return Group(head, Text(str(exc), style="red"))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(_cancel_on_signal, tg.cancel_scope)
+        await watch(frame, console(), args.interval)
+
+
+# ---------------------------------------------------------------------- plan
+
+
+async def _read_input(filename: str) -> tuple[str, str]:
+    if filename == "-":
+        return await anyio.to_thread.run_sync(sys.stdin.read), "stdin"
+    try:
+        return await anyio.Path(filename).read_text(), filename
+    except FileNotFoundError:
+        raise CommandError(f"-f {filename}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"-f {filename}: cannot read: {exc}") from None
+
+
+def _project(snapshot: Snapshot, wanted: str | None) -> str:
+    names = sorted(snapshot.projects)
+    where = f"{snapshot.source} namespace {snapshot.registration_namespace}"
+    if wanted is not None:
+        if wanted not in snapshot.projects:
+            raise CommandError(
+                f"--project {wanted}: not registered in {where} (registered: {', '.join(names) or 'none'})"
+            )
+        return wanted
+    if not names:
+        raise CommandError(f"no project is registered in {where}")
+    if len(names) > 1:
+        raise CommandError(f"{len(names)} projects are registered ({', '.join(names)}): choose one with --project")
+    return names[0]
+
+
+async def plan(args: argparse.Namespace) -> None:
+    try:
+        text, source = await _read_input(args.filename)
+        wd = planview.parse_workload_deployment(text, source)
+        try:  # placement's own checks, before any cluster is asked
+            city_code(wd)
+            desired_replicas(wd)
+        except PlacementError as exc:
+            raise CommandError(f"{source}: {exc}") from None
+        own = wd["metadata"].get("namespace")
+        if args.namespace and own and own != args.namespace:
+            raise CommandError(f"{source}: metadata.namespace {own!r} does not match --namespace {args.namespace!r}")
+        namespace = args.namespace or own or "default"
+        snapshot = await load(args)
+        project = _project(snapshot, args.project)
+        found = snapshot.projects[project]
+        if not found.reachable:
+            raise CommandError(f"project {project} cannot be read ({found.health.error}); what is deployed is unknown")
+        try:
+            view = planview.plan_view(snapshot, project, wd, namespace)
+        except PlacementError as exc:
+            raise CommandError(f"{source}: {exc}") from None
+    except (CommandError, planview.InputError) as exc:
+        fail("plan", str(exc))
+    if args.output == "json":
+        print_json(planview.to_json(view))
+    else:
+        show(console(), planview.render(view))
+
+
+# ---------------------------------------------------------------------- check
+
+
+async def check(args: argparse.Namespace) -> None:
+    try:
+        snapshot = await load(args)
+    except CommandError as exc:
+        fail("check", str(exc))
+    report = invariants.check(snapshot)
+    if args.output == "json":
+        print_json(
+            {
+                "violations": [{"kind": str(v.kind), "message": v.message} for v in report.violations],
+                "unchecked": list(report.unchecked),
+            }
+        )
+    else:
+        lines = [str(v) for v in report.violations] + [f"not checked: {u}" for u in report.unchecked]
+        n = len(report.violations)
+        read = f"{len(snapshot.projects)} projects, {len(snapshot.cells)} cells"
+        lines.append(f"{n} violation{'s' if n != 1 else ''} ({read})" if n else f"no violations ({read})")
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+    if report.violations:
+        raise SystemExit(1)

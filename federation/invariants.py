@@ -1,0 +1,472 @@
+"""The federation's invariants, checked over one `Snapshot` (issue 15 item 1). Pure: no
+I/O; the tests feed it snapshots built in memory, `federation-manager check` one it read.
+
+Invariants (each violation is a `Violation` of one kind, its message naming the objects)
+- `missing-copy`, `unplanned-copy`, `wrong-share`, `copy-drift`: every project WD that is
+  not being deleted has exactly its planned copies (`placement.plan`, the federator's
+  own function, with `current` read from its copies) in exactly the planned cells, each
+  with the planned share (ordinal start; replicas unless the cell's autoscaler owns
+  them) and the project WD's spec.
+- `orphan-copy`: every copy has a live upstream: its labels name a registered project
+  whose WD of that namespace and name exists with the copy's upstream UID.
+- `duplicate-instance`: an Instance name exists in at most one cell for a project
+  namespace (projections of all of them land in that one namespace).
+- `missing-projection`, `extra-projection`, `stale-projection`: a WD's projections and its
+  cells' Instances match one to one by name, and each projection names the cell it
+  mirrors and carries that Instance's status.
+- `status-mismatch`: the project WD's status equals `projector.aggregate` over its cells
+  (`lastTransitionTime` aside: it records when, not what).
+- `stuck-finalizer`: the federator's finalizer on a deleting WD while no cell holds a
+  copy; the workload controller's on a deleting Workload that controls no WD.
+
+What cannot be seen is not a violation: a cell or project that was not read makes the
+checks that depend on it `unchecked` (listed with the reason) — in particular copies in
+an unreachable cell are "pending sweep", as the federator's orphan sweep removes them
+when the cell is engaged again.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcruntime.objects import Obj, annotations_of, meta, name_of
+from projector.aggregate import CellReport, aggregate
+
+from .api.constants import Annotation, Finalizer, Label
+from .api.naming import downstream_namespace_name
+from .downstream import cell_owns_replicas, copy_matches, copy_ordinals, downstream_copy, upstream_identity
+from .placement import PlacementError, Share, plan
+from .snapshot import CellCopy, ProjectSnapshot, Snapshot, controller_uid
+
+# Projections carry the cell they mirror (projector/instances.py).
+CELL_ANNOTATION = "compute.datumapis.com/cell"
+
+
+class ViolationKind(enum.StrEnum):
+    MISSING_COPY = "missing-copy"
+    UNPLANNED_COPY = "unplanned-copy"
+    WRONG_SHARE = "wrong-share"
+    COPY_DRIFT = "copy-drift"
+    ORPHAN_COPY = "orphan-copy"
+    DUPLICATE_INSTANCE = "duplicate-instance"
+    MISSING_PROJECTION = "missing-projection"
+    EXTRA_PROJECTION = "extra-projection"
+    STALE_PROJECTION = "stale-projection"
+    STATUS_MISMATCH = "status-mismatch"
+    STUCK_FINALIZER = "stuck-finalizer"
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    kind: ViolationKind
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    violations: tuple[Violation, ...]
+    unchecked: tuple[str, ...]  # what could not be verified, and why
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+
+def check(snapshot: Snapshot) -> Report:
+    """Every invariant over `snapshot`: the violations found and what was left unchecked."""
+    checker = _Checker(snapshot)
+    checker.run()
+    return Report(tuple(dict.fromkeys(checker.violations)), tuple(dict.fromkeys(checker.unchecked)))
+
+
+def violations(snapshot: Snapshot) -> list[Violation]:
+    return list(check(snapshot).violations)
+
+
+def _deleting(obj: Mapping[str, Any]) -> bool:
+    return bool(meta(obj).get("deletionTimestamp"))
+
+
+def _finalizers(obj: Mapping[str, Any]) -> list[str]:
+    return [str(f) for f in meta(obj).get("finalizers") or []]
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("uid") or "")
+
+
+def _ns(obj: Mapping[str, Any]) -> str:
+    return str(meta(obj).get("namespace") or "")
+
+
+def _strip_transition_times(status: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(status)
+    out["conditions"] = {
+        str(c.get("type")): {k: v for k, v in c.items() if k != "lastTransitionTime"}
+        for c in status.get("conditions") or []
+        if isinstance(c, Mapping)
+    }
+    return out
+
+
+def status_differences(expected: Mapping[str, Any], actual: Mapping[str, Any]) -> list[str]:
+    """Field by field (conditions by type, `lastTransitionTime` ignored): `actual` vs the
+    aggregate `expected`."""
+    want, have = _strip_transition_times(expected), _strip_transition_times(actual)
+    found: list[str] = []
+    for key in sorted(set(want) | set(have)):
+        if key == "conditions":
+            for type_ in sorted(set(want[key]) | set(have[key])):
+                w, h = want[key].get(type_), have[key].get(type_)
+                if w != h:
+                    found.append(f"condition {type_} is {_condition_text(h)}, the aggregate says {_condition_text(w)}")
+        elif want.get(key) != have.get(key):
+            found.append(f"{key} is {have.get(key)!r}, the aggregate says {want.get(key)!r}")
+    return found
+
+
+def carries_status(projection: Mapping[str, Any], instance: Mapping[str, Any]) -> bool:
+    """Whether a projection carries its Instance's status: every status field of the
+    Instance, conditions matched by type. Fields only the projection has are allowed:
+    the API server defaults an Instance's conditions when the projection is created, and
+    the projector's server-side apply of the status leaves the ones the cell never set."""
+    have, want = _mapping(projection.get("status")), _mapping(instance.get("status"))
+    for key, value in want.items():
+        if key != "conditions":
+            if have.get(key) != value:
+                return False
+            continue
+        shown = _by_type(have.get("conditions"))
+        if any(shown.get(type_) != cond for type_, cond in _by_type(value).items()):
+            return False
+    return True
+
+
+def _by_type(conditions: Any) -> dict[str, Mapping[str, Any]]:
+    return {str(c.get("type")): c for c in conditions or [] if isinstance(c, Mapping)}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _condition_text(cond: Mapping[str, Any] | None) -> str:
+    if cond is None:
+        return "missing"
+    text = f"{cond.get('status')}/{cond.get('reason')}"
+    return f"{text} ({cond.get('message')!r})" if cond.get("message") else text
+
+
+@dataclass
+class _Source:
+    cell: str
+    instance: Obj
+    in_share: bool
+
+    @property
+    def rank(self) -> tuple[bool, bool, str]:  # the projector's choice among same-named Instances
+        return (not self.in_share, _deleting(self.instance), self.cell)
+
+
+@dataclass
+class _Checker:
+    snap: Snapshot
+    violations: list[Violation] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.cells = self.snap.cell_infos()
+        self.copies = list(self.snap.copies())
+        self.by_upstream = self.snap.copies_by_upstream()
+        # Instances by where they are and who controls them: (cluster, namespace, controller UID)
+        self.controlled: dict[tuple[str, str, str], list[Obj]] = {}
+        for cell in self.snap.cells.values():
+            for inst in cell.instances:
+                self.controlled.setdefault((f"cell/{cell.name}", _ns(inst), controller_uid(inst)), []).append(inst)
+        self.wds: dict[tuple[str, str, str], Obj] = {}
+        for project in self.snap.projects.values():
+            for inst in project.instances:
+                self.controlled.setdefault((f"project/{project.name}", _ns(inst), controller_uid(inst)), []).append(
+                    inst
+                )
+            for wd in project.workload_deployments:
+                self.wds[(project.name, _ns(wd), name_of(wd))] = wd
+
+    def add(self, kind: ViolationKind, message: str) -> None:
+        self.violations.append(Violation(kind, message))
+
+    def read(self, cell: str) -> bool:
+        found = self.snap.cells.get(cell)
+        return found is not None and found.reachable
+
+    # ------------------------------------------------------------------ the walk
+    def run(self) -> None:
+        snap = self.snap
+        if not snap.management.reachable:
+            self.unchecked.append(
+                f"management cluster {snap.source} not read ({snap.management.error}): nothing checked"
+            )
+            return
+        for project in snap.projects.values():
+            if not project.reachable:
+                self.unchecked.append(
+                    f"project {project.name} not read ({project.health.error}): its "
+                    "WorkloadDeployments and the copies that name it are not checked"
+                )
+        for cell in snap.cells.values():
+            if not cell.reachable:
+                self.unchecked.append(
+                    f"cell {cell.name} not read ({cell.health.error}): its copies count as pending "
+                    "sweep; shares and status that depend on it are not checked"
+                )
+        for project in snap.projects.values():
+            if project.reachable:
+                for wd in sorted(project.workload_deployments, key=lambda o: (_ns(o), name_of(o))):
+                    self.workload_deployment(project, wd)
+                for workload in sorted(project.workloads, key=lambda o: (_ns(o), name_of(o))):
+                    self.workload_finalizer(project, workload)
+        self.orphans()
+        self.duplicate_instances()
+
+    def workload_deployment(self, project: ProjectSnapshot, wd: Obj) -> None:
+        ns, name, uid = _ns(wd), name_of(wd), _uid(wd)
+        what = f"project {project.name}: WorkloadDeployment {ns}/{name}"
+        named = self.by_upstream.get((project.name, ns, name), [])
+        if _deleting(wd):
+            self.federator_finalizer(what, wd, named)
+            return
+        ours = [c for c in named if c.upstream_uid == uid]
+        current = {c.cell: r for c in ours if (r := copy_ordinals(c.obj)) is not None}
+        try:
+            shares = plan(wd, self.cells, current)
+        except PlacementError as exc:
+            self.unchecked.append(f"{what}: cannot be placed ({exc}); its copies are not checked")
+            return
+        project_ns = project.namespace(ns)
+        namespace = downstream_namespace_name(_uid(project_ns)) if project_ns is not None and _uid(project_ns) else ""
+        try:
+            desired = {
+                s.cell: downstream_copy(
+                    project.name, wd, s, namespace or "ns-unknown", include_replicas=not cell_owns_replicas(wd)
+                )["spec"]
+                for s in shares
+            }
+        except ValueError as exc:
+            self.unchecked.append(f"{what}: {exc}; not checked")
+            return
+        self.planned_copies(what, wd, shares, ours, desired)
+        self.projections(project, what, wd, shares, ours)
+        self.status(what, wd, shares, ours, desired)
+
+    # ------------------------------------------------------------------ copies
+    def planned_copies(
+        self, what: str, wd: Obj, shares: Sequence[Share], ours: Sequence[CellCopy], desired: Mapping[str, Obj]
+    ) -> None:
+        autoscaled = cell_owns_replicas(wd)
+        planned = {s.cell for s in shares}
+        for share in shares:
+            if not self.read(share.cell):
+                continue  # listed as unchecked
+            found = [c for c in ours if c.cell == share.cell]
+            plan_text = f"{_replicas(share.replicas)} from ordinal {share.ordinal_start}"
+            if not found:
+                self.add(ViolationKind.MISSING_COPY, f"{what}: cell {share.cell} has no copy (planned: {plan_text})")
+                continue
+            if len(found) > 1:
+                where = ", ".join(sorted(c.namespace for c in found))
+                self.add(
+                    ViolationKind.UNPLANNED_COPY,
+                    f"{what}: cell {share.cell} holds {len(found)} copies (namespaces {where}); one is planned",
+                )
+            for copy in found:
+                start = annotations_of(copy.obj).get(Annotation.ORDINAL_START, "0")
+                replicas = (copy.obj.get("spec") or {}).get("replicas")
+                wrong = []
+                if start != str(share.ordinal_start):
+                    wrong.append(f"ordinal start {start}")
+                if not autoscaled and replicas != share.replicas:
+                    wrong.append(_replicas(replicas))
+                if wrong:
+                    self.add(
+                        ViolationKind.WRONG_SHARE,
+                        f"{what}: the copy in cell {share.cell} ({copy.namespace}) "
+                        f"has {' and '.join(wrong)}; planned: {plan_text}",
+                    )
+                spec = {k: v for k, v in desired[share.cell].items() if k != "replicas"}
+                if not copy_matches({"spec": spec}, copy.obj):
+                    self.add(
+                        ViolationKind.COPY_DRIFT,
+                        f"{what}: the copy in cell {share.cell} ({copy.namespace}) "
+                        "does not carry the project WorkloadDeployment's spec",
+                    )
+        for copy in ours:
+            if copy.cell not in planned:
+                self.add(
+                    ViolationKind.UNPLANNED_COPY,
+                    f"{what}: cell {copy.cell} holds a copy ({copy.namespace}/"
+                    f"{copy.name}) but the plan places nothing there",
+                )
+
+    def orphans(self) -> None:
+        for copy in self.copies:
+            where = f"cell {copy.cell}: copy {copy.namespace}/{copy.name}"
+            up = copy.upstream
+            if up is None:
+                self.add(
+                    ViolationKind.ORPHAN_COPY,
+                    f"{where} names no project WorkloadDeployment (upstream labels or "
+                    "annotation missing or contradictory)",
+                )
+                continue
+            upstream = f"{up.project}/{up.namespace}/{up.name}"
+            project = self.snap.projects.get(up.project)
+            if project is None:
+                self.add(ViolationKind.ORPHAN_COPY, f"{where} belongs to project {up.project}, which is not registered")
+                continue
+            if not project.reachable:
+                continue  # listed as unchecked
+            wd = self.wds.get((up.project, up.namespace, up.name))
+            if wd is None:
+                self.add(ViolationKind.ORPHAN_COPY, f"{where}: its WorkloadDeployment {upstream} does not exist")
+            elif _uid(wd) != copy.upstream_uid:
+                self.add(
+                    ViolationKind.ORPHAN_COPY,
+                    f"{where} was made from an earlier WorkloadDeployment {upstream} "
+                    f"(upstream uid {copy.upstream_uid or 'missing'}, the live one "
+                    f"is {_uid(wd)})",
+                )
+
+    # ------------------------------------------------------------------ Instances
+    def duplicate_instances(self) -> None:
+        holders: dict[tuple[str, str, str], list[str]] = {}
+        for cell in self.snap.cells.values():
+            namespaces = {name_of(ns): ns for ns in cell.namespaces}
+            for inst in cell.instances:
+                copy_ns = namespaces.get(_ns(inst))
+                up = None if copy_ns is None else _upstream_of_namespace(copy_ns)
+                if up is not None:
+                    holders.setdefault((*up, name_of(inst)), []).append(f"{cell.name} ({cell.city_code or 'no city'})")
+        for (project, namespace, name), cells in sorted(holders.items()):
+            if len(cells) > 1:
+                self.add(
+                    ViolationKind.DUPLICATE_INSTANCE,
+                    f"project {project} namespace {namespace}: Instance {name} "
+                    f"exists in cells {', '.join(sorted(cells))}",
+                )
+
+    def projections(
+        self, project: ProjectSnapshot, what: str, wd: Obj, shares: Sequence[Share], ours: Sequence[CellCopy]
+    ) -> None:
+        ns, uid = _ns(wd), _uid(wd)
+        projections = {
+            name_of(p): p for p in self.controlled.get((f"project/{project.name}", ns, uid), []) if not _deleting(p)
+        }
+        sources: dict[str, list[_Source]] = {}
+        for copy in ours:
+            held = copy_ordinals(copy.obj) or range(0)
+            for inst in self.controlled.get((f"cell/{copy.cell}", copy.namespace, copy.uid), []):
+                ordinal = _ordinal(inst)
+                sources.setdefault(name_of(inst), []).append(
+                    _Source(copy.cell, inst, ordinal is not None and ordinal in held)
+                )
+        unread = sorted(s.cell for s in shares if not self.read(s.cell))
+        for name in sorted(set(sources) - set(projections)):
+            cells = ", ".join(sorted(s.cell for s in sources[name]))
+            self.add(
+                ViolationKind.MISSING_PROJECTION,
+                f"{what}: Instance {name} in cell {cells} has no projection in project {project.name}",
+            )
+        for name in sorted(set(projections) - set(sources)):
+            claimed = annotations_of(projections[name]).get(CELL_ANNOTATION, "")
+            if unread or (claimed and not self.read(claimed)):
+                continue  # the Instance may be in a cell that was not read
+            self.add(
+                ViolationKind.EXTRA_PROJECTION,
+                f"{what}: projection {ns}/{name} (cell {claimed or 'unnamed'}) mirrors no Instance in any cell",
+            )
+        for name in sorted(set(projections) & set(sources)):
+            source = min(sources[name], key=lambda s: s.rank)
+            shown = projections[name]
+            claimed = annotations_of(shown).get(CELL_ANNOTATION, "")
+            if claimed != source.cell:
+                self.add(
+                    ViolationKind.STALE_PROJECTION,
+                    f"{what}: projection {ns}/{name} names cell {claimed or 'none'}, the Instance is in {source.cell}",
+                )
+            elif not carries_status(shown, source.instance):
+                self.add(
+                    ViolationKind.STALE_PROJECTION,
+                    f"{what}: projection {ns}/{name} does not carry the status of the Instance in cell {source.cell}",
+                )
+
+    # ------------------------------------------------------------------ status
+    def status(
+        self, what: str, wd: Obj, shares: Sequence[Share], ours: Sequence[CellCopy], desired: Mapping[str, Obj]
+    ) -> None:
+        unread = [s.cell for s in shares if not self.read(s.cell)]
+        if unread:
+            self.unchecked.append(f"{what}: status not checked (cells {', '.join(unread)} not read)")
+            return
+        by_cell = {c.cell: c.obj for c in ours}
+        reports = [CellReport(s, by_cell.get(s.cell), desired[s.cell]) for s in shares]
+        try:
+            expected = aggregate(wd, reports, now=self.snap.taken_at)
+        except ValueError as exc:
+            self.unchecked.append(f"{what}: status not checked ({exc})")
+            return
+        found = status_differences(expected, wd.get("status") or {})
+        if found:
+            self.add(
+                ViolationKind.STATUS_MISMATCH, f"{what}: status is not the aggregate of its cells: {'; '.join(found)}"
+            )
+
+    # ------------------------------------------------------------------ finalizers
+    def federator_finalizer(self, what: str, wd: Obj, named: Iterable[CellCopy]) -> None:
+        if Finalizer.FEDERATOR not in _finalizers(wd) or any(True for _ in named):
+            return  # no finalizer, or a copy still exists: a live reason
+        unread = [c.name for c in self.snap.unreachable_cells()]
+        if unread:
+            self.unchecked.append(
+                f"{what} is being deleted and holds {Finalizer.FEDERATOR}: not checked (cells "
+                f"{', '.join(unread)} not read; a copy there holds it until the grace ends)"
+            )
+            return
+        self.add(
+            ViolationKind.STUCK_FINALIZER,
+            f"{what} is being deleted and holds {Finalizer.FEDERATOR}, but no cell holds a copy",
+        )
+
+    def workload_finalizer(self, project: ProjectSnapshot, workload: Obj) -> None:
+        if not _deleting(workload) or Finalizer.WORKLOAD_CONTROLLER not in _finalizers(workload):
+            return
+        uid = _uid(workload)
+        if any(controller_uid(wd) == uid for wd in project.workload_deployments):
+            return
+        self.add(
+            ViolationKind.STUCK_FINALIZER,
+            f"project {project.name}: Workload {_ns(workload)}/{name_of(workload)} is being deleted and holds "
+            f"{Finalizer.WORKLOAD_CONTROLLER}, but controls no WorkloadDeployment",
+        )
+
+
+def _replicas(n: Any) -> str:
+    return f"{n} replica" if n == 1 else f"{n} replicas"
+
+
+def _ordinal(instance: Obj) -> int | None:
+    value = (meta(instance).get("labels") or {}).get(Label.INSTANCE_INDEX)
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _upstream_of_namespace(namespace: Obj) -> tuple[str, str] | None:
+    ref = upstream_identity(None, namespace)
+    return None if ref is None else (ref.project, ref.namespace)
