@@ -220,10 +220,10 @@ class World:
         for cell_name, c in sorted(copies.items()):
             for inst in self.cells[cell_name].instances:
                 if inst["metadata"]["ownerReferences"][0]["uid"] == c["metadata"]["uid"]:
-                    source = Source(cell_name, inst, True)
-                    shown = projection(wd, source)
+                    source = Source(cell_name, inst, wd, True)
+                    shown = projection(source)
                     shown["metadata"]["uid"] = uid("proj")
-                    shown["status"] = _copy.deepcopy(projection_status(wd, source)["status"])
+                    shown["status"] = _copy.deepcopy(projection_status(source)["status"])
                     p.instances.append(shown)
         reports = [
             CellReport(
