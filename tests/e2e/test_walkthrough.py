@@ -1,0 +1,182 @@
+"""End to end, as a user: the README's walk-through with the real CLI in a subprocess and
+the real kubectl, against `federation-manager up` (two DFW cells, one LHR cell, two
+projects) and against the deployed shape (separate `apiserver` processes, a
+management-mode `run`, one cell-mode `run` per cell, registered with `kubectl apply`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kubeplane.testing import Kubectl, kubectl_path
+from tests.support import eventually
+from tests.support.processes import REPO, deployed_fleet
+
+pytestmark = pytest.mark.kubectl
+
+WD = (REPO / "docs" / "examples" / "api-workloaddeployment.yaml").read_text()
+
+
+def need_kubectl() -> None:
+    if kubectl_path() is None:
+        pytest.skip("kubectl is not installed on this machine; kubectl-driven checks cannot run")
+
+
+async def items(kubectl: Kubectl, *args: str) -> list[dict[str, Any]]:
+    out = await kubectl("get", *args, "-o", "json")
+    found: list[dict[str, Any]] = json.loads(out)["items"]
+    return found
+
+
+def ready(obj: dict[str, Any]) -> bool:
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in (obj.get("status") or {}).get("conditions", []))
+
+
+async def cell_instances(cells: dict[str, Kubectl]) -> dict[str, dict[str, Any]]:
+    """Instance name → the Instance, across the given cells (with its cell in `_cell`)."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, kubectl in cells.items():
+        for inst in await items(kubectl, "instances", "-A"):
+            if not inst["metadata"].get("deletionTimestamp"):
+                out[inst["metadata"]["name"]] = {**inst, "_cell": name}
+    return out
+
+
+async def walk_through(project: Kubectl, cells: dict[str, Kubectl], cli: list[str]) -> None:
+    """Apply, watch it land, roll it, scale it, break it, delete it."""
+    await project("apply", "-f", "-", stdin=WD)
+
+    async def landed(n: int) -> bool:
+        insts = await cell_instances(cells)
+        projections = {p["metadata"]["name"]: p for p in await items(project, "instances")}
+        return (
+            sorted(insts) == [f"api-{i}" for i in range(n)]
+            and all(ready(i) for i in insts.values())
+            and sorted(projections) == sorted(insts)
+            and all(ready(p) for p in projections.values())
+        )
+
+    await eventually(lambda: landed(3), "3 Ready Instances in the DFW cells, projected in the project", within=90)
+    placed = {name: inst["_cell"] for name, inst in (await cell_instances(cells)).items()}
+    assert placed == {"api-0": "dfw-1", "api-1": "dfw-1", "api-2": "dfw-2"}
+    header, row = (await project("get", "wd", "api")).splitlines()
+    assert row.split()[2:] == ["True", "StableInstanceFound", "3", "3", "3", "3"], (header, row)
+
+    # `status` and `check` agree with what kubectl shows
+    status = json.loads(await run_cli("status", *cli, "-o", "json"))
+    assert status, "status lists the WD"
+    check = await run_cli("check", *cli)
+    assert "no violations" in check
+
+    # roll with restartedAt: every Instance is recreated, the WD comes back fully updated
+    before = {name: inst["metadata"]["uid"] for name, inst in (await cell_instances(cells)).items()}
+    patch = {"spec": {"template": {"metadata": {"annotations": {
+        "compute.datumapis.com/restartedAt": "2026-11-22T12:00:00Z"}}}}}  # fmt: skip
+    await project("patch", "wd", "api", "--type", "merge", "-p", json.dumps(patch))
+
+    async def rolled() -> bool:
+        now = await cell_instances(cells)
+        fresh = all(now.get(n, {}).get("metadata", {}).get("uid") not in (None, uid) for n, uid in before.items())
+        wd = json.loads(await project("get", "wd", "api", "-o", "json"))
+        s = wd.get("status") or {}
+        return fresh and s.get("observedGeneration") == wd["metadata"]["generation"] and s.get("updatedReplicas") == 3 \
+            and s.get("readyReplicas") == 3  # fmt: skip
+
+    await eventually(rolled, "every Instance recreated and the WD fully updated again", within=120)
+
+    # scale to 4: 2 + 2 over the DFW cells
+    await project("scale", "wd", "api", "--replicas=4")
+    await eventually(lambda: landed(4), "4 Ready Instances and projections", within=90)
+    placed = {name: inst["_cell"] for name, inst in (await cell_instances(cells)).items()}
+    assert sorted(placed.values()) == ["dfw-1", "dfw-1", "dfw-2", "dfw-2"]
+
+    # delete an Instance in its cell: it comes back
+    victim = await cell_instances(cells)
+    inst = victim["api-3"]
+    await cells[inst["_cell"]]("delete", "instance", "api-3", "-n", inst["metadata"]["namespace"])
+
+    async def back() -> bool:
+        now = (await cell_instances(cells)).get("api-3")
+        return now is not None and now["metadata"]["uid"] != inst["metadata"]["uid"] and ready(now)
+
+    await eventually(back, "api-3 recreated", within=90)
+
+    # delete the WD: copies, Instances, Pods and projections all go
+    await project("delete", "wd", "api", "--wait=true", "--timeout=120s")
+
+    async def gone() -> bool:
+        left = [await items(k, kind, "-A") for k in cells.values() for kind in ("wd", "instances", "pods")]
+        return not any(left) and not await items(project, "instances")
+
+    await eventually(gone, "nothing left in cells or project", within=60)
+
+
+async def run_cli(*args: str) -> str:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "federation.cli", *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, f"{args}: {err.decode()}"
+    return out.decode()
+
+
+async def test_the_walk_through_against_up(tmp_path: Path) -> None:
+    need_kubectl()
+    state = tmp_path / "demo"
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "federation.cli", "up", "--state-dir", str(state),
+        "--cell", "dfw-1:DFW", "--cell", "dfw-2:DFW", "--cell", "lhr-1:LHR",
+        "--project", "acme/web", "--project", "acme/shop",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO,
+    )  # fmt: skip
+    try:
+        await eventually(lambda: (state / "ready").exists() or proc.returncode is not None, "up ready", within=120)
+        assert proc.returncode is None, "up exited early"
+        kc = {name: Kubectl(state / f"{name}.kubeconfig", tmp_path / f"kc-{name}") for name in
+              ("web", "shop", "dfw-1", "dfw-2", "lhr-1")}  # fmt: skip
+        # the sample Workload up applied converges too: Ready Instances in DFW and LHR, projected in web
+        projections = lambda: items(kc["web"], "instances")  # noqa: E731
+
+        async def sample_converged() -> bool:
+            names = {p["metadata"]["name"] for p in await projections() if ready(p)}
+            return {"web-edge-dfw-0", "web-edge-dfw-1", "web-edge-lhr-0", "web-edge-lhr-1"} <= names
+
+        await eventually(sample_converged, "the sample Workload's Instances Ready and projected", within=90)
+        await kc["web"]("delete", "workload", "web", "--wait=true", "--timeout=120s")
+        cells = {c: kc[c] for c in ("dfw-1", "dfw-2")}
+        await walk_through(kc["shop"], cells, ["--state-dir", str(state)])
+        # nothing of shop's ever reached LHR, and web's namespaces in the cells stay web's
+        assert await items(kc["lhr-1"], "wd", "-A") == []
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        _, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, err.decode()
+
+
+async def test_the_walk_through_against_the_deployed_shape(tmp_path: Path) -> None:
+    need_kubectl()
+    cells = (("dfw-1", "DFW"), ("dfw-2", "DFW"), ("lhr-1", "LHR"))
+    async with deployed_fleet(tmp_path, projects=("acme/web",), cells=cells) as f:
+        await f.run_manager(
+            "management", "--enable-management-controllers", f"--kubeconfig={f.kubeconfig('management')}",
+            "--health-probe-bind-address=0", "--metrics-bind-address=0",
+        )  # fmt: skip
+        for cell, city in cells:
+            await f.run_manager(
+                f"cell-{cell}", "--enable-cell-controllers", f"--kubeconfig={f.kubeconfig(cell)}",
+                f"--site-name={cell}", f"--city-code={city}", "--feature-gates=PodRuntime=true",
+                "--health-probe-bind-address=0", "--metrics-bind-address=0",
+            )  # fmt: skip
+        await walk_through(
+            f.kubectl("web"), {c: f.kubectl(c) for c in ("dfw-1", "dfw-2")},
+            ["--kubeconfig", str(f.kubeconfig("management"))],
+        )  # fmt: skip
+        for name, process in f.managers.items():
+            assert await process.stop() == 0, f"{name}:\n{process.output()}"
