@@ -327,9 +327,13 @@ async def check(args: argparse.Namespace) -> None:
     else:
         lines = [str(v) for v in report.violations] + [f"not checked: {u}" for u in report.unchecked]
         n = len(report.violations)
-        read = f"{len(snapshot.projects)} projects, {len(snapshot.cells)} cells"
+        read = f"{_plural(len(snapshot.projects), 'project')}, {_plural(len(snapshot.cells), 'cell')}"
         lines.append(f"{n} violation{'s' if n != 1 else ''} ({read})" if n else f"no violations ({read})")
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
     if report.violations:
         raise SystemExit(1)
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
