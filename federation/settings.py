@@ -79,6 +79,9 @@ class ControllerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     workers: int = Field(2, ge=1, le=256, description="concurrent reconciles per controller")
+    status_batch_period: float = Field(
+        0.05, ge=0, le=10, description="seconds a project WD's status waits for more cell changes before it is written"
+    )
 
 
 class ManagerSettings(BaseSettings):
@@ -230,6 +233,7 @@ NESTED_FLAGS: dict[str, tuple[str, str]] = {
     "registration-namespace": ("registration", "namespace"),
     "cluster-selector": ("registration", "label_selector"),
     "workers": ("controllers", "workers"),
+    "status-batch-period": ("controllers", "status_batch_period"),
 }
 _NESTED_MODELS: dict[str, type[BaseModel]] = {"registration": RegistrationSettings, "controllers": ControllerSettings}
 

@@ -97,6 +97,7 @@ class Controller:
         rate_limiter: RateLimiter[Request] | None = None,
         needs_leader_election: bool = True,
         reconcile_timeout: float | None = None,
+        batch_period: float = 0.0,
         metrics: RuntimeMetrics | None = None,
         tracer_provider: TracerProvider | None = None,
     ) -> None:
@@ -111,6 +112,13 @@ class Controller:
         self.workers = workers
         self.needs_leader_election = needs_leader_election
         self.reconcile_timeout = reconcile_timeout
+        if batch_period < 0:
+            raise ValueError(f"controller {name}: batch_period must be >= 0")
+        # events for one key within the batch period make one reconcile (the endpoints
+        # controller's --endpoint-updates-batch-period): bounds a status writer's rate per
+        # object when its sources change in bursts
+        self.batch_period = batch_period
+        self._batched: dict[Request, float] = {}
         self.metrics = metrics or default_metrics()
         self.tracer = tracer_for(tracer_provider)
         if rate_limiter is None:
@@ -270,9 +278,14 @@ class Controller:
 
     @property
     def idle(self) -> bool:
-        """Synced, nothing queued, nothing in flight, no cluster event unmapped (delayed
-        requeues do not count)."""
-        return self.has_synced and len(self.queue) == 0 and self.in_flight == 0 and not self._cluster_events
+        """Synced, nothing queued or batched, nothing in flight, no cluster event unmapped
+        (delayed requeues do not count)."""
+        now = time.monotonic()
+        batching = any(t > now for t in self._batched.values())
+        return (
+            self.has_synced and len(self.queue) == 0 and self.in_flight == 0 and not self._cluster_events
+            and not batching
+        )  # fmt: skip
 
     async def wait_idle(self, within: float | None = None, *, settle: float = 0.05) -> bool:
         """Wait until the controller is idle and stays idle for `settle` seconds (so an
@@ -323,6 +336,15 @@ class Controller:
             return
         if not request.name:
             self._dropped("empty-name", f"request {request} has no object name")
+            return
+        if self.batch_period:
+            now = time.monotonic()
+            if len(self._batched) > 1024:
+                self._batched = {r: t for r, t in self._batched.items() if t > now}
+            due = self._batched.get(request)
+            if due is None or due <= now:  # the queue keeps the earliest due time, so do we
+                self._batched[request] = now + self.batch_period
+            self.queue.add_after(request, self.batch_period)
             return
         self.queue.add(request)
 

@@ -6,7 +6,7 @@ at steady state a controller built from these sends no request at all."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,15 +21,20 @@ class AlreadyOwnedError(ValueError):
 
 
 # ---------------------------------------------------------------------- finalizers
+# Finalizer writes never conflict with other writers of the object (a status writer bumps
+# the resourceVersion all the time): adding is a server-side apply of the finalizer alone,
+# under a field manager of its own (`metadata.finalizers` is a set, so each manager owns
+# its entries and nobody else's is touched); removing is a JSON patch that tests the
+# entry's position, so it removes exactly ours, whoever added it.
+
+
 def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
     finalizers = meta(obj).get("finalizers")
     return isinstance(finalizers, list) and finalizer in finalizers
 
 
-def _finalizer_patch(obj: Mapping[str, Any], finalizers: Sequence[str]) -> dict[str, Any]:
-    # resourceVersion makes the merge patch conditional: a concurrent change to the list
-    # (another controller's finalizer) answers 409 instead of being overwritten
-    return {"metadata": {"finalizers": list(finalizers), "resourceVersion": meta(obj).get("resourceVersion")}}
+def finalizer_field_manager(finalizer: str) -> str:
+    return f"finalizer/{finalizer}"[:128]
 
 
 async def add_finalizer(client: Client, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> Obj:
@@ -37,25 +42,36 @@ async def add_finalizer(client: Client, resource: Resource, obj: Mapping[str, An
     Returns the object after the change (the server's answer) or `obj` unchanged."""
     if has_finalizer(obj, finalizer):
         return dict(obj)
-    current = [str(f) for f in meta(obj).get("finalizers") or []]
-    return await client.patch(
-        resource, name_of(obj), _finalizer_patch(obj, [*current, finalizer]), namespace=namespace_of(obj) or None
-    )
+    intent: dict[str, Any] = {
+        "apiVersion": resource.api_version,
+        "kind": resource.kind,
+        "metadata": {"name": name_of(obj), "finalizers": [finalizer]},
+    }
+    if namespace_of(obj):
+        intent["metadata"]["namespace"] = namespace_of(obj)
+    return await client.apply(resource, intent, field_manager=finalizer_field_manager(finalizer))
 
 
-async def remove_finalizer(client: Client, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> Obj | None:
+async def remove_finalizer(
+    client: Client, resource: Resource, obj: Mapping[str, Any], finalizer: str
+) -> Obj | None:
     """Remove `finalizer`; no request if absent. Returns the object after the change, or
-    None when the object is gone (this was its last finalizer, or it was already deleted)."""
+    None when the object is gone (this was its last finalizer, or it was already deleted).
+    If the list changed since `obj` was read, a 409 Conflict is raised (retry quietly)."""
     if not has_finalizer(obj, finalizer):
         return dict(obj)
-    remaining = [str(f) for f in meta(obj).get("finalizers") or [] if f != finalizer]
+    index = list(meta(obj).get("finalizers") or []).index(finalizer)
+    ops = [
+        {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
+        {"op": "remove", "path": f"/metadata/finalizers/{index}"},
+    ]
     try:
-        return await client.patch(
-            resource, name_of(obj), _finalizer_patch(obj, remaining), namespace=namespace_of(obj) or None
-        )
+        return await client.patch(resource, name_of(obj), ops, namespace=namespace_of(obj) or None, patch_type="json")
     except APIError as exc:
         if is_not_found(exc):
             return None
+        if exc.status == 422 and "test" in exc.message:
+            raise APIError(409, "Conflict", f"finalizers of {name_of(obj)} changed meanwhile: {exc.message}") from exc
         raise
 
 

@@ -260,11 +260,13 @@ class Manager:
         rate_limiter: RateLimiter[Request] | None = None,
         needs_leader_election: bool = True,
         reconcile_timeout: float | None = None,
+        batch_period: float = 0.0,
     ) -> Controller:
         """A controller wired to this manager's metrics and tracer."""
         controller = Controller(
             name, reconciler, workers=workers, rate_limiter=rate_limiter, needs_leader_election=needs_leader_election,
-            reconcile_timeout=reconcile_timeout, metrics=self.metrics, tracer_provider=self.tracer_provider,
+            reconcile_timeout=reconcile_timeout, batch_period=batch_period, metrics=self.metrics,
+            tracer_provider=self.tracer_provider,
         )  # fmt: skip
         return self.add_controller(controller)
 

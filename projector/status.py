@@ -130,7 +130,10 @@ def register(mgr: Manager, settings: ManagerSettings) -> None:
     """Wire the watches: project WDs; their copies in every cell (mapped back); cell states."""
     projector = StatusProjector(mgr, stale_after=settings.cell_status_stale_after)
     routes = Routes(mgr)
-    ctrl = mgr.new_controller("status-projector", projector, workers=settings.controllers.workers)
+    ctrl = mgr.new_controller(
+        "status-projector", projector, workers=settings.controllers.workers,
+        batch_period=settings.controllers.status_batch_period,
+    )  # fmt: skip
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     read_cell_copies(ctrl)

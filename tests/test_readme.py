@@ -25,7 +25,7 @@ def test_the_python_snippet_runs_as_written(tmp_path: Path) -> None:
 
 def test_every_subcommand_the_readme_names_exists() -> None:
     named = set(re.findall(r"federation-manager ([a-z]+)", README))
-    assert {"run", "up", "status", "plan", "check", "apiserver"} <= named
+    assert {"run", "status", "plan", "check", "apiserver"} <= named
     help_text = subprocess.run([sys.executable, "-m", "federation.cli", "--help"], capture_output=True, text=True,
                                timeout=60, check=True).stdout  # fmt: skip
     for command in named:

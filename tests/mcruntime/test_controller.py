@@ -290,3 +290,27 @@ def test_result_sooner_keeps_the_earliest_requeue() -> None:
     combined = Result.sooner(Result(requeue_after=30), Result(), Result(requeue_after=5))
     assert combined == Result(requeue_after=5)
     assert Result.sooner(Result(), Result()) == Result()
+
+
+async def test_a_batch_period_folds_a_burst_of_events_into_one_reconcile() -> None:
+    seen: list[Request] = []
+
+    async def reconcile(req: Request) -> Result:
+        seen.append(req)
+        return Result()
+
+    controller = Controller("batched", reconcile, rate_limiter=FAST, batch_period=0.2)
+
+    async def body() -> None:
+        for _ in range(20):
+            controller.enqueue(Request("c", "ns", "a"))
+            await anyio.sleep(0.005)
+        assert not controller.idle, "a batched request is pending work"
+        await eventually(lambda: seen, what="the batched reconcile")
+        await anyio.sleep(0.3)
+        assert seen == [Request("c", "ns", "a")]
+        assert await controller.wait_idle(within=2)
+
+    await run_controller(controller, body)
+    with pytest.raises(ValueError, match="batch_period"):
+        Controller("x", reconcile, batch_period=-1)

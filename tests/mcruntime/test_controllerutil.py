@@ -40,10 +40,11 @@ async def cached(cluster: Cluster, name: str) -> dict[str, Any]:
     return await eventually(fresh, f"{name} cached")  # type: ignore[no-any-return]
 
 
-async def test_finalizers_are_added_and_removed_once_and_conditionally(
+async def test_finalizers_are_added_and_removed_once_and_without_clobbering(
     apiserver: EmbeddedAPIServer, cluster: Cluster
 ) -> None:
-    Plane(apiserver).create("configmaps", configmap("f"))
+    plane = Plane(apiserver)
+    plane.create("configmaps", configmap("f"))
     cluster.cache.declare(View(CONFIGMAPS))
     obj = await cached(cluster, "f")
     before = writes(apiserver)
@@ -52,18 +53,29 @@ async def test_finalizers_are_added_and_removed_once_and_conditionally(
     again = await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, added, "example.com/guard")
     assert again["metadata"]["finalizers"] == ["example.com/guard"]
     assert writes(apiserver) == before + 1, "adding a present finalizer sends nothing"
-    # a stale copy (someone else changed the list meanwhile) conflicts instead of overwriting
+    # another writer changed the object meanwhile: adding from a stale read neither conflicts
+    # nor drops what the other one did
+    current = plane.get("configmaps", "default", "f")
+    current["data"] = {"touched": "yes"}
+    plane.update("configmaps", current)
+    both = await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, obj, "example.com/other")
+    assert both["metadata"]["finalizers"] == ["example.com/guard", "example.com/other"]
+    assert both["data"] == {"touched": "yes"}
+    # removal from a read whose list order is stale is a conflict, never the wrong entry
+    stale = {**obj, "metadata": {**obj["metadata"], "finalizers": ["example.com/other", "example.com/guard"]}}
     with pytest.raises(APIError) as err:
-        await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, obj, "example.com/other")
+        await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, stale, "example.com/other")
     assert is_conflict(err.value)
     await cluster.client.delete(CONFIGMAPS, "f", namespace="default")
     live = await cluster.client.get_live(CONFIGMAPS, "f", namespace="default")
     assert live["metadata"].get("deletionTimestamp")
-    assert await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, live, "example.com/guard") is not None
+    after = await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, live, "example.com/other")
+    assert after is not None and after["metadata"]["finalizers"] == ["example.com/guard"]
+    assert await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, after, "example.com/guard") is not None
     with pytest.raises(APIError) as gone:
         await cluster.client.get_live(CONFIGMAPS, "f", namespace="default")
     assert gone.value.status == 404
-    assert await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, live, "example.com/guard") is None
+    assert await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, after, "example.com/guard") is None
     unchanged = await controllerutil.remove_finalizer(cluster.client, CONFIGMAPS, configmap("x"), "example.com/guard")
     assert unchanged == configmap("x")
 
