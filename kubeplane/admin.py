@@ -9,6 +9,8 @@ another process (the same operations exist as Python methods):
   POST   /_embedded/watches/drop      close every open watch
   POST   /_embedded/history/expire    compact the watch history (resumes get 410)
   POST   /_embedded/pause             {"seconds": 2}: refuse connections for a while, keep state
+
+A server started with a token (every `--tls` server) requires it here as on the API.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
 from .errors import APIError, bad_request
-from .http import json_response, status_response
+from .http import json_response, read_body, status_response
 
 
 class AdminEndpoints:
@@ -38,7 +40,7 @@ class AdminEndpoints:
             return status_response(err)
 
     async def _body(self, request: BaseRequest) -> dict[str, Any]:
-        raw = await request.read()
+        raw = await read_body(request, self.server.plane.request_timeout)
         if not raw.strip():
             return {}
         try:

@@ -209,6 +209,7 @@ def register_apps(registry: Registry) -> None:
             categories=("all",),
             subresources=("status", "scale"),
             has_generation=True,
+            generation_counts_annotations=True,
             schema=DEPLOYMENT,
             scale=ScalePaths(".spec.replicas", ".status.replicas", ".spec.selector"),
             prepare_create=_deployment_prepare,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import anyio
 
-from .server import EmbeddedAPIServer
+from .server import EmbeddedAPIServer, positive_seconds
 
 log = logging.getLogger(__name__)
 
@@ -21,8 +21,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--name", default="embedded", help="cluster/context name in the kubeconfig")
     parser.add_argument("--tls", action="store_true", help="serve HTTPS with a generated CA and a bearer token")
     parser.add_argument(
-        "--bookmark-interval", type=float, default=60.0, help="seconds between watch BOOKMARK events (default 60)"
+        "--bookmark-interval",
+        type=_positive_seconds,
+        default=60.0,
+        help="seconds between watch BOOKMARK events (default 60; must be above 0)",
     )
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        return positive_seconds("value", float(text))
+    except ValueError:
+        # argparse names the flag: "argument --bookmark-interval: must be ..."
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}") from None
 
 
 async def serve(args: argparse.Namespace) -> None:

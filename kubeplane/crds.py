@@ -12,6 +12,7 @@ import anyio
 from .builtin_schemas import SCHEMAS
 from .builtins import name_col
 from .cel import crd_rule_errors
+from .crdversions import deprecation_warning, selectable_field_errors, selectable_fields
 from .errors import APIError, FieldError, invalid, required, unsupported
 from .follow import Follower
 from .jsonpath import JSONPathError, compile_path
@@ -134,8 +135,9 @@ def _validate_versions(versions: Any) -> list[FieldError]:
         else:
             schema_errs = structural_errors(schema, f"{path}.schema.openAPIV3Schema")
             errs.extend(schema_errs)
-            if not schema_errs:  # CEL rules are only compiled against a valid structural schema
+            if not schema_errs:  # CEL rules and field paths are only checked against a valid structural schema
                 errs.extend(crd_rule_errors(schema, f"{path}.schema.openAPIV3Schema"))
+                errs.extend(selectable_field_errors(v.get("selectableFields"), schema, f"{path}.selectableFields"))
         scale = (v.get("subresources") or {}).get("scale")
         if isinstance(scale, dict):
             errs.extend(_validate_scale(scale, f"{path}.subresources.scale"))
@@ -235,6 +237,8 @@ def types_for(crd: Obj) -> list[ResourceType]:
                 storage_version=storage,
                 preserve_unknown=False,
                 return_deleted_object=True,
+                field_selectors=frozenset({"metadata.name", "metadata.namespace"}) | selectable_fields(v),
+                deprecation_warning=deprecation_warning(v, spec),
                 extra={"crd": crd["metadata"]["name"]},
             )
         )

@@ -1,5 +1,5 @@
 """Discovery documents (`/api`, `/apis`, group and group-version resource lists,
-aggregated discovery v2) and OpenAPI v3 per group-version, cached per registry
+aggregated discovery v2), OpenAPI v3 per group-version and OpenAPI v2, cached per registry
 generation so CRD changes show up immediately and steady-state requests are cheap."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from .openapiv2 import json_document, protobuf_document
 from .registry import Obj, Registry, ResourceType
 
 KUBE_VERSION = {
@@ -33,13 +34,14 @@ class Discovery:
         self._cache: dict[str, bytes] = {}
         self._generation = -1
 
-    def _cached(self, key: str, build: Any) -> bytes:
+    def _cached(self, key: str, build: Any, *, encode: bool = True) -> bytes:
         if self._generation != self.registry.generation:
             self._cache.clear()
             self._generation = self.registry.generation
         body = self._cache.get(key)
         if body is None:
-            body = self._cache[key] = orjson.dumps(build())
+            built = build()
+            body = self._cache[key] = orjson.dumps(built) if encode else built
         return body
 
     # ------------------------------------------------------------ legacy discovery
@@ -129,6 +131,11 @@ class Discovery:
 
     def _openapi_hash(self, group: str, version: str) -> str:
         return hashlib.sha512(self.openapi_gv(group, version) or b"").hexdigest().upper()[:128]
+
+    def openapi_v2(self, *, protobuf: bool) -> bytes:
+        if protobuf:
+            return self._cached("openapi-v2-pb", protobuf_document, encode=False)
+        return self._cached("openapi-v2", lambda: json_document(self.registry, schema_name))
 
     def openapi_gv(self, group: str, version: str) -> bytes | None:
         if not self.registry.has_group_version(group, version):

@@ -105,6 +105,8 @@ class APIError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:
+            del body["reason"]  # StatusReasonUnknown is omitted from the wire form
         if self.details:
             body["details"] = self.details
         return body

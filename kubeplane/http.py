@@ -11,24 +11,39 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import anyio
 import orjson
 import yaml
 from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
-from . import errors
+from . import errors, yamlbody
 from .discovery import AGGREGATED_V2, KUBE_VERSION, Discovery
 from .errors import APIError
+from .limits import (
+    MAX_DEPTH,
+    MAX_REQUEST_BODY_BYTES,
+    body_depth_overflow,
+    body_too_large,
+    depth_message,
+    may_exceed_depth,
+    request_timeout,
+)
 from .objectapi import (
     APPLY_PATCH,
+    JSON_PATCH,
+    MERGE_PATCH,
     PATCH_TYPES,
+    STRATEGIC_PATCH,
     DeleteOptions,
     ListResult,
     ObjectAPI,
     WriteOptions,
 )
+from .openapiv2 import PROTOBUF_V2, wants_protobuf
 from .registry import Obj, Registry, ResourceType
 from .selectors import parse_field_selector, parse_label_selector
+from .store import Entry
 from .table import partial_metadata, table
 from .watch import WatchRequest, WatchStream, default_timeout, encode_list_item
 
@@ -83,12 +98,17 @@ def negotiate(accept: str) -> Output:
     raise APIError(406, "NotAcceptable", f"only the following media types are accepted: {JSON}, {YAML}")
 
 
+def warning_header(text: str) -> str:
+    """A `Warning` header value as kube-apiserver writes it (code 299, no agent)."""
+    return '299 - "' + text.replace('"', '\\"') + '"'
+
+
 def json_response(body: bytes, status: int = 200, warnings: list[str] | None = None) -> web.Response:
     headers = {"Content-Type": JSON, "Cache-Control": "no-cache, private"}
     resp = web.Response(body=body, status=status, headers=headers)
     if warnings:
         for w in warnings:
-            resp.headers.add("Warning", '299 - "' + w.replace('"', '\\"') + '"')
+            resp.headers.add("Warning", warning_header(w))
     return resp
 
 
@@ -111,12 +131,13 @@ class HTTPFront:
     async def handle(self, request: BaseRequest) -> web.StreamResponse:
         plane = self.plane
         try:
-            if request.path.startswith("/_embedded/") and self.admin is not None:
-                return await self.admin(request)
             if plane.token is not None:
+                # the admin endpoints too: they can pause the server or inject errors
                 auth = request.headers.get("Authorization", "")
                 if auth != f"Bearer {plane.token}":
                     return status_response(APIError(401, "Unauthorized", "Unauthorized"))
+            if request.path.startswith("/_embedded/") and self.admin is not None:
+                return await self.admin(request)
             early = await plane.faults.before(request)
             if early is not None:
                 return early
@@ -137,6 +158,10 @@ class HTTPFront:
             return web.Response(text="ok", content_type="text/plain")
         if path in ("/version", "/version/"):  # clients generated from the OpenAPI spec ask for /version/
             return json_response(orjson.dumps(KUBE_VERSION))
+        if path == "/openapi/v2":
+            if wants_protobuf(request.headers.get("Accept", "")):
+                return web.Response(body=self.discovery.openapi_v2(protobuf=True), content_type=PROTOBUF_V2)
+            return json_response(self.discovery.openapi_v2(protobuf=False))
         if path == "/openapi/v3":
             return json_response(self.discovery.openapi_root())
         if path.startswith("/openapi/v3/"):
@@ -173,7 +198,18 @@ class HTTPFront:
                 raise errors.no_resource()
             return json_response(doc)
         target = self._target(group, version, rest)
-        return await self._dispatch(request, target)
+        deprecation = target.rt.deprecation_warning
+        if deprecation is None:
+            return await self._dispatch(request, target)
+        # apiextensions adds the warning to every request to a deprecated version, errors included
+        try:
+            resp = await self._dispatch(request, target)
+        except APIError as err:
+            err.headers["Warning"] = warning_header(deprecation)
+            raise
+        if not resp.prepared:
+            resp.headers.add("Warning", warning_header(deprecation))
+        return resp
 
     def _discovery_doc(self, request: BaseRequest, *, legacy: bool) -> web.Response:
         if "as=APIGroupDiscoveryList" in request.headers.get("Accept", "") and "v=v2" in request.headers.get(
@@ -234,7 +270,7 @@ class HTTPFront:
                 raise errors.method_not_supported(rt.plural, rt.group, "create")
             opts = self._write_options(request)
             entry = self.api.create(rt, ns, await self._body(request), opts)
-            return self._write_response(request, rt, entry.obj, 201, opts)
+            return self._write_response(request, rt, entry, 201, opts)
         if method == "PUT":
             counters.count("update", rt, t.subresource)
             if t.name is None:
@@ -249,7 +285,7 @@ class HTTPFront:
                 entry = self._finalize(rt, t.name, body, opts)
             else:
                 entry = self.api.update(rt, ns, t.name, body, opts, subresource=t.subresource or "")
-            return self._write_response(request, rt, entry.obj, 200, opts)
+            return self._write_response(request, rt, entry, 200, opts)
         if method == "PATCH":
             counters.count("patch", rt, t.subresource)
             if t.name is None:
@@ -357,6 +393,7 @@ class HTTPFront:
             output={"json": "object", "yaml": "object", "table": "table", "metadata": "metadata"}[out.kind],
             include_object=q.get("includeObject", "Metadata"),
             table_version=out.table_version,
+            warnings=(rt.deprecation_warning,) if rt.deprecation_warning else (),
         )
         stream = WatchStream(
             self.api.db,
@@ -400,35 +437,23 @@ class HTTPFront:
         return WriteOptions(dry_run=bool(dry), field_manager=manager, field_validation=validation, force=force)
 
     def _write_response(
-        self, request: BaseRequest, rt: ResourceType, obj: Obj, status: int, opts: WriteOptions
+        self, request: BaseRequest, rt: ResourceType, entry: Entry, status: int, opts: WriteOptions
     ) -> web.Response:
-        resp = self._object_response(request, rt, obj, None)
+        # a committed entry carries the bytes it was stored as (a dry run's are made on demand)
+        resp = self._object_response(request, rt, entry.obj, entry.raw)
         resp.set_status(status)
         for w in opts.warnings:
-            resp.headers.add("Warning", '299 - "' + w.replace('"', '\\"') + '"')
+            resp.headers.add("Warning", warning_header(w))
         return resp
 
     async def _body(self, request: BaseRequest, *, content_type: str | None = None) -> Any:
         ctype = content_type or request.headers.get("Content-Type", JSON).split(";")[0].strip().lower() or JSON
         if ctype not in BODY_TYPES:
             raise errors.unsupported_media_type(ctype, [JSON, YAML])
-        raw = await request.read()
+        raw = await read_body(request, self.plane.request_timeout)
         if not raw.strip():
             raise errors.bad_request("the request body is empty")
-        if ctype == PROTOBUF:
-            from .protobuf import decode
-
-            # decoded into the object's JSON form, so nothing downstream needs to know
-            return decode(raw)
-        try:
-            return orjson.loads(raw)
-        except orjson.JSONDecodeError as exc:
-            if ctype not in (YAML, APPLY_PATCH):
-                raise errors.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
-        try:
-            return yaml.safe_load(raw)
-        except yaml.YAMLError as exc:
-            raise errors.bad_request(f"error converting YAML to JSON: {exc}") from None
+        return decode_body(raw, ctype)
 
     async def _patch(self, request: BaseRequest, t: Target) -> web.Response:
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
@@ -452,8 +477,10 @@ class HTTPFront:
             return json_response(
                 orjson.dumps(self.api.update_scale(rt, ns, t.name, patched, opts)), warnings=opts.warnings
             )
+        # an apply that creates the object answers 201, as kube-apiserver's patch handler does
+        creates = ctype == APPLY_PATCH and self.api.store_for(rt).get(ns if rt.namespaced else "", t.name) is None
         entry = self.api.patch(rt, ns, t.name, ctype, body, opts, subresource=t.subresource or "")
-        return self._write_response(request, rt, entry.obj, 200, opts)
+        return self._write_response(request, rt, entry, 201 if creates else 200, opts)
 
     def _finalize(self, rt: ResourceType, name: str, body: Any, opts: WriteOptions) -> Any:
         if not isinstance(body, dict):
@@ -466,7 +493,7 @@ class HTTPFront:
     async def _delete_options(self, request: BaseRequest) -> DeleteOptions:
         q = request.query
         body: Obj = {}
-        raw = await request.read()
+        raw = await read_body(request, self.plane.request_timeout)
         if raw.strip():
             ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if ctype == PROTOBUF:
@@ -530,7 +557,7 @@ class HTTPFront:
                 details["group"] = rt.group
             status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
             return json_response(orjson.dumps(status))
-        resp = self._object_response(request, rt, entry.obj, None)
+        resp = self._object_response(request, rt, entry.obj, entry.raw)
         if not deleted and opts.orphan_dependents is False:
             # kube-apiserver's one 202: a pending deletion asked for with orphanDependents=false
             resp.set_status(202)
@@ -550,6 +577,75 @@ class HTTPFront:
             "items": [rt.served(e.obj) for e in deleted],
         }
         return json_response(orjson.dumps(body))
+
+
+async def read_body(request: BaseRequest, within: float) -> bytes:
+    """The request body, at most MAX_REQUEST_BODY_BYTES (kube-apiserver's limitedReadBody: 413
+    past it) and read within `within` seconds (its request timeout: 504 for a body that trickles)."""
+    length = request.content_length
+    if length is not None and length > MAX_REQUEST_BODY_BYTES:
+        raise body_too_large()
+    content = request.content
+    if content.is_eof():
+        # the common case: the whole body came with the headers, nothing to wait for
+        raw = await content.read()
+        if len(raw) > MAX_REQUEST_BODY_BYTES:
+            raise body_too_large()
+        return raw
+    body = bytearray()
+    try:
+        with anyio.fail_after(within):
+            async for chunk in content.iter_any():
+                body += chunk
+                if len(body) > MAX_REQUEST_BODY_BYTES:
+                    raise body_too_large()
+    except TimeoutError:
+        raise request_timeout() from None
+    return bytes(body)
+
+
+def decode_body(raw: bytes, ctype: str) -> Any:
+    """A request body as JSON data, refused (400) past the nesting and YAML alias limits with
+    the message kube-apiserver's decoder for that kind of body gives."""
+    is_patch = ctype in (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH)
+    if ctype == PROTOBUF:
+        from .protobuf import decode
+
+        # decoded into the object's JSON form, so nothing downstream needs to know
+        body: Any = decode(raw)
+        prefix = "unable to decode protobuf request body: "
+        check = len(raw) > 2 * MAX_DEPTH  # each level of protobuf nesting takes at least two bytes
+    else:
+        try:
+            body = orjson.loads(raw)
+        except orjson.JSONDecodeError as exc:
+            if ctype not in (YAML, APPLY_PATCH):
+                prefix = "error decoding patch: " if is_patch else "couldn't get version/kind; json parse error: "
+                raise errors.bad_request(f"{prefix}{exc}") from None
+            body = _yaml_body(raw, ctype)
+            check = True
+        else:
+            check = may_exceed_depth(raw)
+        if ctype == APPLY_PATCH:
+            prefix = "error decoding YAML: error converting YAML to JSON: yaml: "
+        elif ctype == YAML:
+            prefix = "error converting YAML to JSON: yaml: "
+        elif is_patch:
+            prefix = "error decoding patch: "
+        else:
+            prefix = "couldn't get version/kind; json parse error: "
+    if check and (opening := body_depth_overflow(body)):
+        raise errors.bad_request(prefix + depth_message(opening))
+    return body
+
+
+def _yaml_body(raw: bytes, ctype: str) -> Any:
+    # sigs.k8s.io/yaml's messages; apply wraps them as the apply patcher does
+    prefix = "error decoding YAML: " if ctype == APPLY_PATCH else ""
+    try:
+        return yamlbody.load(raw)
+    except (yaml.YAMLError, ValueError) as exc:
+        raise errors.bad_request(f"{prefix}error converting YAML to JSON: {exc}") from None
 
 
 def _list_meta(result: ListResult) -> Obj:

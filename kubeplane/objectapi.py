@@ -318,6 +318,8 @@ class ObjectAPI:
             patched = strategic_merge_patch(current, body, rt.schema)
         if not isinstance(patched, dict) or not isinstance(patched.get("metadata"), dict):
             raise APIError(422, "Invalid", "the patched object must be an object with metadata")
+        # a patch may not turn the object into another kind or version: the same answer as PUT
+        patched = self._decode_object(rt, patched)
         self._check_identity(rt, ns, name, patched, patch=True)
         self._check_preconditions(rt, old, patched["metadata"])
         return self._write(rt, old, self._to_storage(rt, patched, opts), opts, subresource=subresource)
@@ -428,7 +430,10 @@ class ObjectAPI:
         self._schema_pass(rt, new, opts)
         meta = new["metadata"]  # a converted view is rebuilt by the schema pass
         self._validate(rt, new, old, opts)
-        if rt.has_generation and _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources):
+        if rt.has_generation and (
+            _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources)
+            or (rt.generation_counts_annotations and _annotations_changed(old, new))
+        ):
             meta["generation"] = int(old["metadata"].get("generation") or 0) + 1
         if not managed_done:
             self.field_manager(rt).update(
@@ -776,6 +781,11 @@ def _spec_changed(old: Obj, new: Obj, *, status_apart: bool = True) -> bool:
     ignored = {"metadata", "apiVersion", "kind", "status"} if status_apart else {"metadata", "apiVersion", "kind"}
     keys = (set(old) | set(new)) - ignored
     return any(old.get(k) != new.get(k) for k in keys)
+
+
+def _annotations_changed(old: Obj, new: Obj) -> bool:
+    # Semantic.DeepEqual: absent and empty annotations are the same
+    return (old["metadata"].get("annotations") or {}) != (new["metadata"].get("annotations") or {})
 
 
 def _field_of(obj: Obj, path: str) -> str:

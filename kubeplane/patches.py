@@ -8,7 +8,17 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
+
 from .errors import APIError, bad_request
+from .limits import (
+    JSON_PATCH_MAX_COPY_BYTES,
+    MANAGED_FIELDS_EXTRA_DEPTH,
+    MAX_DEPTH,
+    MAX_JSON_PATCH_OPERATIONS,
+    nesting_depth,
+    request_entity_too_large,
+)
 
 Obj = dict[str, Any]
 
@@ -42,6 +52,11 @@ def merge_patch(target: Any, patch: Any) -> Any:
 def json_patch(doc: Any, ops: Any) -> Any:
     if not isinstance(ops, list):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    if len(ops) > MAX_JSON_PATCH_OPERATIONS:
+        raise request_entity_too_large(
+            f"The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {len(ops)}"
+        )
+    copied = 0
     for i, op in enumerate(ops):
         if not isinstance(op, dict) or "op" not in op:
             raise bad_request(f"invalid JSON patch operation at index {i}: missing 'op'")
@@ -51,20 +66,29 @@ def json_patch(doc: Any, ops: Any) -> Any:
             raise bad_request(f"invalid JSON patch operation at index {i}: missing 'path'")
         try:
             if kind == "add":
-                doc = _add(doc, _pointer(path), copy.deepcopy(_value(op)))
+                doc = _add(doc, _pointer(path), _placed(i, path, _value(op)))
             elif kind == "remove":
                 doc = _remove(doc, _pointer(path))
             elif kind == "replace":
+                value = _placed(i, path, _value(op))
                 doc = _remove(doc, _pointer(path), replacing=True)
-                doc = _add(doc, _pointer(path), copy.deepcopy(_value(op)))
+                doc = _add(doc, _pointer(path), value)
             elif kind in ("move", "copy"):
                 src = op.get("from")
                 if not isinstance(src, str):
                     raise PatchError(f"{kind} operation does not have a 'from' path")
                 value = _get(doc, _pointer(src))
+                if kind == "copy":
+                    copied += len(orjson.dumps(value))
+                    if copied > JSON_PATCH_MAX_COPY_BYTES:
+                        raise PatchError(
+                            f"Unable to complete the copy, the accumulated size increase of copy is {copied}, "
+                            f"exceeding the limit {JSON_PATCH_MAX_COPY_BYTES}"
+                        )
+                value = _placed(i, path, value)
                 if kind == "move":
                     doc = _remove(doc, _pointer(src))
-                doc = _add(doc, _pointer(path), copy.deepcopy(value))
+                doc = _add(doc, _pointer(path), value)
             elif kind == "test":
                 have = _get(doc, _pointer(path))
                 if have != _value(op):
@@ -74,6 +98,17 @@ def json_patch(doc: Any, ops: Any) -> Any:
         except PatchError as exc:
             raise _unprocessable(str(exc)) from None
     return doc
+
+
+def _placed(index: int, path: str, value: Any) -> Any:
+    """A copy of `value` to put at `path`, refused when the document would nest past MAX_DEPTH
+    there (the value's own levels below the containers the path goes through)."""
+    limit = MAX_DEPTH + MANAGED_FIELDS_EXTRA_DEPTH if path.startswith("/metadata/managedFields") else MAX_DEPTH
+    if path.count("/") + nesting_depth(value) > limit:
+        raise PatchError(
+            f"the operation at index {index} would nest the object past the max depth of {MAX_DEPTH} at {path}"
+        )
+    return copy.deepcopy(value)
 
 
 def _value(op: Obj) -> Any:

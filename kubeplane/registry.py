@@ -69,6 +69,10 @@ class ResourceType:
     # so events.k8s.io Events stored with core Events pass storage_group="")
     storage_group: str | None = None
     preserve_unknown: bool = True  # built-ins whose schema we only sketch keep unknown fields
+    # apps/v1 Deployments: an annotation change bumps generation too (its strategy's PrepareForUpdate)
+    generation_counts_annotations: bool = False
+    # sent as a Warning header on every request to this version (a CRD version marked deprecated)
+    deprecation_warning: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import secrets
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -30,6 +31,7 @@ from .gc import GarbageCollector
 from .hpa import install_hpa
 from .http import HTTPFront
 from .kubelet import Kubelet, KubeletSettings
+from .limits import COMPACTION_INTERVAL, IDLE_TIMEOUT, REQUEST_TIMEOUT
 from .namespaces import NamespaceController, install_namespace_semantics
 from .objectapi import ObjectAPI, WriteOptions
 from .registry import Registry
@@ -39,6 +41,14 @@ from .tls import ServingCert, make_serving_cert
 log = logging.getLogger(__name__)
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+def positive_seconds(name: str, value: float) -> float:
+    """A duration setting, refused unless it is a finite number of seconds above zero (a zero
+    bookmark interval would turn every bookmark-enabled watch into a busy loop)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive number of seconds, got {value!r}")
+    return float(value)
 
 
 class ControlPlane:
@@ -52,7 +62,14 @@ class ControlPlane:
         token: str | None = None,
         kubelet: bool | KubeletSettings = True,
         garbage_collector: bool = True,
+        request_timeout: float = REQUEST_TIMEOUT,
+        compaction_interval: float = COMPACTION_INTERVAL,
     ) -> None:
+        if isinstance(history, bool) or not isinstance(history, int) or history < 1:
+            raise ValueError(f"history must be a positive number of events, got {history!r}")
+        self.bookmark_interval = positive_seconds("bookmark_interval", bookmark_interval)
+        self.request_timeout = positive_seconds("request_timeout", request_timeout)
+        self.compaction_interval = positive_seconds("compaction_interval", compaction_interval)
         self.registry = Registry()
         register_builtins(self.registry)
         register_apps(self.registry)
@@ -65,7 +82,6 @@ class ControlPlane:
         self.counters = RequestCounters()
         self.faults = Faults()
         self.watchers: set[Waker] = set()
-        self.bookmark_interval = bookmark_interval
         self.token = token
         self._task_group: anyio.abc.TaskGroup | None = None
         self.crds = CRDController(self.api, self.registry)
@@ -92,9 +108,19 @@ class ControlPlane:
         """Forget all watch history (like etcd compaction): resuming watches get 410 Expired."""
         self.db.compact_all()
 
+    async def compact_periodically(self) -> None:
+        """Compact the watch history as kube-apiserver compacts etcd: every interval, up to the
+        revision seen one interval before, so history is bounded by age as well as by count."""
+        previous = self.db.rev
+        while True:
+            await anyio.sleep(self.compaction_interval)
+            self.db.compact(previous)
+            previous = self.db.rev
+
     async def run_controllers(self) -> None:
         async with anyio.create_task_group() as tg:
             self._task_group = tg
+            tg.start_soon(self.compact_periodically)
             tg.start_soon(self.crds.run, tg)
             tg.start_soon(self.namespaces.run, tg)
             if self.gc is not None:
@@ -133,7 +159,11 @@ class EmbeddedAPIServer:
         history: int = 10_000,
         kubelet: bool | KubeletSettings = True,
         garbage_collector: bool = True,
+        idle_timeout: float = IDLE_TIMEOUT,
+        request_timeout: float = REQUEST_TIMEOUT,
+        compaction_interval: float = COMPACTION_INTERVAL,
     ) -> None:
+        self.idle_timeout = positive_seconds("idle_timeout", idle_timeout)
         self.name = name
         self.host = host
         self.port = port
@@ -146,6 +176,8 @@ class EmbeddedAPIServer:
             token=self.token,
             kubelet=kubelet,
             garbage_collector=garbage_collector,
+            request_timeout=request_timeout,
+            compaction_interval=compaction_interval,
         )
         self.front = HTTPFront(self.plane)
         self.front.admin = AdminEndpoints(self, self.plane.spawn).handle
@@ -176,7 +208,14 @@ class EmbeddedAPIServer:
     async def _listen(self) -> None:
         # handler_cancellation: a client that disconnects ends its request (a watch above all) at
         # once, as with kube-apiserver; writes are safe to cancel since they commit synchronously
-        server = web.Server(self.front.handle, access_log=None, handler_cancellation=True)
+        # keepalive_timeout: aiohttp closes a connection idle this long, and one that has not
+        # completed a request's headers by then (a slow or silent client holds nothing forever)
+        server = web.Server(
+            self.front.handle,
+            access_log=None,
+            handler_cancellation=True,
+            keepalive_timeout=self.idle_timeout,
+        )
         runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
         await runner.setup()
         ssl_ctx = self._cert.server_context() if self._cert else None

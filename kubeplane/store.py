@@ -3,8 +3,9 @@
 Everything here runs synchronously on the event loop, so each write is atomic with
 respect to every reader: no locks, and a LIST plus the revision it reports are always a
 consistent snapshot. Each (group, resource) keeps a bounded history of events for watch
-resumption; a watch from a revision older than the history gets 410 Expired, exactly as
-an apiserver whose etcd history was compacted."""
+resumption (bounded by count here, and by age through the control plane's periodic
+`compact`, as etcd is compacted); a watch from a revision older than the history gets 410
+Expired, exactly as an apiserver whose etcd history was compacted."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
+
+from .limits import encode_for_storage
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
@@ -209,11 +212,14 @@ class Database:
             st._notify()
 
     def commit(self, store: ResourceStore, obj: Obj, prev: Entry | None) -> Entry:
-        """Store `obj` (create or update) at a new revision and record the event."""
-        self.rev += 1
+        """Store `obj` (create or update) at a new revision and record the event. The object is
+        serialised first and refused (APIError) if it cannot be, or is larger than etcd stores,
+        so nothing is committed that cannot be served back; the bytes are kept for reads."""
         meta = obj["metadata"]
-        meta["resourceVersion"] = str(self.rev)
-        entry = Entry(obj)
+        meta["resourceVersion"] = str(self.rev + 1)
+        raw = encode_for_storage(obj)
+        self.rev += 1
+        entry = Entry(obj, raw)
         store._put(meta.get("namespace") or "", meta["name"], entry)
         store.log.append(Event(self.rev, ADDED if prev is None else MODIFIED, entry, prev))
         store._notify()
@@ -233,8 +239,12 @@ class Database:
 
     def compact_all(self) -> None:
         """Discard all watch history up to now (what etcd compaction does)."""
+        self.compact(self.rev)
+
+    def compact(self, rev: int) -> None:
+        """Discard the watch history up to `rev`: watches and lists from before it get 410."""
         for st in self.stores.values():
-            st.log.compact(self.rev)
+            st.log.compact(rev)
 
     def entries(self, keys: Iterable[tuple[str, str]]) -> Iterator[ResourceStore]:
         for key in keys:

@@ -15,6 +15,7 @@ Semantics kept from kube-apiserver's watch cache:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
@@ -50,6 +51,7 @@ class WatchRequest:
     output: str  # "object" | "table" | "metadata"
     include_object: str = "Metadata"
     table_version: str = "v1"
+    warnings: tuple[str, ...] = ()  # Warning headers (a deprecated CRD version's)
 
 
 def default_timeout() -> float:
@@ -174,6 +176,8 @@ class WatchStream:
             status=200,
             headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"},
         )
+        for text in req.warnings:
+            resp.headers.add("Warning", '299 - "' + text.replace('"', '\\"') + '"')
         resp.enable_chunked_encoding()
         await resp.prepare(request)
 
@@ -220,10 +224,34 @@ class WatchStream:
                     await self.waker.wake.wait()
         except ConnectionError as exc:
             log.debug("watch on %s ended: client went away (%s)", req.rt.plural, exc)
+        except _ENCODE_ERRORS as exc:
+            # an event this watch cannot write out ends it with an ERROR the client sees (and
+            # re-lists after), rather than leaving it open and silent
+            log.warning("watch on %s ended: unable to encode an event: %s", req.rt.plural, exc)
+            with contextlib.suppress(ConnectionError):
+                await resp.write(_encode_failure(req.rt.plural, exc))
         finally:
             self.store.unsubscribe(self.waker)
             self.all_wakers.discard(self.waker)
         return resp
+
+
+# what serialising an event can raise: orjson's JSONEncodeError (a TypeError: an unsupported
+# type, past its depth), and a conversion to the served form failing on a malformed value
+_ENCODE_ERRORS = (TypeError, ValueError, RecursionError)
+
+
+def _encode_failure(resource: str, exc: BaseException) -> bytes:
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f"Internal error occurred: unable to encode watch object for {resource}: {exc}",
+        "reason": "InternalError",
+        "code": 500,
+    }
+    return orjson.dumps({"type": "ERROR", "object": status}) + b"\n"
 
 
 def _expired(requested: int, oldest: int) -> bytes:

@@ -111,3 +111,13 @@ async def test_a_server_that_cannot_write_its_kubeconfig_does_not_keep_running(t
     with pytest.raises(OSError):
         await server.start()
     assert server.paused, "the half-started server released its port"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+async def test_apiserver_command_refuses_a_bookmark_interval_that_is_not_positive(tmp_path: Path, value: str) -> None:
+    # 0 used to be accepted and turned every bookmark-enabled watch into a busy loop
+    proc = await _start("--port", "0", "--kubeconfig", str(tmp_path / "kc"), f"--bookmark-interval={value}")
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2
+    assert f"argument --bookmark-interval: must be a positive number of seconds, got '{value}'" in err.decode()
+    assert "Traceback" not in err.decode()
