@@ -38,12 +38,15 @@ class Plane:
 
     def create(self, plural: str, obj: dict[str, Any], *, group: str = "", version: str = "v1") -> dict[str, Any]:
         ns = obj["metadata"].get("namespace", "")
-        return self.api.create(self.rt(group, version, plural), ns, obj, WriteOptions(field_manager="test")).obj
+        # copies: the stored object must never be edited in place by a test
+        return self.api.create(self.rt(group, version, plural), ns, obj, WriteOptions(field_manager="test")).copy()
 
     def update(self, plural: str, obj: dict[str, Any], *, group: str = "", version: str = "v1") -> dict[str, Any]:
         meta = obj["metadata"]
         rt = self.rt(group, version, plural)
-        return self.api.update(rt, meta.get("namespace", ""), meta["name"], obj, WriteOptions(field_manager="test")).obj
+        return self.api.update(
+            rt, meta.get("namespace", ""), meta["name"], obj, WriteOptions(field_manager="test")
+        ).copy()
 
     def update_status(
         self, plural: str, obj: dict[str, Any], *, group: str = "", version: str = "v1"
@@ -52,7 +55,7 @@ class Plane:
         meta = obj["metadata"]
         rt = self.rt(group, version, plural)
         opts = WriteOptions(field_manager="test")
-        return self.api.update(rt, meta.get("namespace", ""), meta["name"], obj, opts, subresource="status").obj
+        return self.api.update(rt, meta.get("namespace", ""), meta["name"], obj, opts, subresource="status").copy()
 
     def delete(self, plural: str, namespace: str, name: str, *, group: str = "", version: str = "v1") -> None:
         self.api.delete(self.rt(group, version, plural), namespace, name, DeleteOptions())
