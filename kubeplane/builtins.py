@@ -577,6 +577,7 @@ def register_builtins(registry: Registry) -> None:
             "ServiceAccount",
             namespaced=True,
             short_names=("sa",),
+            subresources=("token",),  # TokenRequest (kubeplane.reviews), answered, never stored
             schema=SCHEMAS["ServiceAccount"],
             columns=(name_col(), age_col()),
         ),

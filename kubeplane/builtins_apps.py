@@ -1,7 +1,7 @@
 """Built-in kinds the manager's own deployment manifests use: apps/v1 Deployments,
 core Services and RBAC. They are stored and validated like kube-apiserver does; no
-controller acts on them (the embedded plane runs no deployment controller, and it
-authorizes every request, so RBAC objects are recorded, not enforced)."""
+controller acts on them (the embedded plane runs no deployment controller; RBAC objects
+are enforced only when the server runs with --authorization-mode=RBAC, see rbac.py)."""
 
 from __future__ import annotations
 
@@ -282,6 +282,7 @@ def register_apps(registry: Registry) -> None:
                 kind,
                 namespaced=namespaced,
                 schema=schema,
+                name_rule="path",  # ValidateRBACName: any path segment ("system:discovery")
                 validate=_binding_validate if "bindings" in plural else None,
                 columns=(
                     name_col(),

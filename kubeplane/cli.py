@@ -9,7 +9,8 @@ from pathlib import Path
 
 import anyio
 
-from .server import EmbeddedAPIServer, positive_seconds
+from .auth import TokenFileError
+from .server import ALWAYS_ALLOW, AUTHORIZATION_MODES, RBAC, EmbeddedAPIServer, positive_seconds
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=60.0,
         help="seconds between watch BOOKMARK events (default 60; must be above 0)",
     )
+    parser.add_argument(
+        "--authorization-mode",
+        choices=AUTHORIZATION_MODES,
+        default=ALWAYS_ALLOW,
+        help="AlwaysAllow (default) or RBAC: enforce Roles and bindings for every request (needs --tls); "
+        "the kubeconfig carries an admin token (system:masters)",
+    )
+    parser.add_argument(
+        "--token-auth-file",
+        type=Path,
+        help='kube-apiserver\'s static token file: CSV lines token,user,uid[,"group1,group2"]',
+    )
 
 
 def _positive_seconds(text: str) -> float:
@@ -39,14 +52,24 @@ def _positive_seconds(text: str) -> float:
 async def serve(args: argparse.Namespace) -> None:
     if not 0 <= args.port <= 65535:
         raise SystemExit(f"--port: {args.port} is not a valid TCP port")
-    server = EmbeddedAPIServer(
-        name=args.name,
-        host=args.host,
-        port=args.port,
-        kubeconfig=args.kubeconfig,
-        tls=args.tls,
-        bookmark_interval=args.bookmark_interval,
-    )
+    if args.authorization_mode == RBAC and not args.tls:
+        raise SystemExit(
+            "--authorization-mode=RBAC needs --tls: kubectl and client-go send bearer tokens only over HTTPS, "
+            "so every request would be anonymous"
+        )
+    try:
+        server = EmbeddedAPIServer(
+            name=args.name,
+            host=args.host,
+            port=args.port,
+            kubeconfig=args.kubeconfig,
+            tls=args.tls,
+            bookmark_interval=args.bookmark_interval,
+            authorization=args.authorization_mode,
+            token_auth_file=args.token_auth_file,
+        )
+    except TokenFileError as exc:
+        raise SystemExit(f"--token-auth-file: {exc}") from None
     try:
         await server.start()
     except OSError as exc:

@@ -155,12 +155,17 @@ def _api_resources(rt: ResourceType) -> list[Obj]:
         main["shortNames"] = list(rt.short_names)
     if rt.categories:
         main["categories"] = list(rt.categories)
-    main["storageVersionHash"] = hashlib.sha256(f"{rt.group}/{rt.storage_version}/{rt.kind}".encode()).hexdigest()[:11]
+    if not rt.virtual:
+        main["storageVersionHash"] = hashlib.sha256(f"{rt.group}/{rt.storage_version}/{rt.kind}".encode()).hexdigest()[
+            :11
+        ]
     out = [main]
     for sub in rt.subresources:
         entry: Obj = {"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced}
         if sub == "scale":
             entry.update(group="autoscaling", version="v1", kind="Scale", verbs=["get", "patch", "update"])
+        elif sub == "token":
+            entry.update(group="authentication.k8s.io", version="v1", kind="TokenRequest", verbs=["create"])
         elif sub == "finalize":
             entry.update(kind=rt.kind, verbs=["update"])
         else:
@@ -189,6 +194,14 @@ def _aggregated_resource(rt: ResourceType) -> Obj:
                     "subresource": "scale",
                     "responseKind": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
                     "verbs": ["get", "patch", "update"],
+                }
+            )
+        elif sub == "token":
+            subs.append(
+                {
+                    "subresource": "token",
+                    "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"},
+                    "verbs": ["create"],
                 }
             )
         elif sub == "finalize":

@@ -1,8 +1,9 @@
 """HTTP front of the embedded API server: URL routing like kube-apiserver's
 (`/api/v1/...`, `/apis/<group>/<version>/...`, `namespaces/<ns>/` scoping, subresources,
 legacy `/watch/` paths), content negotiation (JSON, YAML, Table, PartialObjectMetadata),
-request decoding, and Status responses for every error. A bad request never escapes as
-a 500: unexpected exceptions are logged and answered as InternalError."""
+request decoding, authentication and (with --authorization-mode=RBAC) authorization of
+every request, and Status responses for every error. A bad request never escapes as a
+500: unexpected exceptions are logged and answered as InternalError."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
 from . import errors, yamlbody
+from .auth import ANONYMOUS
 from .discovery import AGGREGATED_V2, KUBE_VERSION, Discovery
 from .errors import APIError
 from .limits import (
@@ -41,7 +43,11 @@ from .objectapi import (
     WriteOptions,
 )
 from .openapiv2 import PROTOBUF_V2, wants_protobuf
+from .ownerrefs import OwnerReferencesAdmission
+from .rbac import UserInfo, forbidden, forbidden_create_on_apply, unauthorized
 from .registry import Obj, Registry, ResourceType
+from .requestinfo import RequestAttributes, request_attributes
+from .reviews import AlwaysAllow, access_review, rules_review, self_subject_review, token_request
 from .selectors import parse_field_selector, parse_label_selector
 from .store import Entry
 from .table import partial_metadata, table
@@ -57,6 +63,9 @@ YAML = "application/yaml"
 # client-go's typed clients send built-in kinds as Kubernetes protobuf (kubeplane.protobuf)
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 BODY_TYPES = (JSON, YAML, PROTOBUF, *PATCH_TYPES)
+# the request's authenticated user, where authentication ran (RBAC mode)
+USER: web.RequestKey[UserInfo] = web.RequestKey("kubeplane.user", UserInfo)
+ALWAYS_ALLOW = AlwaysAllow()
 
 
 @dataclass
@@ -131,11 +140,18 @@ class HTTPFront:
     async def handle(self, request: BaseRequest) -> web.StreamResponse:
         plane = self.plane
         try:
-            if plane.token is not None:
-                # the admin endpoints too: they can pause the server or inject errors
+            # the admin endpoints too: they can pause the server or inject errors
+            if plane.authorizer is not None:
+                refused = self._authorize(request)
+                if refused is not None:
+                    return status_response(refused)
+            elif plane.token is not None:
                 auth = request.headers.get("Authorization", "")
                 if auth != f"Bearer {plane.token}":
-                    return status_response(APIError(401, "Unauthorized", "Unauthorized"))
+                    # any other token the server knows is good too (everything is allowed)
+                    user = plane.auth.authenticate(auth)
+                    if user is None or user is ANONYMOUS:
+                        return status_response(unauthorized())
             if request.path.startswith("/_embedded/") and self.admin is not None:
                 return await self.admin(request)
             early = await plane.faults.before(request)
@@ -149,6 +165,27 @@ class HTTPFront:
         except Exception as exc:
             log.exception("internal error serving %s %s", request.method, request.path_qs)
             return status_response(errors.internal(f"{type(exc).__name__}: {exc}"))
+
+    def _authorize(self, request: BaseRequest) -> APIError | None:
+        """RBAC mode: authenticate, then authorize the request as kube-apiserver's filters do
+        (401 for an unknown token, 403 with the authorizer's reason)."""
+        plane = self.plane
+        assert plane.authorizer is not None
+        user = plane.auth.authenticate(request.headers.get("Authorization", ""))
+        if user is None:
+            return unauthorized()
+        request[USER] = user
+        attrs = request_attributes(request.method, request.path, request.query)
+        decision = plane.authorizer.authorize(user, attrs)
+        if decision.allowed:
+            return None
+        return forbidden(user, attrs, decision.reason)
+
+    def _user(self, request: BaseRequest) -> UserInfo:
+        user = request.get(USER)
+        if isinstance(user, UserInfo):
+            return user
+        return self.plane.auth.authenticate(request.headers.get("Authorization", "")) or ANONYMOUS
 
     async def _route(self, request: BaseRequest) -> web.StreamResponse:
         path = request.path
@@ -249,6 +286,8 @@ class HTTPFront:
         method = request.method
         query = request.query
         rt = t.rt
+        if rt.virtual or t.subresource == "token":
+            return await self._answer(request, t)
         ns = t.namespace or ""
         counters = self.plane.counters
         if method == "GET":
@@ -298,6 +337,27 @@ class HTTPFront:
             counters.count("delete", rt, t.subresource)
             return await self._delete(request, t)
         raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+
+    async def _answer(self, request: BaseRequest, t: Target) -> web.Response:
+        """The create-only kinds answered and never stored (kubeplane.reviews)."""
+        rt = t.rt
+        named = t.subresource == "token"  # POST .../serviceaccounts/<name>/token; the reviews have no name
+        if request.method != "POST" or (t.name is not None) != named:
+            raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+        self.plane.counters.count("create", rt, t.subresource)
+        body = await self._body(request)
+        plane = self.plane
+        authorizer = plane.authorizer if plane.authorizer is not None else ALWAYS_ALLOW
+        if t.subresource == "token":
+            assert t.name is not None
+            answer = token_request(plane.auth, t.namespace or "", t.name, body, plane.uid_of)
+        elif rt.plural == "selfsubjectaccessreviews":
+            answer = access_review(authorizer, self._user(request), body)
+        elif rt.plural == "selfsubjectrulesreviews":
+            answer = rules_review(authorizer, self._user(request), body)
+        else:
+            answer = self_subject_review(self._user(request))
+        return json_response(orjson.dumps(answer), 201)
 
     # ------------------------------------------------------------------ reads
     def _object_response(self, request: BaseRequest, rt: ResourceType, obj: Obj, raw: bytes | None) -> web.Response:
@@ -434,7 +494,11 @@ class HTTPFront:
                 errs.append(errors.required("fieldManager", "is required for apply patch"))
         if errs:
             raise errors.invalid_object(kind, "meta.k8s.io", "", errs)
-        return WriteOptions(dry_run=bool(dry), field_manager=manager, field_validation=validation, force=force)
+        opts = WriteOptions(dry_run=bool(dry), field_manager=manager, field_validation=validation, force=force)
+        authorizer = self.plane.authorizer
+        if authorizer is not None:
+            opts.admit = OwnerReferencesAdmission(authorizer, self.registry, self._user(request))
+        return opts
 
     def _write_response(
         self, request: BaseRequest, rt: ResourceType, entry: Entry, status: int, opts: WriteOptions
@@ -479,6 +543,15 @@ class HTTPFront:
             )
         # an apply that creates the object answers 201, as kube-apiserver's patch handler does
         creates = ctype == APPLY_PATCH and self.api.store_for(rt).get(ns if rt.namespaced else "", t.name) is None
+        authorizer = self.plane.authorizer
+        if creates and authorizer is not None:
+            # ... and it is authorized as a create as well as a patch
+            asked = RequestAttributes(
+                "create", "", True, rt.group, rt.version, rt.plural, t.subresource or "", ns, t.name
+            )
+            decision = authorizer.authorize(self._user(request), asked)
+            if not decision.allowed:
+                raise forbidden_create_on_apply(asked, decision.reason)
         entry = self.api.patch(rt, ns, t.name, ctype, body, opts, subresource=t.subresource or "")
         return self._write_response(request, rt, entry, 201 if creates else 200, opts)
 

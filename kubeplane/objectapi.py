@@ -41,6 +41,11 @@ IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 
+# A validating admission step run on the object about to be stored: (type, new, old or None for
+# a create, subresource); it raises APIError to refuse (kubeplane.ownerrefs in RBAC mode).
+Admission = Callable[[ResourceType, Obj, Obj | None, str], None]
+
+
 @dataclass
 class WriteOptions:
     dry_run: bool = False
@@ -48,6 +53,7 @@ class WriteOptions:
     field_validation: str = "Warn"  # Ignore | Warn | Strict
     force: bool = False
     warnings: list[str] = field(default_factory=list)
+    admit: Admission | None = None
 
 
 @dataclass
@@ -268,6 +274,8 @@ class ObjectAPI:
             )
         if store.get(meta.get("namespace") or "", meta["name"]) is not None:
             raise errors.already_exists(rt.plural, rt.group, meta["name"])
+        if opts.admit is not None:
+            opts.admit(rt, obj, None, "")
         if opts.dry_run:
             return Entry(obj)
         return self.db.commit(store, obj, None)
@@ -444,6 +452,8 @@ class ObjectAPI:
                 api_version=rt.api_version,
                 now=now_rfc3339(),
             )
+        if opts.admit is not None:
+            opts.admit(rt, new, old, subresource)
         if new == old:
             return old_entry  # a no-op write does not bump the resourceVersion
         if opts.dry_run:

@@ -73,6 +73,8 @@ class ResourceType:
     generation_counts_annotations: bool = False
     # sent as a Warning header on every request to this version (a CRD version marked deprecated)
     deprecation_warning: str | None = None
+    # answered, never stored (SelfSubjectAccessReview, ...): only "create", handled by the HTTP front
+    virtual: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -1,7 +1,12 @@
 """The embedded Kubernetes control plane: `ControlPlane` is one cluster's state and
 semantics (API objects, CRDs, namespace lifecycle, ...); `EmbeddedAPIServer` serves it
 over HTTP(S) on a port, writes a kubeconfig for kubectl and kubernetes-asyncio, and can be
-paused and resumed with its state intact. Several run side by side in one process."""
+paused and resumed with its state intact. Several run side by side in one process.
+
+By default every request is allowed (with `tls=True`, every request that carries a token
+the server knows). `authorization="RBAC"` enforces Roles and bindings: the kubeconfig's
+admin token is a `system:masters` superuser, `plane.auth` issues tokens for other users and
+ServiceAccounts, and `token_auth_file` reads kube-apiserver's static token file."""
 
 from __future__ import annotations
 
@@ -22,6 +27,7 @@ from aiohttp import web
 
 from .accounting import RequestCounters
 from .admin import AdminEndpoints
+from .auth import Authenticator, parse_token_file
 from .builtins import register_builtins
 from .builtins_apps import register_apps
 from .crds import CRDController, crd_resource_type
@@ -34,13 +40,19 @@ from .kubelet import Kubelet, KubeletSettings
 from .limits import COMPACTION_INTERVAL, IDLE_TIMEOUT, REQUEST_TIMEOUT
 from .namespaces import NamespaceController, install_namespace_semantics
 from .objectapi import ObjectAPI, WriteOptions
+from .rbac import RBACAuthorizer
+from .rbac_bootstrap import bootstrap_objects
 from .registry import Registry
+from .reviews import register_review_types
 from .store import Database, Waker
 from .tls import ServingCert, make_serving_cert
 
 log = logging.getLogger(__name__)
 
 INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+ALWAYS_ALLOW = "AlwaysAllow"
+RBAC = "RBAC"
+AUTHORIZATION_MODES = (ALWAYS_ALLOW, RBAC)  # kube-apiserver --authorization-mode values served here
 
 
 def positive_seconds(name: str, value: float) -> float:
@@ -64,7 +76,11 @@ class ControlPlane:
         garbage_collector: bool = True,
         request_timeout: float = REQUEST_TIMEOUT,
         compaction_interval: float = COMPACTION_INTERVAL,
+        authorization: str = ALWAYS_ALLOW,
+        token_auth_file: str | Path | None = None,
     ) -> None:
+        if authorization not in AUTHORIZATION_MODES:
+            raise ValueError(f"authorization must be one of {', '.join(AUTHORIZATION_MODES)}, got {authorization!r}")
         if isinstance(history, bool) or not isinstance(history, int) or history < 1:
             raise ValueError(f"history must be a positive number of events, got {history!r}")
         self.bookmark_interval = positive_seconds("bookmark_interval", bookmark_interval)
@@ -76,13 +92,22 @@ class ControlPlane:
         install_hpa(self.registry)
         self.registry.add(crd_resource_type())
         install_namespace_semantics(self.registry)
+        register_review_types(self.registry)
         self.db = Database(history)
         self.api = ObjectAPI(self.db, self.registry)
         self.discovery = Discovery(self.registry)
         self.counters = RequestCounters()
         self.faults = Faults()
         self.watchers: set[Waker] = set()
-        self.token = token
+        # who a request is (admin token, --token-auth-file, issued and ServiceAccount tokens) ...
+        self.auth = Authenticator(
+            admin_token=token,
+            static_tokens=parse_token_file(token_auth_file) if token_auth_file is not None else None,
+            uid_of=self.uid_of,
+        )
+        # ... and, with RBAC, what it may do; None (the default) allows everything at no cost
+        self.authorization = authorization
+        self.authorizer: RBACAuthorizer | None = RBACAuthorizer(self.db) if authorization == RBAC else None
         self._task_group: anyio.abc.TaskGroup | None = None
         self.crds = CRDController(self.api, self.registry)
         self.api.delete_hooks[self.crds.crd_rt.storage_key] = self.crds.mark_deleted
@@ -96,6 +121,28 @@ class ControlPlane:
         assert ns_rt is not None
         for name in INITIAL_NAMESPACES:
             self.api.create(ns_rt, "", {"metadata": {"name": name}}, WriteOptions(field_manager="kube-apiserver"))
+        if self.authorizer is not None:
+            for plural, obj in bootstrap_objects():
+                rt = self.registry.get("rbac.authorization.k8s.io", "v1", plural)
+                assert rt is not None
+                self.api.create(rt, "", obj, WriteOptions(field_manager="kube-apiserver"))
+
+    @property
+    def token(self) -> str | None:
+        """The admin (system:masters) bearer token; None when requests need none."""
+        return self.auth.admin_token
+
+    @token.setter
+    def token(self, value: str | None) -> None:
+        self.auth.set_admin_token(value)
+
+    def uid_of(self, kind: str, namespace: str, name: str) -> str | None:
+        """The uid of a core/v1 object (ServiceAccount, Pod, Secret, Node), None if it does not exist."""
+        rt = self.registry.get("", "v1", kind.lower() + "s")
+        if rt is None:
+            return None
+        entry = self.api.store_for(rt).get(namespace if rt.namespaced else "", name)
+        return None if entry is None else str(entry.obj["metadata"].get("uid") or "")
 
     def drop_watches(self) -> int:
         """Close every open watch stream (clients see the connection end and must resume)."""
@@ -162,6 +209,8 @@ class EmbeddedAPIServer:
         idle_timeout: float = IDLE_TIMEOUT,
         request_timeout: float = REQUEST_TIMEOUT,
         compaction_interval: float = COMPACTION_INTERVAL,
+        authorization: str = ALWAYS_ALLOW,
+        token_auth_file: str | Path | None = None,
     ) -> None:
         self.idle_timeout = positive_seconds("idle_timeout", idle_timeout)
         self.name = name
@@ -169,7 +218,9 @@ class EmbeddedAPIServer:
         self.port = port
         self.kubeconfig_path = Path(kubeconfig) if kubeconfig else None
         self.tls = tls
-        self.token = token if token is not None else (secrets.token_hex(16) if tls else None)
+        # with TLS or RBAC the kubeconfig carries an admin token (a system:masters superuser)
+        needs_token = tls or authorization == RBAC
+        self.token = token if token is not None else (secrets.token_hex(16) if needs_token else None)
         self.plane = ControlPlane(
             history=history,
             bookmark_interval=bookmark_interval,
@@ -178,6 +229,8 @@ class EmbeddedAPIServer:
             garbage_collector=garbage_collector,
             request_timeout=request_timeout,
             compaction_interval=compaction_interval,
+            authorization=authorization,
+            token_auth_file=token_auth_file,
         )
         self.front = HTTPFront(self.plane)
         self.front.admin = AdminEndpoints(self, self.plane.spawn).handle
@@ -262,13 +315,16 @@ class EmbeddedAPIServer:
         scheme = "https" if self.tls else "http"
         return f"{scheme}://{self.host}:{self.port}"
 
-    def kubeconfig(self, *, namespace: str = "default") -> dict[str, Any]:
+    def kubeconfig(self, *, namespace: str = "default", token: str | None = None) -> dict[str, Any]:
+        """A kubeconfig for this server, with the admin token unless another `token` is given
+        (one from `plane.auth.issue_token` or a ServiceAccount's, to act as that identity)."""
         import base64
 
         cluster: dict[str, Any] = {"server": self.url}
         if self._cert is not None:
             cluster["certificate-authority-data"] = base64.b64encode(self._cert.ca_pem).decode()
-        user: dict[str, Any] = {"token": self.token} if self.token else {}
+        bearer = token if token is not None else self.token
+        user: dict[str, Any] = {"token": bearer} if bearer else {}
         return {
             "apiVersion": "v1",
             "kind": "Config",
@@ -281,10 +337,12 @@ class EmbeddedAPIServer:
             "preferences": {},
         }
 
-    def write_kubeconfig(self, path: str | Path) -> Path:
+    def write_kubeconfig(self, path: str | Path, *, token: str | None = None) -> Path:
+        """Write `kubeconfig(token=token)` to `path`; the admin one becomes `kubeconfig_path`."""
         target = Path(path)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
+        target.write_text(yaml.safe_dump(self.kubeconfig(token=token), sort_keys=False))
         target.chmod(0o600)
-        self.kubeconfig_path = target
+        if token is None:
+            self.kubeconfig_path = target
         return target

@@ -112,6 +112,7 @@ class ResourceStore:
         self.log = EventLog(history)
         self.watchers: set[Waker] = set()
         self.dropped = False
+        self.last_rev = 0  # revision of the latest change (caches of derived state key on it)
         self._sorted: list[Key] | None = None
         self._sorted_ns: dict[str, list[Key]] = {}
 
@@ -219,6 +220,7 @@ class Database:
         meta["resourceVersion"] = str(self.rev + 1)
         raw = encode_for_storage(obj)
         self.rev += 1
+        store.last_rev = self.rev
         entry = Entry(obj, raw)
         store._put(meta.get("namespace") or "", meta["name"], entry)
         store.log.append(Event(self.rev, ADDED if prev is None else MODIFIED, entry, prev))
@@ -228,6 +230,7 @@ class Database:
     def delete(self, store: ResourceStore, prev: Entry) -> Entry:
         """Remove an object; the DELETED event carries its last state at the deletion revision."""
         self.rev += 1
+        store.last_rev = self.rev
         meta = prev.obj["metadata"]
         store._drop(meta.get("namespace") or "", meta["name"])
         last = dict(prev.obj)

@@ -121,3 +121,72 @@ async def test_apiserver_command_refuses_a_bookmark_interval_that_is_not_positiv
     assert proc.returncode == 2
     assert f"argument --bookmark-interval: must be a positive number of seconds, got '{value}'" in err.decode()
     assert "Traceback" not in err.decode()
+
+
+async def test_rbac_mode_needs_tls(tmp_path: Path) -> None:
+    proc = await _start("--port", "0", "--kubeconfig", str(tmp_path / "kc"), "--authorization-mode=RBAC")
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1
+    assert err.decode().startswith("--authorization-mode=RBAC needs --tls: kubectl and client-go send bearer tokens")
+    proc = await _start("--port", "0", "--kubeconfig", str(tmp_path / "kc"), "--authorization-mode=ABAC")
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 2 and "argument --authorization-mode: invalid choice: 'ABAC'" in err.decode()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("tok,alice\n", "must have at least 3 columns (token, user name, user uid), found 2 on line 1"),
+        ('tok,alice,uid,"unterminated\n', "line 1: unexpected end of data"),
+    ],
+)
+async def test_apiserver_command_names_a_bad_token_file(tmp_path: Path, content: str, message: str) -> None:
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text(content)
+    proc = await _start("--port", "0", "--kubeconfig", str(tmp_path / "kc"), "--token-auth-file", str(tokens))
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1
+    assert err.decode().startswith(f"--token-auth-file: token file '{tokens}'"), err.decode()
+    assert message in err.decode()
+    assert "Traceback" not in err.decode()
+    proc = await _start(
+        "--port", "0", "--kubeconfig", str(tmp_path / "kc"), "--token-auth-file", str(tmp_path / "nope")
+    )
+    _, err = await asyncio.wait_for(proc.communicate(), 30)
+    assert proc.returncode == 1 and "cannot read it: No such file or directory" in err.decode()
+
+
+async def test_apiserver_command_enforces_rbac_for_token_file_users(tmp_path: Path) -> None:
+    if kubectl_path() is None:
+        pytest.skip("kubectl is not installed on this machine; kubectl-driven checks cannot run")
+    tokens = tmp_path / "tokens.csv"
+    tokens.write_text('alice-token,alice,uid-1,"viewers"\n')
+    port = _free_port()
+    kubeconfig = tmp_path / "admin.yaml"
+    proc = await _start(
+        "--port", str(port), "--kubeconfig", str(kubeconfig), "--tls",
+        "--authorization-mode=RBAC", "--token-auth-file", str(tokens),
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        banner = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        assert f"serving at https://127.0.0.1:{port}" in banner
+        admin = Kubectl(kubeconfig, tmp_path / "cache-admin")
+        alice_config = tmp_path / "alice.yaml"
+        alice_config.write_text(kubeconfig.read_text().replace(_admin_token(kubeconfig), "alice-token"))
+        alice = Kubectl(alice_config, tmp_path / "cache-alice")
+        denied = await alice.run("get", "namespaces")
+        assert denied.returncode == 1
+        assert 'User "alice" cannot list resource "namespaces" in API group "" at the cluster scope' in denied.stderr
+        await admin("create", "clusterrole", "ns-viewer", "--verb=list", "--resource=namespaces")
+        await admin("create", "clusterrolebinding", "viewers", "--clusterrole=ns-viewer", "--group=viewers")
+        assert "namespace/default" in (await alice("get", "namespaces", "-o", "name")).split()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await asyncio.wait_for(proc.wait(), 20)
+
+
+def _admin_token(kubeconfig: Path) -> str:
+    import yaml
+
+    return str(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"])

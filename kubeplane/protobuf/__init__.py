@@ -17,7 +17,18 @@ from typing import Any
 from ..errors import APIError, bad_request
 from .decoder import MAGIC, WIRE_REGISTRY, Decoder, ProtobufError, collect, scalar
 from .descriptors import Registry
-from .tables_api import APIEXTENSIONS, APPS, AUTOSCALING_V1, AUTOSCALING_V2, COORDINATION, EVENTS, META, RBAC
+from .tables_api import (
+    APIEXTENSIONS,
+    APPS,
+    AUTHENTICATION,
+    AUTHORIZATION,
+    AUTOSCALING_V1,
+    AUTOSCALING_V2,
+    COORDINATION,
+    EVENTS,
+    META,
+    RBAC,
+)
 from .tables_core import CORE
 
 __all__ = ["KINDS", "PROTOBUF", "REGISTRY", "decode", "supports"]
@@ -35,6 +46,8 @@ for _package, _table in (
     ("events", EVENTS),
     ("rbac", RBAC),
     ("apiextensions", APIEXTENSIONS),
+    ("authentication", AUTHENTICATION),
+    ("authorization", AUTHORIZATION),
 ):
     REGISTRY.add_table(_package, _table)
 REGISTRY.check()
@@ -67,6 +80,12 @@ KINDS: dict[tuple[str, str], str] = {
         for kind in ("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding")
     },
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition"): "apiextensions.CustomResourceDefinition",
+    ("authentication.k8s.io/v1", "TokenRequest"): "authentication.TokenRequest",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "authentication.SelfSubjectReview",
+    **{
+        ("authorization.k8s.io/v1", kind): f"authorization.{kind}"
+        for kind in ("SelfSubjectAccessReview", "SelfSubjectRulesReview")
+    },
 }
 # meta/v1 option kinds are registered in every group version, so a typed client's
 # DeleteOptions carries the apiVersion of whichever group it was deleting from.

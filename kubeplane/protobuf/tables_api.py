@@ -1,7 +1,9 @@
 """Field tables for the non-core packages this server serves, in the form described in
 `descriptors.py`: apimachinery meta/v1 (`meta`), apps/v1 (`apps`), autoscaling/v1
 (`autoscaling1`) and v2 (`autoscaling`), coordination/v1, events/v1, rbac/v1 and
-apiextensions/v1. Field numbers and names follow each package's generated.proto."""
+apiextensions/v1, and the request bodies of authentication/v1 (TokenRequest,
+SelfSubjectReview) and authorization/v1 (the self-subject reviews). Field numbers and names
+follow each package's generated.proto."""
 
 from __future__ import annotations
 
@@ -226,4 +228,45 @@ APIEXTENSIONS: dict[str, str] = {
         "1 rule string!; 2 message string; 3 messageExpression string; 4 reason string!; 5 fieldPath string; "
         "6 optionalOldSelf bool!"
     ),
+}
+
+
+AUTHENTICATION: dict[str, str] = {
+    "TokenRequest": "1 metadata meta.ObjectMeta; 2 spec TokenRequestSpec; 3 status TokenRequestStatus",
+    "TokenRequestSpec": "1 audiences []string!; 4 expirationSeconds int64; 3 boundObjectRef BoundObjectReference",
+    "BoundObjectReference": "1 kind string; 2 apiVersion string; 3 name string; 4 uid string",
+    "TokenRequestStatus": "1 token string!; 2 expirationTimestamp Time",
+    "SelfSubjectReview": "1 metadata meta.ObjectMeta; 2 status SelfSubjectReviewStatus",
+    "SelfSubjectReviewStatus": "1 userInfo UserInfo",
+    "UserInfo": "1 username string; 2 uid string; 3 groups []string; 4 extra {ExtraValue}",
+    "ExtraValue": "1 items []string",
+}
+
+AUTHORIZATION: dict[str, str] = {
+    "SelfSubjectAccessReview": (
+        "1 metadata meta.ObjectMeta; 2 spec SelfSubjectAccessReviewSpec; 3 status SubjectAccessReviewStatus"
+    ),
+    "SelfSubjectAccessReviewSpec": (
+        "1 resourceAttributes ResourceAttributes; 2 nonResourceAttributes NonResourceAttributes"
+    ),
+    "ResourceAttributes": (
+        "1 namespace string; 2 verb string; 3 group string; 4 version string; 5 resource string; "
+        "6 subresource string; 7 name string; 8 fieldSelector FieldSelectorAttributes; "
+        "9 labelSelector LabelSelectorAttributes"
+    ),
+    "FieldSelectorAttributes": "1 rawSelector string; 2 requirements []FieldSelectorRequirement",
+    "FieldSelectorRequirement": "1 key string!; 2 operator string!; 3 values []string",
+    "LabelSelectorAttributes": "1 rawSelector string; 2 requirements []meta.LabelSelectorRequirement",
+    "NonResourceAttributes": "1 path string; 2 verb string",
+    "SubjectAccessReviewStatus": "1 allowed bool!; 4 denied bool; 2 reason string; 3 evaluationError string",
+    "SelfSubjectRulesReview": (
+        "1 metadata meta.ObjectMeta; 2 spec SelfSubjectRulesReviewSpec; 3 status SubjectRulesReviewStatus"
+    ),
+    "SelfSubjectRulesReviewSpec": "1 namespace string",
+    "SubjectRulesReviewStatus": (
+        "1 resourceRules []ResourceRule!; 2 nonResourceRules []NonResourceRule!; 3 incomplete bool!; "
+        "4 evaluationError string"
+    ),
+    "ResourceRule": "1 verbs []string!; 2 apiGroups []string; 3 resources []string; 4 resourceNames []string",
+    "NonResourceRule": "1 verbs []string!; 2 nonResourceURLs []string",
 }

@@ -84,6 +84,9 @@ async def test_kubectl_names_a_missing_crd(kubectl: Kubectl) -> None:
         # it used to read "error validating data: the server could not find the requested resource"
         assert 'no matches for kind "Gizmo" in version "example.com/v1"' in res.stderr, res.stderr
         assert "ensure CRDs are installed first" in res.stderr
+    res = await kubectl.run("get", "gizmos")
+    assert res.returncode == 1
+    assert res.stderr.strip().endswith('error: the server doesn\'t have a resource type "gizmos"'), res.stderr
 
 
 # ------------------------------------------------------------------ selectableFields
