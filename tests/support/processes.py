@@ -71,6 +71,18 @@ class DeployedFleet:
     managers: dict[str, Process] = field(default_factory=dict)
     cities: dict[str, str] = field(default_factory=dict)
     project_paths: dict[str, str] = field(default_factory=dict)
+    server_args: list[str] = field(default_factory=list)
+    # with RBAC: the ServiceAccounts bound to the shipped roles (tests/support/rbac.py)
+    manager_identity: dict[str, Path] = field(default_factory=dict)
+    access_identity: dict[str, Path] = field(default_factory=dict)
+
+    def manager_kubeconfig(self, cluster: str) -> Path:
+        """What a manager running in that cluster uses: its ServiceAccount under RBAC, else admin."""
+        return self.manager_identity.get(cluster, self.kubeconfig(cluster))
+
+    def access_kubeconfig(self, cluster: str) -> Path:
+        """What management mode uses in a project or cell (the registration Secret's)."""
+        return self.access_identity.get(cluster, self.kubeconfig(cluster))
 
     def kubeconfig(self, cluster: str) -> Path:
         return self.workdir / f"{cluster}.kubeconfig"
@@ -79,7 +91,8 @@ class DeployedFleet:
         return Kubectl(self.kubeconfig(cluster), self.workdir / f"kubectl-cache-{cluster}")
 
     async def start_server(self, name: str) -> None:
-        args = ["apiserver", "--port", str(free_port()), "--kubeconfig", str(self.kubeconfig(name)), "--name", name]
+        args = ["apiserver", "--port", str(free_port()), "--kubeconfig", str(self.kubeconfig(name)), "--name", name,
+                *self.server_args]  # fmt: skip
         process = await spawn(f"apiserver-{name}", args, self.workdir)
         self.servers[name] = process
         self.stack.push_async_callback(process.stop)
@@ -96,7 +109,7 @@ class DeployedFleet:
 
     async def register(self, cluster: str) -> None:
         """`kubectl apply` of the ClusterProfile and kubeconfig Secret, as an operator would."""
-        kubeconfig = yaml.safe_load(self.kubeconfig(cluster).read_text())
+        kubeconfig = yaml.safe_load(self.access_kubeconfig(cluster).read_text())
         secret = kubeconfig_secret(cluster, kubeconfig)
         if cluster in self.cities:
             profile = cell_profile(cluster, self.cities[cluster])
@@ -114,12 +127,20 @@ class DeployedFleet:
 
 @asynccontextmanager
 async def deployed_fleet(
-    workdir: Path, *, projects: Sequence[str] = ("acme/web",), cells: Sequence[tuple[str, str]] = (("dfw-1", "DFW"),)
+    workdir: Path,
+    *,
+    projects: Sequence[str] = ("acme/web",),
+    cells: Sequence[tuple[str, str]] = (("dfw-1", "DFW"),),
+    rbac: bool = False,
 ) -> AsyncIterator[DeployedFleet]:
     """apiserver processes for management, the projects and the cells, with the CRDs
-    installed and every cluster registered in management."""
+    installed and every cluster registered in management. With `rbac`, the servers run
+    TLS and enforce RBAC, and every identity is bound only to the shipped roles
+    (tests/support/rbac.py)."""
     async with AsyncExitStack() as stack:
         fleet = DeployedFleet(workdir, stack)
+        if rbac:
+            fleet.server_args = ["--tls", "--authorization-mode=RBAC"]
         fleet.cities = dict(cells)
         fleet.project_paths = {project_cluster_name(p): p for p in projects}
         names = ["management", *fleet.project_paths, *fleet.cities]
@@ -127,6 +148,10 @@ async def deployed_fleet(
         await fleet.install_crds("management", "cluster-inventory")
         await fleet.kubectl("management")("create", "namespace", REGISTRATION_NAMESPACE)
         await asyncio.gather(*(fleet.install_crds(name, "compute") for name in names if name != "management"))
+        if rbac:
+            from .rbac import grant_shipped_roles
+
+            fleet.manager_identity, fleet.access_identity = await grant_shipped_roles(fleet)
         for name in names[1:]:
             await fleet.register(name)
         yield fleet
