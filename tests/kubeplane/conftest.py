@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.config import new_client_from_config
 
 from kubeplane import EmbeddedAPIServer
+from tests.support.waiting import eventually  # the one bounded wait every test uses
 
 Obj = dict[str, Any]
 
@@ -159,18 +160,6 @@ def manifests(*objs: Obj) -> str:
 
 def to_json(obj: Obj) -> str:
     return json.dumps(obj)
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, within: float = 10.0) -> None:
-    """Poll `check` until it is true; fail with `what` when it never becomes true in time."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + within
-    while True:
-        if await check():
-            return
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out after {within}s waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 @dataclass

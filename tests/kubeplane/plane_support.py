@@ -3,13 +3,12 @@ Pod style chain built from two CRDs and a pod, plus bounded waits over HTTP."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-import anyio
 
 from kubeplane import EmbeddedAPIServer
+from tests.support.waiting import eventually  # the one bounded wait every test uses
 
 GROUP = "chain.example.com"
 
@@ -96,16 +95,6 @@ class Client:
                 return None
             assert resp.status == 200, f"GET {path}: {resp.status} {await resp.text()}"
             return await resp.json()
-
-
-async def eventually(check: Callable[[], Awaitable[bool]], what: str, within: float = 10.0) -> None:
-    """Poll `check` until it holds; fail naming `what` if it does not within the bound."""
-    with anyio.move_on_after(within):
-        while True:
-            if await check():
-                return
-            await anyio.sleep(0.02)
-    raise AssertionError(f"timed out after {within}s waiting for: {what}")
 
 
 async def install_chain_crds(client: Client) -> None:
