@@ -136,12 +136,15 @@ class Fleet:
         )
         server = Server(name, proc, kubeconfig)
         deadline = time.monotonic() + 60
-        while not kubeconfig.exists():
+        while True:  # the file appears before it is fully written
+            loaded = yaml.safe_load(kubeconfig.read_text()) if kubeconfig.exists() else None
+            if isinstance(loaded, dict) and loaded.get("clusters"):
+                break
             proc.check_alive()
             if time.monotonic() > deadline:
                 raise RuntimeError(f"apiserver {name} did not start")
             await asyncio.sleep(0.05)
-        server.url = yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"]
+        server.url = loaded["clusters"][0]["cluster"]["server"]
         self.servers[name] = server
         return server
 

@@ -63,6 +63,14 @@ async def spawn(name: str, args: Sequence[str], workdir: Path, env: dict[str, st
     return Process(name, proc, log)
 
 
+def _written(kubeconfig: Path) -> bool:
+    """The apiserver has finished writing its kubeconfig (the file appears before that)."""
+    if not kubeconfig.exists():
+        return False
+    loaded = yaml.safe_load(kubeconfig.read_text())
+    return isinstance(loaded, dict) and bool(loaded.get("clusters"))
+
+
 @dataclass
 class DeployedFleet:
     workdir: Path
@@ -96,7 +104,7 @@ class DeployedFleet:
         process = await spawn(f"apiserver-{name}", args, self.workdir)
         self.servers[name] = process
         self.stack.push_async_callback(process.stop)
-        await eventually(lambda: self.kubeconfig(name).exists() or process.proc.returncode is not None,
+        await eventually(lambda: _written(self.kubeconfig(name)) or process.proc.returncode is not None,
                          f"apiserver {name} up", within=30)  # fmt: skip
         assert process.proc.returncode is None, process.output()
 
