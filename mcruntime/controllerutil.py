@@ -52,9 +52,7 @@ async def add_finalizer(client: Client, resource: Resource, obj: Mapping[str, An
     return await client.apply(resource, intent, field_manager=finalizer_field_manager(finalizer))
 
 
-async def remove_finalizer(
-    client: Client, resource: Resource, obj: Mapping[str, Any], finalizer: str
-) -> Obj | None:
+async def remove_finalizer(client: Client, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> Obj | None:
     """Remove `finalizer`; no request if absent. Returns the object after the change, or
     None when the object is gone (this was its last finalizer, or it was already deleted).
     If the list changed since `obj` was read, a 409 Conflict is raised (retry quietly)."""

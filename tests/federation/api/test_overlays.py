@@ -250,12 +250,20 @@ async def test_cell_role_covers_the_cell_controllers(kubectl: Kubectl) -> None:
     assert not [d for d in docs if d["kind"] == "ClusterRoleBinding" and "access" in d["metadata"]["name"]]
 
 
-async def test_projector_never_deletes_projections(kubectl: Kubectl) -> None:
+async def test_project_access_role_is_what_the_projector_and_federator_need(kubectl: Kubectl) -> None:
     docs = await render(kubectl, "overlays/all-in-one")
     project = _rules(docs, "ClusterRole", "federation-manager-project-access")
-    assert allows(project, "compute.datumapis.com", "instances", "create")
-    assert allows(project, "compute.datumapis.com", "instances/status", "update")
-    assert not allows(project, "compute.datumapis.com", "instances", "delete")
+    compute = "compute.datumapis.com"
+    assert allows(project, compute, "instances", "create")
+    assert allows(project, compute, "instances/status", "update")
+    # The projector removes a projection whose cell Instance is gone (DESIGN §3 Projector).
+    assert allows(project, compute, "instances", "delete")
+    # Namespaces are only read (for their UID); nothing cluster-scoped is written in a project.
+    assert allows(project, "", "namespaces", "get")
+    for verb in ("create", "update", "patch", "delete"):
+        assert not allows(project, "", "namespaces", verb)
+    assert not any("secrets" in r["resources"] for r in project)
+    assert not any(r["apiGroups"] == ["rbac.authorization.k8s.io"] for r in project)
     bound = {d["roleRef"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"}
     assert bound == {
         "federation-manager-management",
