@@ -1,5 +1,7 @@
 """Per-verb, per-resource request counters, so tests and benchmarks can assert facts like
-"zero writes at steady state" or "N API calls per converged object"."""
+"zero writes at steady state" or "N API calls per converged object". Where a request was
+authenticated (RBAC mode) it is also counted under its user, so a test can tell the
+managers' writes from its own."""
 
 from __future__ import annotations
 
@@ -18,9 +20,13 @@ def resource_name(rt: ResourceType, subresource: str | None = None) -> str:
 class RequestCounters:
     def __init__(self) -> None:
         self._counts: Counter[tuple[str, str]] = Counter()
+        self._by_user: Counter[tuple[str, str, str]] = Counter()
 
-    def count(self, verb: str, rt: ResourceType, subresource: str | None = None) -> None:
-        self._counts[(verb, resource_name(rt, subresource))] += 1
+    def count(self, verb: str, rt: ResourceType, subresource: str | None = None, user: str | None = None) -> None:
+        resource = resource_name(rt, subresource)
+        self._counts[(verb, resource)] += 1
+        if user is not None:
+            self._by_user[(user, verb, resource)] += 1
 
     def get(self, verb: str, resource: str) -> int:
         """Count for one verb on one resource ("configmaps", "workloaddeployments.compute.datumapis.com/status")."""
@@ -30,6 +36,13 @@ class RequestCounters:
         out: dict[str, dict[str, int]] = {}
         for (verb, resource), n in sorted(self._counts.items()):
             out.setdefault(resource, {})[verb] = n
+        return out
+
+    def snapshot_by_user(self) -> dict[str, dict[str, dict[str, int]]]:
+        """user → resource → verb → count, for authenticated requests only."""
+        out: dict[str, dict[str, dict[str, int]]] = {}
+        for (user, verb, resource), n in sorted(self._by_user.items()):
+            out.setdefault(user, {}).setdefault(resource, {})[verb] = n
         return out
 
     def writes(self, resource: str | None = None) -> int:
@@ -44,3 +57,4 @@ class RequestCounters:
 
     def reset(self) -> None:
         self._counts.clear()
+        self._by_user.clear()

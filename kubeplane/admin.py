@@ -2,6 +2,7 @@
 another process (the same operations exist as Python methods):
 
   GET    /_embedded/counters          request counts per resource and verb
+                                      (?by=user: per authenticated user, resource and verb)
   DELETE /_embedded/counters          reset them
   GET    /_embedded/faults            current fault settings
   PUT    /_embedded/faults            set them: {"error_rate": 0.2, "error_code": 429, ...}
@@ -56,7 +57,11 @@ class AdminEndpoints:
         path, method = request.path, request.method
         if path == "/_embedded/counters":
             if method == "GET":
-                return json_response(orjson.dumps(plane.counters.snapshot()))
+                by = request.query.get("by", "")
+                if by not in ("", "user"):
+                    raise bad_request(f"by must be 'user' or absent, not {by!r}")
+                counts = plane.counters.snapshot_by_user() if by == "user" else plane.counters.snapshot()
+                return json_response(orjson.dumps(counts))
             if method == "DELETE":
                 plane.counters.reset()
                 return json_response(b"{}")

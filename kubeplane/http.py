@@ -7,6 +7,8 @@ every request, and Status responses for every error. A bad request never escapes
 
 from __future__ import annotations
 
+import functools
+
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -289,29 +291,31 @@ class HTTPFront:
         if rt.virtual or t.subresource == "token":
             return await self._answer(request, t)
         ns = t.namespace or ""
-        counters = self.plane.counters
+        user = request.get(USER)
+        # bound once: every verb below counts under the authenticated user (RBAC mode) too
+        count = functools.partial(self.plane.counters.count, user=user.name if isinstance(user, UserInfo) else None)
         if method == "GET":
             if t.name is None or t.watch_path:
                 # the legacy /watch/ prefix also watches a single named object
                 watch = t.watch_path or bool_param(query, "watch")
-                counters.count("watch" if watch else "list", rt, t.subresource)
+                count("watch" if watch else "list", rt, t.subresource)
                 if watch:
                     return await self._watch(request, t)
                 return self._list(request, t)
-            counters.count("get", rt, t.subresource)
+            count("get", rt, t.subresource)
             if t.subresource == "scale":
                 return json_response(orjson.dumps(self.api.get_scale(rt, ns, t.name)))
             entry = self.api.get(rt, ns, t.name)
             return self._object_response(request, rt, entry.obj, entry.raw)
         if method == "POST":
-            counters.count("create", rt, t.subresource)
+            count("create", rt, t.subresource)
             if t.name is not None:
                 raise errors.method_not_supported(rt.plural, rt.group, "create")
             opts = self._write_options(request)
             entry = self.api.create(rt, ns, await self._body(request), opts)
             return self._write_response(request, rt, entry, 201, opts)
         if method == "PUT":
-            counters.count("update", rt, t.subresource)
+            count("update", rt, t.subresource)
             if t.name is None:
                 raise errors.method_not_supported(rt.plural, rt.group, "update")
             opts = self._write_options(request)
@@ -326,15 +330,15 @@ class HTTPFront:
                 entry = self.api.update(rt, ns, t.name, body, opts, subresource=t.subresource or "")
             return self._write_response(request, rt, entry, 200, opts)
         if method == "PATCH":
-            counters.count("patch", rt, t.subresource)
+            count("patch", rt, t.subresource)
             if t.name is None:
                 raise errors.method_not_supported(rt.plural, rt.group, "patch")
             return await self._patch(request, t)
         if method == "DELETE":
             if t.name is None:
-                counters.count("deletecollection", rt, t.subresource)
+                count("deletecollection", rt, t.subresource)
                 return await self._delete_collection(request, t)
-            counters.count("delete", rt, t.subresource)
+            count("delete", rt, t.subresource)
             return await self._delete(request, t)
         raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 

@@ -169,6 +169,25 @@ async def test_the_admin_endpoints_are_authorized_too(
     assert rbac_server.plane.faults.settings.error_rate == 0.0
 
 
+async def test_counters_by_user_tell_who_wrote(
+    rbac_server: EmbeddedAPIServer, session: aiohttp.ClientSession, admin: Caller
+) -> None:
+    await grant(admin, role("cm-writer", [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]}]))
+    await grant(admin, binding("dave-writes", "Role", "cm-writer", [user("dave")]))
+    dave = caller(rbac_server, session, "dave")
+    assert (await dave("POST", CMS, configmap("from-dave")))[0] == 201
+    assert (await dave("GET", CMS))[0] == 403  # refused before it reached a verb: not counted
+    assert (await admin("POST", CMS, configmap("from-admin")))[0] == 201
+    status, by_user = await admin("GET", "/_embedded/counters?by=user")
+    assert status == 200
+    assert by_user["dave"] == {"configmaps": {"create": 1}}
+    assert by_user["kubernetes-admin"]["configmaps"] == {"create": 1}
+    status, total = await admin("GET", "/_embedded/counters")
+    assert total["configmaps"] == {"create": 2}
+    status, body = await admin("GET", "/_embedded/counters?by=verb")
+    assert expect_status(status, body, 400, "BadRequest")["message"] == "by must be 'user' or absent, not 'verb'"
+
+
 async def test_static_token_file_users(
     rbac_server: EmbeddedAPIServer, session: aiohttp.ClientSession, admin: Caller
 ) -> None:
