@@ -6,9 +6,13 @@ at steady state a controller built from these sends no request at all."""
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from .client import Client
 from .errors import APIError, is_not_found
@@ -151,6 +155,27 @@ def is_subset(desired: Any, actual: Any) -> bool:
 
 _TYPE_FIELDS = ("apiVersion", "kind")  # absent from LIST items in the cache; the call names the type
 
+# The digest of the last intent a manager applied, on the object itself. Comparing values
+# alone (`is_subset`) cannot see an intent that shrank — a label or a spec field this
+# manager no longer wants is still on the object, and server-side apply removes it only
+# when the smaller intent is sent. The digest changes exactly then. (The cache strips
+# managedFields, which would tell the same thing, to keep cached objects small.)
+INTENT_ANNOTATION_PREFIX = "intent.mcruntime.io/"
+_NOT_IN_NAME = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def intent_annotation(field_manager: str) -> str:
+    """The annotation key holding `field_manager`'s intent digest (a valid key for any
+    manager name: the name part is at most 63 characters of [A-Za-z0-9_.-])."""
+    name = _NOT_IN_NAME.sub("-", field_manager).strip("-_.")[:63].rstrip("-_.")
+    return INTENT_ANNOTATION_PREFIX + (name or "manager")
+
+
+def intent_digest(intent: Mapping[str, Any]) -> str:
+    """A short digest of an intent, independent of key order."""
+    raw = orjson.dumps(intent, option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(raw).hexdigest()[:16]
+
 
 @dataclass(frozen=True)
 class ApplyResult:
@@ -169,19 +194,31 @@ async def apply_if_differs(
     subresource: str = "",
 ) -> ApplyResult:
     """Server-side apply `desired` (this manager's whole intent for the fields it owns)
-    unless the cached object already says everything it says: then no request at all.
+    unless the cached object already says everything it says and was last applied with
+    this very intent: then no request at all.
 
     `cached` is the object as the caller read it from the cache; when omitted it is read
     from the cache (a missing object is applied, i.e. created). `force` takes fields over
-    from other managers, as controllers do. Removing a field from the intent is not seen
-    as a difference: an intent that shrinks needs an explicit write (controller-runtime's
-    apply has the same blind spot, since it compares nothing)."""
+    from other managers, as controllers do. The object carries the intent's digest in the
+    annotation `intent_annotation(field_manager)`, so an intent that shrinks (a field no
+    longer wanted) is a difference too, and the apply removes that field. A status intent
+    (`subresource="status"`) is compared by value only: the status subresource ignores
+    metadata, and status intents state whole conditions and counters."""
     if cached is None:
         cached = await client.get_or_none(resource, name_of(desired), namespace=namespace_of(desired) or None)
-    intent = {k: v for k, v in desired.items() if k not in _TYPE_FIELDS}
+    manager = field_manager or client.field_manager
     if subresource == "status":
-        intent = {"status": desired.get("status") or {}}
+        intent: dict[str, Any] = {"status": desired.get("status") or {}}
+        body: Mapping[str, Any] = desired
+    else:
+        intent = {k: v for k, v in desired.items() if k not in _TYPE_FIELDS}
+        key = intent_annotation(manager)
+        digest = intent_digest(intent)
+        metadata = dict(intent.get("metadata") or {})
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), key: digest}
+        intent["metadata"] = metadata
+        body = {**desired, "metadata": metadata}
     if cached is not None and is_subset(intent, cached):
         return ApplyResult(dict(cached), False)
-    applied = await client.apply(resource, desired, field_manager=field_manager, force=force, subresource=subresource)
+    applied = await client.apply(resource, body, field_manager=manager, force=force, subresource=subresource)
     return ApplyResult(applied, True)

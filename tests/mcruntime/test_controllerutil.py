@@ -137,6 +137,60 @@ async def test_apply_if_differs_sends_nothing_when_the_cache_already_agrees(
     assert changed.changed and changed.obj["data"] == {"k": "w"}
 
 
+async def test_an_intent_that_shrinks_is_applied_and_the_field_goes(
+    apiserver: EmbeddedAPIServer, cluster: Cluster
+) -> None:
+    """A label or data key the manager no longer wants is still on the cached object, so a
+    value comparison alone sees no difference; the intent digest does, and the apply
+    removes the field. Another manager's field stays."""
+    informer = cluster.cache.declare(View(CONFIGMAPS))
+    await cluster.cache.wait_for_sync(5)
+    desired: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap", "data": {"k": "v", "old": "x"},
+                               "metadata": {"name": "s", "namespace": "default",
+                                            "labels": {"app": "web", "tier": "front"}}}  # fmt: skip
+    await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, desired, field_manager="kit")
+    await cluster.client.apply(
+        CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "s", "namespace": "default",
+                     "labels": {"theirs": "1"}}}, field_manager="someone-else",
+    )  # fmt: skip
+    await eventually(lambda: (informer.get("s", namespace="default") or {}).get("metadata", {}).get("labels", {})
+                     .get("theirs"), "the other manager's label cached")  # fmt: skip
+    smaller = {**desired, "metadata": {**desired["metadata"], "labels": {"app": "web"}}, "data": {"k": "v"}}
+    result = await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, smaller, field_manager="kit")
+    assert result.changed
+    assert result.obj["metadata"]["labels"] == {"app": "web", "theirs": "1"}
+    assert result.obj["data"] == {"k": "v"}
+    key = controllerutil.intent_annotation("kit")
+    assert result.obj["metadata"]["annotations"][key] == controllerutil.intent_digest(
+        {k: v for k, v in smaller.items() if k not in ("apiVersion", "kind")}
+    )
+    await eventually(lambda: (informer.get("s", namespace="default") or {}).get("data") == {"k": "v"}, "cached")
+    before = apiserver.plane.counters.snapshot()
+    again = await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, smaller, field_manager="kit")
+    assert not again.changed
+    assert apiserver.plane.counters.snapshot() == before, "steady again: no request"
+
+
+@pytest.mark.parametrize(
+    ("manager", "key"),
+    [
+        ("federator", "intent.mcruntime.io/federator"),
+        ("finalizer/compute.datumapis.com/x", "intent.mcruntime.io/finalizer-compute.datumapis.com-x"),
+        ("m" * 80, "intent.mcruntime.io/" + "m" * 63),
+        ("///", "intent.mcruntime.io/manager"),
+    ],
+)
+def test_the_intent_annotation_is_a_valid_key_for_any_manager(manager: str, key: str) -> None:
+    assert controllerutil.intent_annotation(manager) == key
+
+
+def test_the_intent_digest_ignores_key_order() -> None:
+    a = {"metadata": {"labels": {"a": "1", "b": "2"}}, "spec": {"x": 1}}
+    b = {"spec": {"x": 1}, "metadata": {"labels": {"b": "2", "a": "1"}}}
+    assert controllerutil.intent_digest(a) == controllerutil.intent_digest(b)
+    assert controllerutil.intent_digest(a) != controllerutil.intent_digest({**a, "spec": {}})
+
+
 async def test_one_key_order_everywhere(cluster: Cluster, apiserver: EmbeddedAPIServer) -> None:
     """Name positional, namespace by keyword: a swapped pair cannot read as NotFound."""
     informer = cluster.cache.declare(View(CONFIGMAPS))
