@@ -27,8 +27,11 @@ builds the desired Instance `<wd>-<ordinal>` in the WD's namespace:
 Every label value is checked against the Kubernetes label value rules, naming the WD field
 it came from.
 
-`observe(instance, wd_name)` reads an existing Instance back as `stateful.Observed`; its
-ordinal comes from its name `<wd>-<ordinal>` (names are authoritative; labels can be edited).
+`observe(instance, wd_name, template_spec)` reads an existing Instance back as
+`stateful.Observed`; its ordinal comes from its name `<wd>-<ordinal>` (names are
+authoritative; labels can be edited). An Instance whose spec no longer says what the
+template says (edited by hand) is read as drifted whatever hash it carries, so it is
+deleted and recreated like any drift — never patched in place.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from typing import Any
 
 from federation.api.constants import API_VERSION, Annotation, Kind, Label, SchedulingGate
 from federation.api.naming import instance_name
+from mcruntime.controllerutil import is_subset
 
 from .fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
 from .readiness import is_ready
@@ -112,6 +116,18 @@ def instance_labels(wd: Mapping[str, Any], namespace_labels: Mapping[str, str], 
         if value:
             labels[key] = _label_value(value, f"namespace label {key}")
     return labels
+
+
+def check_served_city(wd: Mapping[str, Any], served_city: str) -> None:
+    """A cell started with `--city-code` serves that city only: a WD of another city here
+    means its registration (the city-code label the federator places by) disagrees with
+    its own settings. ValueError naming both; nothing is created for it."""
+    city = get_str(wd, "spec.cityCode")
+    if served_city and city != served_city:
+        raise ValueError(
+            f"spec.cityCode: {city!r}, but this cell serves {served_city!r} (--city-code); its registration's "
+            "topology.datum.net/city-code label and its settings disagree"
+        )
 
 
 def owner_reference(wd: Mapping[str, Any]) -> dict[str, Any]:
@@ -196,16 +212,29 @@ def ordinal_of(name: str, wd_name: str) -> int | None:
     return int(suffix)
 
 
-def observe(instance: Mapping[str, Any], wd_name: str) -> Observed:
-    """What `stateful.next_action` needs to know about an existing Instance of `wd_name`."""
+def _carries(template_spec: Mapping[str, Any], instance: Mapping[str, Any]) -> bool:
+    """Whether the Instance's spec still says everything the template's spec says (the
+    `controller` part is the controllers', not the template's; fields the server defaults
+    only add keys, so they do not count)."""
+    actual = get_mapping(instance, "spec")
+    wanted = {k: v for k, v in template_spec.items() if k != "controller"}
+    return is_subset(wanted, {k: v for k, v in actual.items() if k != "controller"})
+
+
+def observe(instance: Mapping[str, Any], wd_name: str, template_spec: Mapping[str, Any] | None = None) -> Observed:
+    """What `stateful.next_action` needs to know about an existing Instance of `wd_name`.
+    With the WD's `template_spec`, an Instance edited by hand reads as drifted (hash "")."""
     name = get_str(instance, "metadata.name")
     ordinal = ordinal_of(name, wd_name)
     if ordinal is None:
         raise ValueError(f"metadata.name: {name!r} is not an Instance name of {wd_name!r} (<deployment>-<ordinal>)")
+    stamped = get_str(instance, "spec.controller.templateHash", required=False)
+    if template_spec is not None and not _carries(template_spec, instance):
+        stamped = ""
     return Observed(
         name=name,
         ordinal=ordinal,
-        template_hash=get_str(instance, "spec.controller.templateHash", required=False),
+        template_hash=stamped,
         ready=is_ready(instance),
         deleting=is_deleting(instance),
     )

@@ -8,6 +8,8 @@ no timers and no memory between calls, so a deleted Instance simply comes back.
 Rules, first match wins:
 1. An Instance is being deleted → `Wait` on it (the lowest ordinal among them).
 2. Instances outside `wanted` (scale down, ordinal-start moved) → `Delete` the HIGHEST.
+   Before waiting on not-ready ones: an Instance nobody wants costs no availability, and a
+   scale-down of a broken WD must not wait for Instances that may never become ready.
 3. An in-range Instance whose template hash drifted and that is not ready → `Delete` the
    highest such. Replacing an already-broken Instance costs no availability, and without
    this rule a bad template could never be fixed by a good one (rule 4 would wait forever).

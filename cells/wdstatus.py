@@ -28,6 +28,11 @@ Ready reason is PendingQuota (the Instance controller's verdict).
 - `ReplicasReady`: True/ReplicasAvailable when readyReplicas >= desiredReplicas (>=: during
   a scale-down the surplus is on its way out and every desired replica is ready); else
   False/QuotaExceeded when an Instance waits on quota; else False/InstancesProvisioning.
+
+`rejected_status(wd, instances, problem, *, now)` is the status of a WD whose spec this
+cell cannot act on (a name or label that cannot be an Instance label, say): observed —
+`observedGeneration` is current, so nobody waits for the cell — and both conditions
+False/ConfigurationError with the problem, which the projector carries up to the project.
 """
 
 from __future__ import annotations
@@ -171,6 +176,34 @@ def wd_status(
         desiredReplicas=desired,
         observedGeneration=gen,
         selector=workload_deployment_selector(name),
+        conditions=conds,
+    )
+    return status
+
+
+def rejected_status(
+    wd: Mapping[str, Any], instances: Sequence[Mapping[str, Any]], problem: str, *, now: str
+) -> dict[str, Any]:
+    """The status of a WD whose spec the cell rejects (see the module docstring)."""
+    if not now:
+        raise ValueError("now: required (RFC 3339 time for lastTransitionTime)")
+    gen = generation(wd)
+    status = copy.deepcopy(dict(get_mapping(wd, "status")))
+    conds: list[dict[str, Any]] = copy.deepcopy(get_list(wd, "status.conditions"))
+    if not all(isinstance(c, dict) for c in conds):
+        conds = []  # unreadable conditions are replaced: this status says what is wrong
+    message = f"spec rejected by the cell: {problem}"
+    reason = InstanceReadyReason.CONFIGURATION_ERROR.value
+    for condition in (WorkloadDeploymentCondition.AVAILABLE.value, WorkloadDeploymentCondition.REPLICAS_READY.value):
+        set_condition_json(conds, condition, FALSE, reason, message, observed_generation=gen, now=now)
+    live = [i for i in instances if not is_deleting(i)]
+    status.update(
+        replicas=len(instances),
+        currentReplicas=0,
+        updatedReplicas=0,
+        readyReplicas=len([i for i in live if is_ready(i)]),
+        observedGeneration=gen,
+        selector=workload_deployment_selector(get_str(wd, "metadata.name")),
         conditions=conds,
     )
     return status

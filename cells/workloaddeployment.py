@@ -25,11 +25,16 @@ DESIGN §3 "Cell WD controller", and the tests that pin each rule (tests/cells/)
    (test_template_edit_and_restart_roll_one_at_a_time_from_the_top,
    test_ordinal_start_and_scale_follow).
 3. Level-triggered self-heal: a deleted Instance is recreated on the next reconcile, from
-   observed state only (test_deleted_instance_and_pod_come_back).
+   observed state only; an Instance whose spec was edited by hand is drift, deleted and
+   recreated (test_deleted_instance_and_pod_come_back, test_an_instance_edited_by_hand_is_recreated).
 4. Status (replicas, currentReplicas, updatedReplicas, readyReplicas, desiredReplicas,
    observedGeneration, Available, ReplicasReady) from `wdstatus.wd_status`, written only when
    it differs from the cached status (test_replicas_become_ready_instances_and_pods,
-   test_bad_images_surface_on_instance_and_deployment, test_zero_writes_when_idle).
+   test_bad_images_surface_on_instance_and_deployment, test_zero_writes_when_idle); a spec
+   the cell cannot act on (a name that cannot be a label value; a city other than its
+   `--city-code`) is observed and reported False/ConfigurationError, nothing created
+   (`wdstatus.rejected_status`; test_a_spec_the_cell_rejects_is_reported_in_status,
+   test_a_wd_of_another_city_is_refused).
 5. With scaleSettings.maxReplicas and metrics: an HPA (autoscaling/v2) targeting the WD's
    scale subresource, updated when they change, deleted when no longer wanted; a foreign HPA
    of the same name is left alone (test_autoscaler_follows_scale_settings_and_foreign_ones_are_left_alone).
@@ -47,10 +52,10 @@ from typing import Any
 
 from cells.autoscaling import autoscaler_for, is_controlled_by_wd, wants_autoscaler
 from cells.fields import get_str, is_deleting
-from cells.instances import instance_for, instance_labels, observe, ordinal_of, ordinal_range
+from cells.instances import check_served_city, instance_for, instance_labels, observe, ordinal_of, ordinal_range
 from cells.stateful import Create, Delete, Wait, next_action
 from cells.template import template_hash
-from cells.wdstatus import wd_status
+from cells.wdstatus import rejected_status, wd_status
 from federation.api.conditions import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.resources import HORIZONTAL_POD_AUTOSCALERS, INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
@@ -89,9 +94,10 @@ def _mine(wd: Mapping[str, Any], instances: Sequence[Obj]) -> list[Obj]:
 
 
 class WorkloadDeploymentController:
-    def __init__(self, mgr: Manager, *, quota_gate: bool) -> None:
+    def __init__(self, mgr: Manager, *, quota_gate: bool, city_code: str = "") -> None:
         self.mgr = mgr
         self.quota_gate = quota_gate
+        self.city_code = city_code  # --city-code: the only city this cell serves ("" = not checked)
 
     async def reconcile(self, req: Request) -> Result:
         # 1. a request without a cluster name is dropped, never routed to a default cluster
@@ -116,9 +122,12 @@ class WorkloadDeploymentController:
         namespace = await client.get_or_none(NAMESPACES, req.namespace)
         namespace_labels = dict(labels_of(namespace)) if namespace is not None else {}
         try:
-            current_hash = template_hash(wd.get("spec", {}).get("template") or {})
+            check_served_city(wd, self.city_code)
+            template = wd.get("spec", {}).get("template") or {}
+            current_hash = template_hash(template)
             instance_labels(wd, namespace_labels, 0)  # label values checked before anything is written
-            action = next_action(ordinal_range(wd), current_hash, [observe(i, req.name) for i in instances])
+            observed = [observe(i, req.name, template.get("spec") or {}) for i in instances]
+            action = next_action(ordinal_range(wd), current_hash, observed)
             new_instance = (
                 instance_for(wd, namespace_labels, action.ordinal, current_hash, quota_gate=self.quota_gate)
                 if isinstance(action, Create)
@@ -126,7 +135,8 @@ class WorkloadDeploymentController:
             )
             autoscaler = autoscaler_for(wd) if wants_autoscaler(wd) else None
         except ValueError as exc:
-            await self._event(req.cluster, wd, "Warning", "InvalidSpec", str(exc))
+            if await self._rejected(client, wd, instances, str(exc)):  # told once, not on every reconcile
+                await self._event(req.cluster, wd, "Warning", "InvalidSpec", str(exc))
             raise PermanentError(f"WorkloadDeployment {req.namespace}/{req.name}: {exc}") from exc
         # 6. write only the difference: one Instance action, the HPA, labels of existing Instances
         if new_instance is not None:
@@ -249,9 +259,16 @@ class WorkloadDeploymentController:
             )
 
     async def _status(self, client: Client, wd: Obj, instances: list[Obj], current_hash: str) -> None:
-        status = wd_status(wd, instances, current_hash, now=rfc3339_now())
+        await self._write_status(client, wd, wd_status(wd, instances, current_hash, now=rfc3339_now()))
+
+    async def _rejected(self, client: Client, wd: Obj, instances: list[Obj], problem: str) -> bool:
+        """A spec this cell cannot act on is observed and said so in status (the project sees
+        it). True when the status changed (written)."""
+        return await self._write_status(client, wd, rejected_status(wd, instances, problem, now=rfc3339_now()))
+
+    async def _write_status(self, client: Client, wd: Obj, status: dict[str, Any]) -> bool:
         if status == wd.get("status"):
-            return
+            return False
         # resourceVersion makes the patch conditional: a status computed from an older WD is refused (409)
         patch = {"metadata": {"resourceVersion": meta(wd).get("resourceVersion")}, "status": status}
         await client.patch(
@@ -262,6 +279,7 @@ class WorkloadDeploymentController:
             subresource="status",
             field_manager=FIELD_MANAGER,
         )
+        return True
 
     async def _event(self, cluster: str, wd: Obj, type_: EventType, reason: str, message: str) -> None:
         await self.mgr.event_recorder(cluster, NAME).event(wd, type_, reason, message)
@@ -294,7 +312,9 @@ class WorkloadDeploymentController:
 
 def register(mgr: Manager, settings: ManagerSettings) -> None:
     """Wire the watches, all on the cell (the manager's local cluster)."""
-    controller = WorkloadDeploymentController(mgr, quota_gate=settings.feature_gates.enabled(QUOTA_GATE))
+    controller = WorkloadDeploymentController(
+        mgr, quota_gate=settings.feature_gates.enabled(QUOTA_GATE), city_code=settings.city_code
+    )
     ctrl = mgr.new_controller(NAME, controller, workers=settings.controllers.workers)
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=LOCAL)
     ctrl.watch(

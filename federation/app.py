@@ -150,6 +150,12 @@ async def prepare_manager(settings: ManagerSettings) -> Manager:
         ", ".join(names) or "none",
         settings.effective_provider(),
     )
+    if settings.enable_cell_controllers:
+        log.info(
+            "cell mode: site %s serving city %s",
+            settings.site_name or "(--site-name not set)",
+            settings.city_code or "(any: --city-code not set, WorkloadDeployments of every city are run)",
+        )
     return manager
 
 

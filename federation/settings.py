@@ -105,8 +105,12 @@ class ManagerSettings(BaseSettings):
     metrics_bind_address: str = Field(":8080", description="[host]:port for /metrics, 0 to disable")
     health_probe_bind_address: str = Field(":8081", description="[host]:port for /healthz and /readyz, 0 to disable")
     local_cluster_name: str = Field("management", description="cluster name of the local cluster in requests")
-    site_name: str = Field("", description="this site's name (cell mode)")
-    city_code: str = Field("", description="this site's city code (cell mode)")
+    site_name: str = Field("", description="this site's name (cell mode; logged at start)")
+    city_code: str = Field(
+        "",
+        description="this site's city code (cell mode): a WorkloadDeployment of another city is refused "
+        "with a ConfigurationError condition",
+    )
     graceful_shutdown_timeout: float = Field(30.0, ge=0, description="seconds in-flight reconciles get on shutdown")
     cell_status_stale_after: float = Field(
         60.0, gt=0, description="seconds after which an unreachable cell's numbers show as Unknown in project status"
@@ -117,7 +121,7 @@ class ManagerSettings(BaseSettings):
         description="seconds an unreachable cell may hold a WorkloadDeployment's deletion (management mode)",
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
-    log_format: Literal["text", "json"] = "text"
+    log_format: Literal["text", "json"] = Field("text", description="text, or json (one object per line)")
     registration: RegistrationSettings = Field(default_factory=RegistrationSettings)  # type: ignore[arg-type]
     controllers: ControllerSettings = Field(default_factory=ControllerSettings)  # type: ignore[arg-type]
 

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from federation.api.constants import Finalizer, Label
@@ -139,6 +140,71 @@ async def test_deleted_instance_and_pod_come_back(tmp_path: Path) -> None:
                          "a new Pod api-2")  # fmt: skip
         await c.converged("api")
         assert c.instances()["api-2"]["metadata"]["uid"] == instance_uid, "the Instance itself was not replaced"
+
+
+async def test_an_instance_edited_by_hand_is_recreated(tmp_path: Path) -> None:
+    """Its spec no longer says what the template says: drift, deleted and recreated from
+    the template (never patched in place), the others untouched."""
+    async with cell(tmp_path) as c:
+        c.create_wd(workload_deployment("api", 2))
+        await c.converged("api", {"api-0", "api-1"})
+        uids = {name: inst["metadata"]["uid"] for name, inst in c.instances().items()}
+        wanted = c.instances()["api-1"]["spec"]["runtime"]
+        image = "/spec/runtime/sandbox/containers/0/image"
+        await c.kubectl("patch", "instance", "api-1", "-n", NS, "--type", "json",
+                        "-p", f'[{{"op":"replace","path":"{image}","value":"evil:latest"}}]')  # fmt: skip
+
+        def put_back() -> bool:
+            inst = c.instances().get("api-1")
+            return inst is not None and inst["metadata"]["uid"] != uids["api-1"] and inst["spec"]["runtime"] == wanted
+
+        await eventually(put_back, "api-1 recreated from the template", within=30)
+        await c.converged("api", {"api-0", "api-1"})
+        assert c.instances()["api-0"]["metadata"]["uid"] == uids["api-0"]
+
+
+async def test_a_spec_the_cell_rejects_is_reported_in_status(tmp_path: Path) -> None:
+    """A 70-character WD name cannot be the workload-deployment-name label of its Instances:
+    nothing is created, and the WD's status says so at its generation (no retry loop)."""
+    name = "a" * 70
+    async with cell(tmp_path) as c:
+        c.create_wd(workload_deployment(name, 1))
+
+        def reported() -> dict[str, Any] | None:
+            obj = c.wd(name)
+            status = (obj or {}).get("status") or {}
+            conds = {x["type"]: x for x in status.get("conditions") or []}
+            ok = obj is not None and status.get("observedGeneration") == obj["metadata"]["generation"]
+            return conds.get("Available") if ok else None
+
+        available = await eventually(reported, "the rejection in status")
+        assert (available["status"], available["reason"]) == ("False", "ConfigurationError")
+        assert "cannot be a label value" in available["message"] and "metadata.name" in available["message"]
+        assert c.instances(name) == {}
+        await anyio.sleep(0.5)  # the reconcile its own status write brings, then quiet
+        before = c.server.plane.counters.writes()
+        await anyio.sleep(2.0)
+        assert c.server.plane.counters.writes() == before, "a rejected spec is not retried in a loop"
+        events = [e for e in c.plane.list("events", NS) if e["reason"] == "InvalidSpec"]
+        assert len(events) == 1 and events[0].get("count", 1) == 1, "told once"
+
+
+async def test_a_wd_of_another_city_is_refused(tmp_path: Path) -> None:
+    """The cell runs with --city-code DFW; an LHR copy here means a registration that
+    disagrees with the cell's settings: nothing is created, the status says why."""
+    async with cell(tmp_path) as c:
+        lhr = workload_deployment("api", 1)
+        lhr["spec"]["cityCode"] = "LHR"
+        c.create_wd(lhr)
+
+        def reported() -> dict[str, Any] | None:
+            status = (c.wd("api") or {}).get("status") or {}
+            return next((x for x in status.get("conditions") or [] if x["type"] == "Available"), None)
+
+        available = await eventually(reported, "the refusal in status")
+        assert (available["status"], available["reason"]) == ("False", "ConfigurationError")
+        assert "this cell serves 'DFW' (--city-code)" in available["message"]
+        assert c.instances() == {}
 
 
 async def test_ordinal_start_and_scale_follow(tmp_path: Path) -> None:

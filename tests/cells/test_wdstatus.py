@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cells.wdstatus import wd_status
+from cells.wdstatus import rejected_status, wd_status
 from tests.cells.builders import cond, instance
 from tests.federation.api.objects import workload_deployment
 
@@ -292,3 +292,17 @@ def test_bad_input_is_named(edit: Any, now: str, current_hash: str, message: str
     edit(w)
     with pytest.raises(ValueError, match=message):
         wd_status(w, [], current_hash, now=now)
+
+
+def test_a_rejected_spec_is_observed_and_says_why() -> None:
+    w = wd(2)
+    status = rejected_status(w, [inst(0), inst(1, ready=False)], "metadata.name: too long", now=T0)
+    assert status["observedGeneration"] == w["metadata"]["generation"]
+    assert (status["replicas"], status["readyReplicas"], status["updatedReplicas"]) == (2, 1, 0)
+    assert status["location"] == {"name": "dfw-1", "namespace": "datum-cloud"}, "fields it does not own are kept"
+    by_type = {c["type"]: c for c in status["conditions"]}
+    for kind in ("Available", "ReplicasReady"):
+        assert (by_type[kind]["status"], by_type[kind]["reason"]) == ("False", "ConfigurationError")
+        assert by_type[kind]["message"] == "spec rejected by the cell: metadata.name: too long"
+    w["status"] = status
+    assert rejected_status(w, [inst(0), inst(1, ready=False)], "metadata.name: too long", now=T1) == status
