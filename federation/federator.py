@@ -21,8 +21,9 @@ DESIGN §3 Federator, and the tests that pin each rule (tests/federation/test_fe
    a write only when the cache differs (test_zero_writes_when_converged);
 5. cells that stop matching lose their copy (test_changing_the_city_moves_the_copies);
 6. deletion removes every copy before the finalizer; an unreachable cell past the grace
-   releases it with an Event and the orphan is swept when the cell returns
-   (test_deletion_and_the_orphan_sweep);
+   releases it with an Event and the orphan is swept when the cell returns; a cell of the
+   city that never synced is held to the same grace, since it may hold a copy nobody has
+   seen (test_deletion_and_the_orphan_sweep, test_a_cell_that_never_synced_holds_a_deletion_for_the_grace);
 7. downstream events map back with the computed cluster name preserved; foreign or
    unlabelled objects and projects not engaged produce no request; a copy edited or
    deleted by hand is restored (test_downstream_events_map_back_to_the_bare_project_name,
@@ -65,13 +66,15 @@ from .fleetview import (
     CITY_INDEX,
     PROJECTS,
     UPSTREAM_INDEX,
+    cell_clusters,
+    cell_synced,
     city_of_wd,
     find_copies,
     namespace_upstream,
     project_clusters,
     registered_cells,
 )
-from .placement import PlacementError, Share, plan
+from .placement import PlacementError, Share, city_code, plan
 from .settings import ManagerSettings
 
 log = logging.getLogger(__name__)
@@ -149,6 +152,11 @@ class Federator:
             why = f"project {project.name} is registered without the {Label.UPSTREAM_CLUSTER_NAME} label"
             await self._event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
             raise PermanentError(why)
+        try:
+            namespace = downstream_namespace(project.name, upstream_label, project_ns)
+        except ValueError as exc:  # the registration's encoded name is not this project's
+            await self._event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", str(exc))
+            raise PermanentError(str(exc)) from exc
         # 6. write only the difference: per target cell, then cells that stop matching
         outcome = Outcome()
         targets = {share.cell for share in shares}
@@ -156,7 +164,7 @@ class Federator:
         await self._remove(stale, outcome)
         by_cell = {c.cell.name: c for c in copies if c not in stale}
         for share in shares:
-            await self._place(project, project_ns, upstream_label, wd, share, by_cell.get(share.cell), outcome)
+            await self._place(project, namespace, wd, share, by_cell.get(share.cell), outcome)
         # 7. tell the user, retry what failed
         await self._report(project.name, wd, shares, outcome)
         if outcome.failed:
@@ -172,8 +180,7 @@ class Federator:
     async def _place(
         self,
         project: Cluster,
-        project_ns: Obj,
-        upstream_label: str,
+        ns: Obj,
         wd: Obj,
         share: Share,
         existing: Copy | None,
@@ -186,7 +193,6 @@ class Federator:
             outcome.failed[share.cell] = f"{cell.state} ({cell.describe()})"
             return
         try:
-            ns = downstream_namespace(project.name, upstream_label, project_ns)
             if not await self._ensure_namespace(cell, ns, project.name, outcome):
                 return
             autoscaled = cell_owns_replicas(wd)
@@ -255,14 +261,20 @@ class Federator:
         outcome = Outcome()
         await self._remove(copies, outcome)
         waiting = [c.cell.name for c in copies if c.cell.state is ClusterState.READY]
+        # a cell of the city whose cache never synced may hold a copy nobody has seen: it is
+        # held to the same grace as an unreachable cell with a copy we know of
+        unseen = self._unsynced_cells_of_city(wd, {c.cell.name for c in copies})
+        syncing = [cell.name for cell in unseen if cell.state is not ClusterState.UNREACHABLE]
+        held = [c.cell for c in copies if c.cell.state is not ClusterState.READY]
+        held += [cell for cell in unseen if cell.state is ClusterState.UNREACHABLE]
         overdue: list[Cluster] = []
         within: list[Cluster] = []
-        for copy in copies:
-            if copy.cell.state is ClusterState.READY:
-                continue
-            (overdue if copy.cell.unreachable_for() >= self.unreachable_grace else within).append(copy.cell)
+        for cell in held:
+            (overdue if cell.unreachable_for() >= self.unreachable_grace else within).append(cell)
         if waiting:
             raise TemporaryError(f"waiting for copies in {', '.join(sorted(set(waiting)))} to be deleted")
+        if syncing:
+            raise TemporaryError(f"waiting for {', '.join(sorted(syncing))} to sync: it may hold a copy")
         if within:
             remaining = min(self.unreachable_grace - c.unreachable_for() for c in within)
             return Result(requeue_after=max(remaining, 0.1))
@@ -273,6 +285,17 @@ class Federator:
                               "removed when it is back")  # fmt: skip
         await controllerutil.remove_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
         return Result()
+
+    def _unsynced_cells_of_city(self, wd: Obj, known: set[str]) -> list[Cluster]:
+        """The engaged cells serving the WD's city whose copies' cache has not synced (and
+        that are not already known to hold a copy)."""
+        try:
+            city = city_code(wd)
+        except PlacementError:
+            return []  # no valid city: no cell ever got a copy of it
+        serving = {info.name for info in registered_cells(self.mgr) if info.city_code == city}
+        return [cell for cell in cell_clusters(self.mgr)
+                if cell.name in serving and cell.name not in known and not cell_synced(cell)]  # fmt: skip
 
     # ------------------------------------------------------------------ events
     async def _report(self, project: str, wd: Obj, shares: list[Share], outcome: Outcome) -> None:

@@ -25,8 +25,10 @@ Invariants and tests (tests/projector/test_projector.py):
 - scale down removes exactly the removed Instances' projections; deleting the WD leaves
   none behind (test_projections_follow_scale_down_and_deletion);
 - a moved Instance keeps one projection (test_an_instance_moving_between_cells_keeps_its_projection);
-- an Instance whose labels are missing gets an Event and a retry, never an ownerless
-  projection (test_an_instance_without_upstream_labels_is_not_projected);
+- an Instance whose labels are missing, or whose project WD does not exist, gets an Event
+  and a retry with backoff, never an ownerless projection
+  (test_an_instance_without_upstream_labels_is_not_projected,
+  test_an_instance_whose_project_wd_is_missing_is_not_projected);
 - zero writes at steady state (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NoReturn
 
 from federation.api.constants import Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
@@ -52,6 +55,7 @@ from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster
+from mcruntime.errors import APIError, is_not_found
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
@@ -177,8 +181,10 @@ class InstanceProjector:
                     raise TemporaryError(f"cell {cell.name}: Instance {namespace}/{req.name} lacks its upstream labels")
                 copy = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(wd_name, namespace=namespace)
                 wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, wd_name, namespace=req.namespace)
-                if copy is None or wd is None or meta(wd).get("deletionTimestamp"):
-                    continue
+                if copy is None or (wd is not None and meta(wd).get("deletionTimestamp")):
+                    continue  # the copy or its WD is going: so are its Instances
+                if wd is None:
+                    await self._upstream_missing(project, cell, inst, req, wd_name)
                 if (meta(copy).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) != meta(wd).get("uid"):
                     continue  # an Instance of an earlier WD of the same name
                 ordinal = _ordinal(inst)
@@ -207,6 +213,24 @@ class InstanceProjector:
             preconditions=Preconditions(uid=str(meta(stale)["uid"])),
             ignore_not_found=True,
         )
+
+    async def _upstream_missing(
+        self, project: Cluster, cell: Cluster, inst: Obj, req: Request, wd_name: str
+    ) -> NoReturn:
+        """A cell Instance whose project WD is not there: never projected ownerless. Confirmed
+        with one uncached read (the project cache may lag a WD just created) before the
+        Event; either way the request is retried with backoff."""
+        where = f"{req.cluster}/{req.namespace}/{wd_name}"
+        try:
+            await project.client.get_live(WORKLOAD_DEPLOYMENTS, wd_name, namespace=req.namespace)
+        except APIError as exc:
+            if not is_not_found(exc):
+                raise
+            await self._event(cell, inst, "UpstreamDeploymentMissing",
+                              f"Instance {req.name}: its project WorkloadDeployment {where} does not exist; not "
+                              "projected (the federator sweeps the orphaned copy)")  # fmt: skip
+            raise TemporaryError(f"cell {cell.name}: Instance {req.name}: project WD {where} does not exist") from exc
+        raise TemporaryError(f"cell {cell.name}: Instance {req.name}: project WD {where} not cached yet")
 
     async def _event(self, cell: Cluster, instance: Obj, reason: str, message: str) -> None:
         await self.mgr.event_recorder(cell.name, FIELD_MANAGER).event(instance, "Warning", reason, message)

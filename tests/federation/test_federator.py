@@ -142,6 +142,14 @@ async def test_fan_out_divides_replicas_over_the_city(tmp_path: Path) -> None:
             return all(c and c["spec"]["template"]["metadata"]["labels"].get("tier") == "gold" for c in copies)
 
         await eventually(gold, "the edit in both copies")
+        # a field removed upstream goes from the copies too (an intent that shrinks)
+        web.edit("default", "api", lambda o: o["spec"]["template"]["metadata"]["labels"].pop("tier"))
+
+        def plain() -> bool:
+            copies = [WDs(f, c).get(downstream, "api") for c in ("dfw-1", "dfw-2")]
+            return all(c and c["spec"]["template"] == TEMPLATE for c in copies)
+
+        await eventually(plain, "the removed label gone from both copies")
         # scaling re-divides
         web.edit("default", "api", lambda o: o["spec"].update(replicas=4))
         await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
@@ -155,9 +163,20 @@ async def test_fan_out_divides_replicas_over_the_city(tmp_path: Path) -> None:
         before = {"dfw-1": {0, 1}, "dfw-2": {2, 3}}
         moved = sum(len(before[c] - ranges.get(c, set())) for c in before)
         assert moved == 1, f"one ordinal moves to the new cell, got {now}"
-        # changing the city moves every copy
+        # the cell deregistered while running: the city's shares are re-divided without it
+        f.deregister("dfw-3")
+
+        def without_dfw3() -> bool:
+            return {c: v for c, v in shares(f, "api").items() if c != "dfw-3"} == {"dfw-1": (2, 0), "dfw-2": (2, 2)}
+
+        await eventually(without_dfw3, "2 + 2 again over dfw-1 and dfw-2")
+        # changing the city moves every copy (dfw-3, no longer registered, keeps what it had)
         web.edit("default", "api", lambda o: o["spec"].update(cityCode="LHR"))
-        await eventually(lambda: shares(f, "api") == {"lhr-1": (4, 0)}, "all 4 in LHR, none left in DFW")
+
+        def moved_to_lhr() -> bool:
+            return {c: v for c, v in shares(f, "api").items() if c != "dfw-3"} == {"lhr-1": (4, 0)}
+
+        await eventually(moved_to_lhr, "all 4 in LHR, none left in the registered DFW cells")
 
 
 async def test_deletion_and_the_orphan_sweep(tmp_path: Path) -> None:
@@ -186,6 +205,54 @@ async def test_deletion_and_the_orphan_sweep(tmp_path: Path) -> None:
         # ... and is swept when the cell is back
         await f.cells["dfw-2"].resume()
         await eventually(lambda: WDs(f, "dfw-2").list() == [], "the orphan swept", within=60)
+
+
+async def test_a_cell_that_never_synced_holds_a_deletion_for_the_grace(tmp_path: Path) -> None:
+    """The manager restarts while dfw-2 is down: it never sees dfw-2's copy, yet that cell
+    may hold one. The deletion waits the grace for it, then completes with the Warning,
+    and the orphan is swept when dfw-2 is back."""
+    grace = 3.0
+    async with fleet(tmp_path, projects=("acme/web",), cells=CELLS) as f:
+        web = WDs(f, "web")
+        settings = management_settings(tmp_path / "management.kubeconfig", cell_unreachable_grace=grace)
+        async with running(settings):
+            web.create(workload_deployment("api", "DFW", 2))
+            await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "copies")
+        await f.cells["dfw-2"].pause()
+        async with running(settings) as mgr:
+            await eventually(lambda: (c := mgr.clusters.get("dfw-2")) and c.state.value == "unreachable",
+                             "dfw-2 engaged and unreachable")  # fmt: skip
+            assert shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}
+            web.delete("default", "api")
+            await eventually(lambda: WDs(f, "dfw-1").list() == [], "dfw-1's copy deleted")
+            await anyio.sleep(grace / 2)
+            assert web.get("default", "api") is not None, "the unseen cell holds the deletion within the grace"
+            await eventually(lambda: web.get("default", "api") is None, "released after the grace", within=15)
+            events = Plane(f.server("web")).list("events", "default")
+            assert any(e["reason"] == "CellUnreachable" and "dfw-2" in e["message"] for e in events)
+            await f.cells["dfw-2"].resume()
+            await eventually(lambda: WDs(f, "dfw-2").list() == [], "the orphan swept", within=60)
+
+
+async def test_a_registration_naming_another_project_writes_nothing(tmp_path: Path) -> None:
+    """Project `web` registered with shop's encoded name: the federator refuses with an
+    Event in `web` and writes nothing into any cell (no namespace, no copy)."""
+    async with federation(tmp_path) as (f, _mgr):
+        mgmt = Plane(f.management)
+        profile = mgmt.get("clusterprofiles", "federation-system", "web", group="multicluster.x-k8s.io",
+                           version="v1alpha1")  # fmt: skip
+        profile["metadata"]["labels"][str(Label.UPSTREAM_CLUSTER_NAME)] = "cluster-acme_shop"
+        mgmt.update("clusterprofiles", profile, group="multicluster.x-k8s.io", version="v1alpha1")
+        WDs(f, "web").create(workload_deployment("api", "LHR", 1))
+
+        def refused() -> bool:
+            events = Plane(f.server("web")).list("events", "default")
+            return any(e["reason"] == "ProjectRegistrationIncomplete" and "decodes to project 'shop'" in e["message"]
+                       for e in events)  # fmt: skip
+
+        await eventually(refused, "the Event naming the mismatch")
+        assert WDs(f, "lhr-1").list() == []
+        assert not [n for n in Plane(f.server("lhr-1")).names("namespaces") if n.startswith("ns-")]
 
 
 async def test_downstream_events_map_back_to_the_bare_project_name(tmp_path: Path) -> None:
@@ -303,6 +370,15 @@ async def test_autoscaled_replicas_are_left_to_the_cell(tmp_path: Path) -> None:
         await eventually(settled, "the template change in the copy")
         await anyio.sleep(0.5)
         assert shares(f, "api") == {"lhr-1": (4, 0)}, "the federator must not fight the cell's autoscaler"
+        # autoscaling turned off upstream: the metrics leave the copy and its share is the federator's again
+        WDs(f, "web").edit("default", "api", lambda o: o["spec"].update(scaleSettings={"minReplicas": 1}))
+
+        def unscaled() -> bool:
+            c = WDs(f, "lhr-1").get(ns, "api")
+            scale = c["spec"]["scaleSettings"] if c is not None else {}
+            return c is not None and not {"metrics", "maxReplicas"} & set(scale) and c["spec"]["replicas"] == 2
+
+        await eventually(unscaled, "no metrics or maxReplicas in the copy, and the project's 2 replicas")
 
 
 async def test_a_kubeconfig_directory_registers_cells_and_projects(tmp_path: Path) -> None:

@@ -184,6 +184,29 @@ async def test_an_instance_without_upstream_labels_is_not_projected(tmp_path: Pa
         assert projections(f, project) == {}, "never an ownerless or unrouted projection"
 
 
+async def test_an_instance_whose_project_wd_is_missing_is_not_projected(tmp_path: Path) -> None:
+    """The project WD went without the federator's finalizer (as after a partition's grace):
+    its copy and Instances are orphans in the cell. No projection is made for them (none
+    could have a live owner); the cell Instance gets an Event saying why."""
+    async with federation(tmp_path) as (f, _mgr):
+        web = WDs(f, "web")
+        web.create(workload_deployment("api", "LHR", 1))
+        await eventually(lambda: len(shares(f, "api")) == 1, "the copy")
+        settle(f, "lhr-1")
+        await eventually(lambda: len(projections(f)) == 1, "projected")
+        web.edit("default", "api", lambda o: o["metadata"].update(finalizers=[]))
+        web.delete("default", "api")  # gone at once: no finalizer held it
+        await eventually(lambda: projections(f) == {}, "the projection reclaimed with its owner")
+        settle(f, "lhr-1", broken={0: ("InstanceCrashing", "a change in the cell")})  # an event on the orphan
+
+        def warned() -> bool:
+            events = Plane(f.server("lhr-1")).list("events")
+            return any(e["reason"] == "UpstreamDeploymentMissing" and "web/default/api" in e["message"] for e in events)
+
+        await eventually(warned, "an Event on the orphaned cell Instance")
+        assert projections(f) == {}, "never an ownerless projection"
+
+
 async def test_an_instance_moving_between_cells_keeps_its_projection(tmp_path: Path) -> None:
     async with federation(tmp_path) as (f, _mgr):
         created = WDs(f, "web").create(workload_deployment("api", "DFW", 4))
