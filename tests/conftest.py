@@ -1,7 +1,10 @@
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,3 +26,35 @@ def kubectl(apiserver: EmbeddedAPIServer, tmp_path: Path) -> Kubectl:
         pytest.skip("kubectl is not installed on this machine; kubectl-driven checks cannot run")
     assert apiserver.kubeconfig_path is not None
     return Kubectl(apiserver.kubeconfig_path, tmp_path / "kubectl-cache")
+
+
+# ---------------------------------------------------------------------- the fault matrix's report
+# Each chaos scenario appends one row (tests/chaos/harness.py `record`); the controlling
+# process (not an xdist worker) starts the file empty and prints the table at the end.
+
+_REPORT_ENV = "CHAOS_REPORT"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # a worker: the controller already chose the file, the environment carries it
+    path = config.rootpath / ".pytest_cache" / "chaos-report.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("")
+    os.environ[_REPORT_ENV] = str(path)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    path = os.environ.get(_REPORT_ENV)
+    if not path or not Path(path).exists():
+        return
+    rows = [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    if not rows:
+        return
+    terminalreporter.section("fault matrix")
+    header = ("scenario", "faults injected", "converge s", "manager writes", "idle writes", "violations")
+    terminalreporter.write_line(" | ".join(header))
+    for row in sorted(rows, key=lambda r: r["scenario"]):
+        cells = (row["scenario"], row["faults"], f"{row['converge_seconds']:.1f}", str(row["manager_writes"]),
+                 "-" if row["idle_writes"] is None else str(row["idle_writes"]), str(row["violations"]))  # fmt: skip
+        terminalreporter.write_line(" | ".join(cells))
