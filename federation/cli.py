@@ -1,4 +1,7 @@
-"""The `federation-manager` command."""
+"""federation-manager: places WorkloadDeployments from project control planes on cells by
+city code and brings their status back. `up` runs a whole federation on embedded API
+servers; `run` runs the manager against real clusters (management or cell mode);
+`status`, `plan` and `check` look at a running federation."""
 
 from __future__ import annotations
 
@@ -31,7 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     # the same flag after the subcommand (`federation-manager run --log-level=DEBUG`)
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--log-level", default=argparse.SUPPRESS, help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    common.add_argument(
+        "--log-level", default=argparse.SUPPRESS, help="DEBUG, INFO, WARNING or ERROR (default INFO; WARNING for up)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     apiserver = sub.add_parser("apiserver", parents=[common], help="run one embedded Kubernetes API server")
     apiserver_cli.add_arguments(apiserver)

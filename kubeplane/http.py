@@ -8,7 +8,6 @@ every request, and Status responses for every error. A bad request never escapes
 from __future__ import annotations
 
 import functools
-
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
