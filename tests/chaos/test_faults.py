@@ -10,11 +10,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import anyio
-import pytest
 
-from .harness import Chaos, chaos_fleet, wd
+from .harness import CHAOS, Chaos, chaos_fleet, wd
 
-pytestmark = [pytest.mark.chaos, pytest.mark.kubectl]
+pytestmark = CHAOS
 
 WEB = [wd("api", "DFW", 3), wd("front", "LHR", 2)]
 SHOP = [wd("store", "DFW", 2), wd("cart", "LHR", 1)]

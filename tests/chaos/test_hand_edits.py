@@ -9,11 +9,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
+from .harness import CHAOS, Chaos, chaos_fleet, wd
 
-from .harness import Chaos, chaos_fleet, wd
-
-pytestmark = [pytest.mark.chaos, pytest.mark.kubectl]
+pytestmark = CHAOS
 
 IMAGE = "/spec/template/spec/runtime/sandbox/containers/0/image"
 

@@ -7,21 +7,27 @@ budget (no hot loop), measured by the servers' counters."""
 from __future__ import annotations
 
 import string
+from collections import Counter
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import anyio
-import pytest
 
 from federation.snapshot import Snapshot
 
-from .harness import Chaos, Row, chaos_fleet, record, wd
+from .harness import CHAOS, Chaos, Row, chaos_fleet, record, wd
 
-pytestmark = [pytest.mark.chaos, pytest.mark.kubectl, pytest.mark.timeout(900)]
+pytestmark = CHAOS
 
 MAX_NAME = 253  # a custom resource's name is a DNS subdomain
-BUDGET_PER_OBJECT_PER_MINUTE = 6.0  # requests of every verb; a hot loop is thousands
+# Requests of every verb per WD per minute, averaged over the 1,000. What the managers
+# legitimately do meanwhile sets the floor: the 1,000-replica WD gains ~3 Instances a second
+# (each one ~25 requests across cell and project as it goes Pending → Running → Ready), and
+# 100 crash loops restart with a growing back-off. A hot loop on even a few objects (a
+# reconcile failing and retrying at once) adds hundreds a second; reads from the managers
+# beyond the odd uncached GET would mean a cache bypassed.
+BUDGET_PER_OBJECT_PER_MINUTE = 10.0
 WINDOW = 30.0
 
 
@@ -96,14 +102,17 @@ def clear_conditions(expectations: Mapping[str, Callable[[Mapping[str, Any]], st
     return unclear
 
 
-async def manager_requests(chaos: Chaos) -> int:
-    """Every request (all verbs) the managers sent, over all servers."""
-    total = 0
+async def manager_requests(chaos: Chaos) -> Counter[str]:
+    """Every request the managers sent, by `cluster resource verb`, over all servers."""
+    out: Counter[str] = Counter()
     for cluster in chaos.clusters:
         counts: dict[str, dict[str, dict[str, int]]] = await chaos.admin(cluster, "GET", "/_embedded/counters?by=user")
-        total += sum(n for user, per in counts.items() if user != "kubernetes-admin"
-                     for verbs in per.values() for n in verbs.values())  # fmt: skip
-    return total
+        for user, per in counts.items():
+            if user != "kubernetes-admin":
+                for resource, verbs in per.items():
+                    for verb, n in verbs.items():
+                        out[f"{cluster} {resource} {verb}"] += n
+    return out
 
 
 async def test_a_thousand_hostile_workload_deployments(tmp_path: Path) -> None:
@@ -111,18 +120,31 @@ async def test_a_thousand_hostile_workload_deployments(tmp_path: Path) -> None:
     async with chaos_fleet(tmp_path) as chaos:
         for i in range(0, len(objs), 250):
             await chaos.apply("web", objs[i : i + 250])
-        took, report = await chaos.converge(within=420, settled=clear_conditions(expectations))
+        # the 1,000-replica WD grows one Instance at a time for minutes (OrderedReady): its
+        # condition is checked, the invariants over everything else
+        took, report = await chaos.converge(
+            within=420, settled=clear_conditions(expectations), moving=lambda v: "WorkloadDeployment default/big" in v
+        )
         assert not report.violations, "\n".join(map(str, report.violations))
         # no hot loop: the managers' requests over a window, per object, within the budget
         before = await manager_requests(chaos)
         await anyio.sleep(WINDOW)
-        per_minute = (await manager_requests(chaos) - before) * 60.0 / WINDOW
+        during = await manager_requests(chaos)
+        during.subtract(before)
+        per_minute = sum(during.values()) * 60.0 / WINDOW
         per_object = per_minute / len(objs)
+        top = ", ".join(f"{what}: {n}" for what, n in during.most_common(8))
         for name, process in chaos.fleet.managers.items():
             assert process.proc.returncode is None, f"{name} exited:\n{process.output()[-3000:]}"
-        _, report = await chaos.converge(within=60, settled=clear_conditions(expectations))
+        # (the 1,000-replica WD is still growing, one Instance at a time: the federation is
+        # checked once it converged, not again while it moves)
         writes = await chaos.total_manager_writes()
         record(Row("1,000 hostile WDs", f"unknown cities, 0 and 1,000 replicas, bad images, {MAX_NAME}-char names, "
                    f"300 labels; {per_object:.2f} requests/object/min (budget {BUDGET_PER_OBJECT_PER_MINUTE:.0f})",
                    round(took, 1), writes, None, len(report.violations)))  # fmt: skip
-        assert per_object <= BUDGET_PER_OBJECT_PER_MINUTE, f"{per_minute:.0f} requests/min for {len(objs)} objects"
+        reads = sum(n for what, n in during.items() if what.endswith((" get", " list")))
+        print(f"requests over {WINDOW:.0f}s, most frequent: {top}; reads {reads}")
+        assert reads <= 0.02 * sum(during.values()), f"{reads} reads over the window: the managers read from caches"
+        assert per_object <= BUDGET_PER_OBJECT_PER_MINUTE, (
+            f"{per_minute:.0f} requests/min for {len(objs)} objects: {top}"
+        )

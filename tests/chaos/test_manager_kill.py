@@ -16,13 +16,12 @@ from typing import Any
 
 import aiohttp
 import anyio
-import pytest
 
 from tests.support import eventually
 
-from .harness import Chaos, chaos_fleet, desired_replicas, free_address, unsettled, wd
+from .harness import CHAOS, Chaos, chaos_fleet, desired_replicas, free_address, unsettled, wd
 
-pytestmark = [pytest.mark.chaos, pytest.mark.kubectl]
+pytestmark = CHAOS
 
 SEED = 20261125  # the kill moments are random but reproducible; change it to explore
 

@@ -9,11 +9,10 @@ import time
 from pathlib import Path
 
 import anyio
-import pytest
 
-from .harness import chaos_fleet, wd
+from .harness import CHAOS, chaos_fleet, wd
 
-pytestmark = [pytest.mark.chaos, pytest.mark.kubectl]
+pytestmark = CHAOS
 
 GRACE = 4.0
 PAUSE = 30.0
