@@ -16,10 +16,11 @@ DESIGN §3 Federator, and the tests that pin each rule (tests/federation/test_fe
    (test_downstream_events_map_back_to_the_bare_project_name);
 2. finalizer on first sighting; 3-4. copies exactly in the planned cells with the planned
    shares, namespace and copy labels/annotations exact (test_fan_out_divides_replicas_over_the_city);
-   a cell joining re-divides moving the fewest ordinals (test_a_cell_joining_re_divides);
+   a cell joining or leaving re-divides moving the fewest ordinals (test_fan_out_divides_replicas_over_the_city);
    with autoscaling the cell owns `spec.replicas` (test_autoscaled_replicas_are_left_to_the_cell);
-   a write only when the cache differs (test_zero_writes_when_converged);
-5. cells that stop matching lose their copy (test_changing_the_city_moves_the_copies);
+   a write only when the cache differs, and a field removed upstream leaves the copies
+   (test_zero_writes_when_converged, test_fan_out_divides_replicas_over_the_city);
+5. cells that stop matching lose their copy (test_fan_out_divides_replicas_over_the_city);
 6. deletion removes every copy before the finalizer; an unreachable cell past the grace
    releases it with an Event and the orphan is swept when the cell returns; a cell of the
    city that never synced is held to the same grace, since it may hold a copy nobody has
@@ -28,8 +29,13 @@ DESIGN §3 Federator, and the tests that pin each rule (tests/federation/test_fe
    unlabelled objects and projects not engaged produce no request; a copy edited or
    deleted by hand is restored (test_downstream_events_map_back_to_the_bare_project_name,
    test_a_copy_edited_or_deleted_by_hand_is_restored);
-8. identity comes from where an object lives, never from tenant-writable labels
-   (test_forged_labels_and_colliding_names_stay_in_their_project)."""
+8. identity comes from where an object lives, never from tenant-writable labels; a
+   registration whose encoded name is another project's writes nothing
+   (test_forged_labels_and_colliding_names_stay_in_their_project,
+   test_a_registration_naming_another_project_writes_nothing, tests/federation/test_tenant_isolation.py);
+9. the project WD's status is the projector's: only the finalizer and Events are written
+   there (the `federator` field manager owns no status field: test_the_federator_never_writes_project_status).
+The whole stack at rest sends no write: tests/chaos (every scenario ends on an idle window)."""
 
 from __future__ import annotations
 

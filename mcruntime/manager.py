@@ -152,11 +152,20 @@ class Manager:
                         log.info("cluster %s: labels changed; watches re-bound", name)
                     return
                 await self._disengage_locked(name)
+            hosting = self._clusters_tg  # read again: the manager may have begun stopping meanwhile
+            if hosting is None:
+                raise RuntimeError("the manager is stopping; no cluster is engaged any more")
             cluster = Cluster(name, config, labels=labels, metrics=self.metrics, field_manager=self.field_manager,
                               options=self.cluster_options)  # fmt: skip
             engaged = _Engaged(cluster)
             self._clusters[name] = engaged
-            await self._clusters_tg.start(self._run_cluster, engaged)
+            try:
+                await hosting.start(self._run_cluster, engaged)
+            except BaseException:
+                # never left registered without a running task: a disengage would wait on it forever
+                self._clusters.pop(name, None)
+                engaged.done.set()
+                raise
             for controller in self.controllers:
                 controller.engage(cluster)
             self.metrics.engaged_clusters.add(1)

@@ -29,7 +29,8 @@ Invariants and tests (tests/projector/test_projector.py):
   and a retry with backoff, never an ownerless projection
   (test_an_instance_without_upstream_labels_is_not_projected,
   test_an_instance_whose_project_wd_is_missing_is_not_projected);
-- zero writes at steady state (tests/federation/test_steady_state.py)."""
+- zero writes at steady state, with cell controllers, Pods and projections in place
+  (tests/chaos: every scenario ends on an idle window; tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 

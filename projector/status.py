@@ -18,8 +18,9 @@ Invariants and tests (tests/projector/test_projector.py):
   Available/ReplicasReady worst-reason-wins naming the cell
   (test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back);
 - NoMatchingLocation naming the city when no cell serves it (test_no_cell_for_the_city);
-- a paused cell turns Unknown after the threshold and recovers (test_a_dark_cell_turns_unknown);
-- zero writes at steady state (tests/federation/test_steady_state.py)."""
+- a paused cell turns Unknown after the threshold and recovers (test_a_dark_cell_turns_unknown_and_recovers);
+- zero writes at steady state, with cell controllers, Pods and projections in place
+  (tests/chaos: every scenario ends on an idle window; tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -26,3 +28,28 @@ def test_benchmark_runs_in_smoke_mode(script: str) -> None:
     # every benchmark reports figures: at least one line with a number and a unit or ratio
     lines = [line for line in result.stdout.splitlines() if any(ch.isdigit() for ch in line)]
     assert lines, f"{script} printed no figures:\n{result.stdout}"
+
+
+def test_run_all_names_what_it_can_run() -> None:
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "run_all.py"), "--only", "nosuch"], capture_output=True, text=True, timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "no benchmark named nosuch; choose from apiserver," in result.stderr
+
+
+def test_run_all_summarises_every_figure_with_its_command(tmp_path: Path) -> None:
+    """One benchmark through the runner: its figures come back in one table and in
+    summary.json, each result with the command that reproduces it."""
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "run_all.py"), "--smoke", "--only", "churn"], capture_output=True, text=True,
+        timeout=300, check=False, env={**os.environ, "BENCH_RESULTS": str(tmp_path)},
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert [r["benchmark"] for r in summary] == ["bench_churn"]
+    assert summary[0]["command"] == "python bench/bench_churn.py --smoke"
+    assert summary[0]["figures"], "figures recorded"
+    assert f"every figure written to {tmp_path} in this run" in result.stdout
+    assert "(rerun: python bench/bench_churn.py --smoke)" in result.stdout

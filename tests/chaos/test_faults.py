@@ -32,12 +32,14 @@ async def user_changes(chaos: Chaos, spread: float) -> None:
     await anyio.sleep(step)
 
 
-async def under(chaos: Chaos, faults: Callable[[], Awaitable[None]], spread: float) -> None:
-    """Run the faults and the user's changes together; returns when both are done (the
-    convergence time is then measured from the end of the faults)."""
+async def under(chaos: Chaos, faults: Callable[[], Awaitable[None]], spread: float, scenario: str, what: str) -> None:
+    """Run the faults and the user's changes together, then the common tail: converge
+    (timed from the end of the faults), zero violations, an idle window, the report row."""
     async with anyio.create_task_group() as tg:
         tg.start_soon(faults)
         await user_changes(chaos, spread)
+    took, report = await chaos.converge()
+    await chaos.finish(scenario, what, took, report)
 
 
 async def test_every_watch_dropped_every_few_seconds(tmp_path: Path) -> None:
@@ -48,9 +50,7 @@ async def test_every_watch_dropped_every_few_seconds(tmp_path: Path) -> None:
                 await chaos.drop_watches()
                 await anyio.sleep(2)
 
-        await under(chaos, drops, 20)
-        took, report = await chaos.converge()
-        await chaos.finish("watches dropped", "every watch on every server dropped every 2 s for 20 s", took, report)
+        await under(chaos, drops, 20, "watches dropped", "every watch on every server dropped every 2 s for 20 s")
 
 
 async def test_watch_history_expired(tmp_path: Path) -> None:
@@ -62,10 +62,9 @@ async def test_watch_history_expired(tmp_path: Path) -> None:
                 await chaos.drop_watches()  # the resumes then find their version compacted: 410
                 await anyio.sleep(4)
 
-        await under(chaos, expiries, 20)
-        took, report = await chaos.converge()
-        await chaos.finish("history expired (410)", "history compacted and watches dropped every 4 s for 20 s",
-                           took, report)  # fmt: skip
+        await under(
+            chaos, expiries, 20, "history expired (410)", "history compacted and watches dropped every 4 s for 20 s"
+        )
 
 
 async def test_errors_on_a_fifth_of_requests(tmp_path: Path) -> None:
@@ -77,10 +76,8 @@ async def test_errors_on_a_fifth_of_requests(tmp_path: Path) -> None:
                 await anyio.sleep(10)
             await chaos.clear_faults()
 
-        await under(chaos, errors, 24)
-        took, report = await chaos.converge()
-        await chaos.finish("429/500/503 on 20%", "20% of requests on every server: 429, then 500, then 503, 10 s each",
-                           took, report)  # fmt: skip
+        await under(chaos, errors, 24, "429/500/503 on 20%",
+                    "20% of requests on every server: 429, then 500, then 503, 10 s each")  # fmt: skip
 
 
 async def test_added_latency(tmp_path: Path) -> None:

@@ -65,6 +65,21 @@ async def test_up_runs_the_federation_and_stops_cleanly(tmp_path: Path) -> None:
             return "web-edge-lhr" in await lhr("get", "wd", "-A", "-o", "name")
 
         await eventually(federated, "the LHR copy in cell-lhr", within=30)
+        # the samples, applied to the demo as config/samples/kustomization.yaml says, add and never overwrite
+        before = json.loads(await project("get", "wd", "web-edge-dfw", "-o", "json"))
+        await project("apply", "-f", str(REPO / "config/samples/compute_v1alpha_workloaddeployment.yaml"))
+        await mgmt("apply", "-f", str(REPO / "config/samples/multicluster_v1alpha1_clusterprofile_cell.yaml"))
+        dfw = Kubectl(state / "cell-dfw.kubeconfig", tmp_path / "c4")
+
+        async def sample_landed() -> bool:
+            return "api-edge-dfw" in await dfw("get", "wd", "-A", "-o", "name")
+
+        await eventually(sample_landed, "the sample WD's copy in cell-dfw", within=30)
+        after = json.loads(await project("get", "wd", "web-edge-dfw", "-o", "json"))
+        assert after["spec"] == before["spec"], "the Workload's own WD is untouched by the sample"
+        profiles = json.loads(await mgmt("get", "clusterprofiles", "-A", "-o", "json"))["items"]
+        cities = {p["metadata"]["name"]: p["metadata"]["labels"].get("topology.datum.net/city-code") for p in profiles}
+        assert cities["cell-dfw"] == "DFW" and cities["cell-lhr"] == "LHR", "the demo's registrations kept"
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGINT)

@@ -32,11 +32,11 @@ async def test_run_in_management_mode_fans_a_wd_out_to_registered_cells(tmp_path
             return [i["metadata"]["name"] for i in json.loads(out)["items"]]
 
         async def in_dfw() -> bool:
-            return await copies("dfw-1") == ["web-edge-dfw"]
+            return await copies("dfw-1") == ["api-edge-dfw"]
 
         await eventually(in_dfw, "the copy in dfw-1", within=30)
         assert await copies("lhr-1") == []
-        finalizers = await f.kubectl("web")("get", "wd", "web-edge-dfw", "-o", "jsonpath={.metadata.finalizers}")
+        finalizers = await f.kubectl("web")("get", "wd", "api-edge-dfw", "-o", "jsonpath={.metadata.finalizers}")
         assert "compute.datumapis.com/federator" in finalizers
         assert await manager.stop() == 0, manager.output()
         log = manager.output()

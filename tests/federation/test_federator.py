@@ -234,6 +234,28 @@ async def test_a_cell_that_never_synced_holds_a_deletion_for_the_grace(tmp_path:
             await eventually(lambda: WDs(f, "dfw-2").list() == [], "the orphan swept", within=60)
 
 
+async def test_the_federator_never_writes_project_status(tmp_path: Path) -> None:
+    """DESIGN §3 Federator 9: on the project WD the federator owns its finalizer and
+    nothing else; the status has one writer, the projector (managedFields say who wrote what)."""
+    async with federation(tmp_path) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 3))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (1, 2)}, "federated")
+        await eventually(lambda: (WDs(f, "web").get("default", "api") or {}).get("status"), "a status written")
+        live = WDs(f, "web").get("default", "api")
+        assert live is not None
+        entries = live["metadata"]["managedFields"]
+        status_writers = {e["manager"] for e in entries if e.get("subresource") == "status"}
+        assert status_writers == {"projector"}, entries
+        ours = [
+            e for e in entries if e["manager"].startswith(("federator", "finalizer/compute.datumapis.com/federator"))
+        ]
+        assert ours, f"the federator's finalizer has its field manager: {entries}"
+        for entry in ours:
+            assert entry.get("subresource", "") == ""
+            assert set(entry["fieldsV1"]) == {"f:metadata"}, entry
+            assert set(entry["fieldsV1"]["f:metadata"]) == {"f:finalizers"}, entry
+
+
 async def test_a_registration_naming_another_project_writes_nothing(tmp_path: Path) -> None:
     """Project `web` registered with shop's encoded name: the federator refuses with an
     Event in `web` and writes nothing into any cell (no namespace, no copy)."""

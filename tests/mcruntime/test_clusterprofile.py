@@ -83,7 +83,9 @@ async def test_cluster_profiles_engage_rotate_relabel_and_disengage(
             secret = mgmt.get("secrets", "fleet", "dfw-1-kubeconfig")
             secret["data"]["kubeconfig"] = kubeconfig_secret("x", third)["data"]["kubeconfig"]
             mgmt.update("secrets", secret)
-            await eventually(lambda: mgr.clusters["dfw-1"].config.host == third.url, what="re-engagement")
+            # (re-engaging disengages first: for a moment dfw-1 is not in `mgr.clusters`)
+            await eventually(lambda: (c := mgr.clusters.get("dfw-1")) and c.config.host == third.url,
+                             what="re-engagement")  # fmt: skip
             await eventually(lambda: Request("dfw-1", "default", "in-third") in cell_requests, what="new cell data")
 
             # relabel: web becomes a cell, so the cells controller now watches it too

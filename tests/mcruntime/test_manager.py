@@ -195,6 +195,30 @@ async def test_get_cluster_never_falls_back(apiserver: EmbeddedAPIServer) -> Non
         await mgr.engage("mgmt", config_for(apiserver))
 
 
+async def test_an_engage_cut_short_by_shutdown_leaves_nothing_to_wait_for(
+    apiserver: EmbeddedAPIServer, second_server: EmbeddedAPIServer
+) -> None:
+    """A provider engaging a cluster while the manager stops (its cluster task group is
+    closing, so starting the cluster's task fails): the cluster is not left registered
+    without a task — a shutdown that disengages it would wait for that task forever."""
+    mgr = Manager(config_for(apiserver), local_cluster_name="mgmt")
+
+    class Closing:
+        async def start(self, *_args: Any, **_kwargs: Any) -> None:
+            raise RuntimeError("this task group is no longer active")
+
+    with anyio.fail_after(30):  # the shutdown below completes
+        async with anyio.create_task_group() as tg:
+            await tg.start(mgr.run)
+            hosting, mgr._clusters_tg = mgr._clusters_tg, Closing()  # type: ignore[assignment]
+            with pytest.raises(RuntimeError, match="no longer active"):
+                await mgr.engage("cell", config_for(second_server))
+            mgr._clusters_tg = hosting
+            assert "cell" not in mgr.clusters
+            assert not await mgr.disengage("cell")
+            mgr.stop()
+
+
 def write_kubeconfig(path: Path, server: EmbeddedAPIServer) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(yaml.safe_dump(server.kubeconfig()))

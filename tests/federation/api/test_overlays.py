@@ -154,7 +154,7 @@ async def test_samples_are_accepted_next_to_the_all_in_one_install(
     secret_name = profile["metadata"]["annotations"]["compute.datumapis.com/kubeconfig-secret"]
     secret = yaml.safe_load(await kubectl("get", f"secret/{secret_name}", "-n", "federation-system", "-o", "yaml"))
     assert set(secret["data"]) == {"kubeconfig"}
-    assert "web-edge-dfw" in await kubectl("get", "workloaddeployments", "-n", "default")
+    assert "api-edge-dfw" in await kubectl("get", "workloaddeployments", "-n", "default")
 
 
 # ------------------------------------------------------------------------ RBAC
