@@ -453,7 +453,7 @@ class Report:
         RESULTS.mkdir(parents=True, exist_ok=True)
         path = RESULTS / f"{self.benchmark}.json"
         path.write_text(json.dumps({**asdict(self), "figures": [asdict(f) for f in self.figures]}, indent=2))
-        print(f"  figures written to {path.relative_to(REPO)}; rerun with: {self.command}", flush=True)
+        print(f"  figures written to {path}; rerun with: {self.command}", flush=True)
         return path
 
 

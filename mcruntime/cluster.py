@@ -21,15 +21,13 @@ import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.abc
 
 from .cache import CacheOptions, InformerCache
 from .client import Client
-from .connection import ConnectionConfig, from_kubeconfig_dict, from_kubeconfig_file
+from .connection import ConnectionConfig
 from .metrics import RuntimeMetrics
 from .transport import Transport
 
@@ -103,16 +101,6 @@ class Cluster:
 
     def __repr__(self) -> str:
         return f"Cluster({self.name!r}, {self.config.host})"
-
-    @classmethod
-    async def from_kubeconfig(
-        cls, kubeconfig: str | Path | Mapping[str, Any], *, name: str, context: str | None = None, **kwargs: Any
-    ) -> Cluster:
-        if isinstance(kubeconfig, Mapping):
-            config = await from_kubeconfig_dict(kubeconfig, context=context, source=f"kubeconfig for {name}")
-        else:
-            config = await from_kubeconfig_file(kubeconfig, context=context)
-        return cls(name, config, **kwargs)
 
     # ------------------------------------------------------------------ state
     @property

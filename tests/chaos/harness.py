@@ -43,6 +43,7 @@ CELLS: tuple[tuple[str, str], ...] = (("dfw-1", "DFW"), ("dfw-2", "DFW"), ("lhr-
 PROJECTS = ("acme/web", "acme/shop")
 GROUP = "compute.datumapis.com"
 IDLE_WINDOW = 10.0
+QUIET = 2.0  # seconds without a manager write that, with a clean federation, count as converged
 REPORT_ENV = "CHAOS_REPORT"  # where rows go (tests/conftest.py sets it for the run)
 # every scenario: marked, kubectl-driven, and given room (each brings up a whole federation)
 CHAOS = [pytest.mark.chaos, pytest.mark.kubectl, pytest.mark.timeout(600)]
@@ -295,36 +296,56 @@ class Chaos:
         settled: Callable[[Snapshot], list[str]] = unsettled,
         *,
         moving: Callable[[str], bool] | None = None,
+        quiet: float = QUIET,
     ) -> tuple[float, Report]:
-        """Wait until the invariant checker finds nothing (about what is not `moving`) and
-        `settled` holds; returns the time it took and the final report. Fails listing every
-        remaining problem."""
+        """Wait until the invariant checker finds nothing (about what is not `moving`),
+        `settled` holds, and the managers then stay quiet (no write, Leases aside) for
+        `quiet` seconds with the federation still clean — a clean snapshot alone can catch
+        a moment in the middle of work. Returns the time until that clean snapshot and its
+        report; fails listing every remaining problem. `quiet=0` for a federation that
+        keeps legitimately moving."""
         start = time.monotonic()
         problems: list[str] = ["not read yet"]
         with anyio.move_on_after(within):
             while True:
                 began = time.monotonic()
-                try:
-                    problems, report = await self.problems(settled, moving)
-                except (APIError, TransportError, OSError) as exc:  # a server still paused or refusing
-                    problems = [f"snapshot failed: {exc}"]
-                else:
-                    if not problems:
-                        return time.monotonic() - start, report
+                problems, report = await self._read_problems(settled, moving)
+                if not problems:
+                    clean_at = time.monotonic() - start
+                    if quiet <= 0:
+                        return clean_at, report
+                    before = await self.manager_writes(leases=False)
+                    await anyio.sleep(quiet)
+                    if await self.manager_writes(leases=False) == before:
+                        problems, report = await self._read_problems(settled, moving)
+                        if not problems:
+                            return clean_at, report
+                    else:
+                        problems = [f"clean, but the managers still wrote within {quiet:.0f}s"]
                 # a whole-federation read is not free: the test must not starve the managers it measures
                 await anyio.sleep(max(0.5, 2 * (time.monotonic() - began)))
         raise AssertionError(f"not converged after {within}s:\n  " + "\n  ".join(problems[:40]))
 
-    async def finish(self, scenario: str, faults: str, converge_seconds: float, report: Report) -> Row:
+    async def _read_problems(
+        self, settled: Callable[[Snapshot], list[str]], moving: Callable[[str], bool] | None
+    ) -> tuple[list[str], Report]:
+        try:
+            return await self.problems(settled, moving)
+        except (APIError, TransportError, OSError) as exc:  # a server still paused or refusing
+            return [f"snapshot failed: {exc}"], Report((), ())
+
+    async def finish(
+        self, scenario: str, faults: str, converge_seconds: float, report: Report, *, idle_window: float = IDLE_WINDOW
+    ) -> Row:
         """The common tail: zero violations, zero manager writes over an idle window, one
         report row. `converge_seconds` is measured by the scenario from the end of its faults."""
         assert not report.violations, "\n".join(map(str, report.violations))
-        idle = await self.idle_writes()
+        idle = await self.idle_writes(idle_window)
         writes = await self.total_manager_writes()
         row = Row(scenario, faults, round(converge_seconds, 1), writes, sum(sum(p.values()) for p in idle.values()),
                   len(report.violations))  # fmt: skip
         record(row)
-        assert not idle, f"{scenario}: manager writes over a {IDLE_WINDOW:.0f}s idle window: {idle}"
+        assert not idle, f"{scenario}: manager writes over a {idle_window:.0f}s idle window: {idle}"
         return row
 
 

@@ -47,5 +47,7 @@ async def test_hand_edits_are_put_back(tmp_path: Path) -> None:
             assert inst["spec"]["runtime"]["sandbox"]["containers"][0]["image"] != "evil:latest"
         relabelled = await chaos.get_json("web", "instance", projections[1])
         assert relabelled["metadata"]["labels"]["app"] != "forged"
+        # a 30 s idle window here: every manager (projector included) with copies, Instances,
+        # Pods and projections in place sends nothing
         await chaos.finish("hand edits", "a copy edited, another deleted; a cell Instance deleted, another edited; "
-                           "a projection deleted, another relabelled", took, report)  # fmt: skip
+                           "a projection deleted, another relabelled", took, report, idle_window=30.0)  # fmt: skip

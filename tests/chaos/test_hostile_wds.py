@@ -75,8 +75,8 @@ def hostile() -> tuple[list[dict[str, Any]], dict[str, Callable[[Mapping[str, An
         "nowhere-": says("Available", "False", "NoMatchingLocation", "Q"),
         "zero-": says("Available", "False", "InstancesProvisioning", "replicas is 0"),
         "big": says("ReplicasReady", "False", None, "of 1000"),
-        "pull-": says("Available", "False", None, "ImageUnavailable"),
-        "crash-": says("Available", "False", None, "InstanceCrashing"),
+        "pull-": says("Available", "False", None, "ImageUnavailable", "cell dfw-"),
+        "crash-": says("Available", "False", None, "InstanceCrashing", "cell lhr-1"),
         "long-": says("Available", "False", "ConfigurationError", "label value"),
         "labels-": says("ReplicasReady", "True", "ReplicasAvailable"),
     }
@@ -123,7 +123,10 @@ async def test_a_thousand_hostile_workload_deployments(tmp_path: Path) -> None:
         # the 1,000-replica WD grows one Instance at a time for minutes (OrderedReady): its
         # condition is checked, the invariants over everything else
         took, report = await chaos.converge(
-            within=420, settled=clear_conditions(expectations), moving=lambda v: "WorkloadDeployment default/big" in v
+            within=420,
+            settled=clear_conditions(expectations),
+            moving=lambda v: "WorkloadDeployment default/big" in v,
+            quiet=0,  # never quiet while it grows: the request budget below stands in for the idle window
         )
         assert not report.violations, "\n".join(map(str, report.violations))
         # no hot loop: the managers' requests over a window, per object, within the budget
@@ -136,6 +139,11 @@ async def test_a_thousand_hostile_workload_deployments(tmp_path: Path) -> None:
         top = ", ".join(f"{what}: {n}" for what, n in during.most_common(8))
         for name, process in chaos.fleet.managers.items():
             assert process.proc.returncode is None, f"{name} exited:\n{process.output()[-3000:]}"
+        # the user sees why in the project: a crashing Instance's projection says so
+        crashing = await chaos.get_json("web", "instance", "crash-000-0")
+        ready = next(c for c in crashing["status"]["conditions"] if c["type"] == "Ready")
+        assert (ready["status"], ready["reason"]) == ("False", "InstanceCrashing"), ready
+        assert "restarting failed container" in ready["message"], ready
         # (the 1,000-replica WD is still growing, one Instance at a time: the federation is
         # checked once it converged, not again while it moves)
         writes = await chaos.total_manager_writes()

@@ -53,6 +53,11 @@ async def test_cached_reads_do_not_call_the_api(apiserver: EmbeddedAPIServer, cl
     with pytest.raises(APIError) as err:
         await cluster.client.get(CONFIGMAPS, "missing", namespace="default")
     assert is_not_found(err.value)
+    # get-or-none: NotFound is None (from the cache: still no request), a found object itself
+    assert await cluster.client.get_or_none(CONFIGMAPS, "missing", namespace="default") is None
+    found = await cluster.client.get_or_none(CONFIGMAPS, "cached", namespace="default")
+    assert found is not None and found["data"] == {"a": "1"}
+    assert counters.get("get", "configmaps") == 0
     cm2 = configmap("labelled")
     cm2["metadata"]["labels"] = {"app": "web"}
     plane.create("configmaps", cm2)
