@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import signal
 import sys
 from pathlib import Path
@@ -85,6 +86,12 @@ async def walk_through(project: Kubectl, cells: dict[str, Kubectl], cli: list[st
     before = {name: inst["metadata"]["uid"] for name, inst in (await cell_instances(cells)).items()}
     patch = {"spec": {"template": {"metadata": {"annotations": {
         "compute.datumapis.com/restartedAt": "2026-11-22T12:00:00Z"}}}}}  # fmt: skip
+    # what a user watching the project WD sees during the roll (`kubectl get wd -w`)
+    watcher = await asyncio.create_subprocess_exec(
+        project.binary, "get", "wd", "api", "-w", "-o", "jsonpath={.status.updatedReplicas}{'\\n'}",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        env={**os.environ, "KUBECONFIG": str(project.kubeconfig), "KUBECACHEDIR": str(project.cache_dir)},
+    )  # fmt: skip
     await project("patch", "wd", "api", "--type", "merge", "-p", json.dumps(patch))
 
     async def rolled() -> bool:
@@ -96,6 +103,9 @@ async def walk_through(project: Kubectl, cells: dict[str, Kubectl], cli: list[st
             and s.get("readyReplicas") == 3  # fmt: skip
 
     await eventually(rolled, "every Instance recreated and the WD fully updated again", within=120)
+    watcher.terminate()
+    seen = [int(v) for v in (await watcher.communicate())[0].decode().split() if v.isdigit()]
+    assert min(seen) < 3 and seen[-1] == 3, f"updatedReplicas dips during the roll and recovers: {seen}"
 
     # scale to 4: 2 + 2 over the DFW cells
     await project("scale", "wd", "api", "--replicas=4")
