@@ -180,6 +180,14 @@ async def main(args: argparse.Namespace) -> None:
                 f"ideal {ideal / total_wds:.2f}",
             )
             rep.add("manager writes / ideal", core / ideal, "x", "<= 1.1x")
+            # where the writes above the ideal go: the projects are written by the management
+            # manager alone, so their counters split its writes exactly; the rest went to cells
+            wd_res = "workloaddeployments.compute.datumapis.com"
+            finalizers = sum(writes.get(p, {}).get(wd_res, 0) for p in projects) - total_wds  # less our creates
+            statuses = sum(writes.get(p, {}).get(f"{wd_res}/status", 0) for p in projects)
+            rep.add("  finalizer writes per project WD", finalizers / total_wds, "writes", "ideal 1")
+            rep.add("  status writes per project WD", statuses / total_wds, "writes", "ideal 1")
+            rep.add("  writes per copy in the cells", (core - finalizers - statuses) / copies, "writes", "ideal 1")
             rep.add(
                 "downstream namespace writes (amortised)", namespaces, "writes", f"ideal {len(projects) * len(CELLS)}"
             )

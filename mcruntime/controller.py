@@ -118,7 +118,10 @@ class Controller:
         # controller's --endpoint-updates-batch-period): bounds a status writer's rate per
         # object when its sources change in bursts
         self.batch_period = batch_period
-        self._batched: dict[Request, float] = {}
+        # when the last batched request falls due: `idle` needs only that (the queue itself
+        # keeps each key's earliest due time); per-key bookkeeping here cost O(batched) per
+        # event, quadratic over a cold start's burst of 100k
+        self._batched_until = 0.0
         self.metrics = metrics or default_metrics()
         self.tracer = tracer_for(tracer_provider)
         if rate_limiter is None:
@@ -281,7 +284,7 @@ class Controller:
         """Synced, nothing queued or batched, nothing in flight, no cluster event unmapped
         (delayed requeues do not count)."""
         now = time.monotonic()
-        batching = any(t > now for t in self._batched.values())
+        batching = self._batched_until > now
         return (
             self.has_synced and len(self.queue) == 0 and self.in_flight == 0 and not self._cluster_events
             and not batching
@@ -338,12 +341,7 @@ class Controller:
             self._dropped("empty-name", f"request {request} has no object name")
             return
         if self.batch_period:
-            now = time.monotonic()
-            if len(self._batched) > 1024:
-                self._batched = {r: t for r, t in self._batched.items() if t > now}
-            due = self._batched.get(request)
-            if due is None or due <= now:  # the queue keeps the earliest due time, so do we
-                self._batched[request] = now + self.batch_period
+            self._batched_until = max(self._batched_until, time.monotonic() + self.batch_period)
             self.queue.add_after(request, self.batch_period)
             return
         self.queue.add(request)

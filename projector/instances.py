@@ -61,6 +61,7 @@ from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
+from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.request import Request
 from mcruntime.source import ClusterEvent, ClusterEventType
@@ -282,10 +283,14 @@ def register(mgr: Manager, settings: ManagerSettings) -> None:
         INSTANCES, clusters=PROJECTS, label_selector=str(Label.WORKLOAD_DEPLOYMENT_NAME),
         indexers={CONTROLLER_UID: controller_uid, CELL_INDEX: projected_from},
     )  # fmt: skip
+    # a project WD's status changes all the time (the status projector writes it) and no
+    # projection depends on it: only its coming, going and metadata re-project (mapping one
+    # WD event to its projections reads a whole namespace of cell Instances)
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
         EnqueueRequestsFromMapFunc(projector.of_project_wd, cluster_name=ClusterName.INJECT_SOURCE),
         clusters=PROJECTS,
+        predicates=[not_status_only],
     )
     # every cell Instance, so one that lacks its upstream labels is seen (and reported)
     ctrl.watch(
