@@ -22,12 +22,14 @@ pytestmark = CHAOS
 
 MAX_NAME = 253  # a custom resource's name is a DNS subdomain
 # Requests of every verb per WD per minute, averaged over the 1,000. What the managers
-# legitimately do meanwhile sets the floor: the 1,000-replica WD gains ~3 Instances a second
-# (each one ~25 requests across cell and project as it goes Pending → Running → Ready), and
-# 100 crash loops restart with a growing back-off. A hot loop on even a few objects (a
-# reconcile failing and retrying at once) adds hundreds a second; reads from the managers
-# beyond the odd uncached GET would mean a cache bypassed.
-BUDGET_PER_OBJECT_PER_MINUTE = 10.0
+# legitimately do meanwhile sets the floor, and it moves with the machine's speed (3 to 7
+# in CI-like runs): the 1,000-replica WD gains a few Instances a second (each ~25 requests
+# across cell and project as it goes Pending → Running → Ready), and 100 crash loops
+# restart with a growing back-off. A broad hot loop — every WD, or even a sixth of them,
+# reconciling once a second — adds 10 or more; reads beyond the odd uncached GET would mean
+# a cache bypassed. (A slow loop on one object is below this average: the idle windows of
+# the other scenarios are what catch those.)
+BUDGET_PER_OBJECT_PER_MINUTE = 15.0
 WINDOW = 30.0
 
 
