@@ -12,8 +12,13 @@ Contract
   `compute.datumapis.com/ordinal-start` and `meta.datumapis.com/upstream-uid`, the spec
   copied with the cell's share in `spec.replicas` — unless the caller leaves `replicas`
   to the cell's autoscaler (`include_replicas=False`).
-- `copy_matches`: whether a cached object already says everything an intent says (so the
-  federator sends no request at steady state).
+- `planned_shares`: the input to `plan()` read from the copies in the cells (those made
+  from this very WD, by upstream UID, with the ordinals each holds), and `plan()` over it:
+  the federator, the projector and the operator tools all place a WD through it.
+- "The copy already says what the intent says" is `mcruntime.controllerutil.is_subset`
+  everywhere (federator, projector, `check`, `plan`): maps key by key, list items of equal
+  length item by item as subsets, so a field a cell defaults inside a list item (CRD
+  version skew) is not drift.
 - `upstream_identity`: a cell copy and its namespace → (project, project namespace, name,
   upstream uid), or None when anything is missing, malformed or contradictory.
 
@@ -29,21 +34,17 @@ copied label would turn every tenant label edit into a write to every cell.
 from __future__ import annotations
 
 import copy as _copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .api.clusternames import decode_upstream_cluster_name
 from .api.constants import API_VERSION, Annotation, Kind, Label
 from .api.naming import downstream_namespace_name
-from .placement import Share, city_code
+from .placement import CellInfo, Share, city_code, plan
 
 # on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
 UPSTREAM_UID_ANNOTATION = str(Annotation.UPSTREAM_UID)
-
-# Top-level keys that name the type: list items in a cache may lack them, and the write
-# call names the type anyway, so they are not part of what has to match.
-_TYPE_FIELDS = frozenset({"apiVersion", "kind"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,29 +177,22 @@ def copy_ordinals(copy: Mapping[str, Any]) -> range | None:
     return range(start, start + size)
 
 
-def _json_equal(a: Any, b: Any) -> bool:
-    """Equality as JSON sees it: `True` is not `1`."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, Mapping) and isinstance(b, Mapping):
-        return a.keys() == b.keys() and all(_json_equal(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_json_equal(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
+def own_copies(wd: Mapping[str, Any], copies: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Mapping[str, Any]]:
+    """cell → copy, for the `(cell, copy)` pairs made from this very WD (upstream-uid
+    annotation = the WD's UID); a copy of an earlier WD of the same name is not one."""
+    uid = _meta(wd).get("uid")
+    return {
+        cell: copy for cell, copy in copies if uid and _string_at(copy, "annotations", UPSTREAM_UID_ANNOTATION) == uid
+    }
 
 
-def _contains(desired: Any, cached: Any) -> bool:
-    if isinstance(desired, Mapping):
-        return isinstance(cached, Mapping) and all(k in cached and _contains(v, cached[k]) for k, v in desired.items())
-    return _json_equal(desired, cached)
-
-
-def copy_matches(desired: Mapping[str, Any], cached: Mapping[str, Any]) -> bool:
-    """Whether `cached` already says everything `desired` says (server-side apply reading
-    of an intent): maps compare key by key, recursively, and keys only in `cached`
-    (defaults, status, other managers' fields) do not matter; lists and scalars compare
-    whole. Top-level `apiVersion`/`kind` are ignored (the write names the type)."""
-    return all(k in cached and _contains(v, cached[k]) for k, v in desired.items() if k not in _TYPE_FIELDS)
+def planned_shares(
+    wd: Mapping[str, Any], cells: Iterable[CellInfo], copies: Iterable[tuple[str, Mapping[str, Any]]]
+) -> list[Share]:
+    """`plan(wd, cells, current)` with `current` read from the `(cell, copy)` pairs found
+    in the cells: the ordinals each of this WD's own copies holds now. Raises PlacementError."""
+    current = {cell: r for cell, copy in own_copies(wd, copies).items() if (r := copy_ordinals(copy)) is not None}
+    return plan(wd, cells, current)
 
 
 def upstream_identity(copy: Mapping[str, Any] | None, namespace: Mapping[str, Any] | None) -> UpstreamRef | None:

@@ -53,16 +53,16 @@ from mcruntime.objects import Obj, meta
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.request import Request
-from mcruntime.source import ClusterEvent, ClusterEventType
+from projector.routing import Routes
 
 from .api.constants import Finalizer, Label
 from .api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
 from .downstream import (
     UPSTREAM_UID_ANNOTATION,
     cell_owns_replicas,
-    copy_ordinals,
     downstream_copy,
     downstream_namespace,
+    planned_shares,
     upstream_identity,
 )
 from .fleetview import (
@@ -77,10 +77,9 @@ from .fleetview import (
     city_of_wd,
     find_copies,
     namespace_upstream,
-    project_clusters,
     registered_cells,
 )
-from .placement import PlacementError, Share, city_code, plan
+from .placement import PlacementError, Share, city_code
 from .settings import ManagerSettings
 
 log = logging.getLogger(__name__)
@@ -103,10 +102,6 @@ class Copy:
     @property
     def upstream_uid(self) -> str:
         return str((meta(self.obj).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) or "")
-
-    @property
-    def ordinals(self) -> range | None:
-        return copy_ordinals(self.obj)
 
 
 @dataclass
@@ -144,9 +139,8 @@ class Federator:
         wd = await controllerutil.add_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
         # 5. desired state from the pure placement function
         uid = str(meta(wd).get("uid"))
-        current = {c.cell.name: r for c in copies if c.upstream_uid == uid and (r := c.ordinals) is not None}
         try:
-            shares = plan(wd, registered_cells(self.mgr), current)
+            shares = planned_shares(wd, registered_cells(self.mgr), ((c.cell.name, c.obj) for c in copies))
         except PlacementError as exc:
             await self._event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
             raise PermanentError(str(exc)) from exc
@@ -320,71 +314,28 @@ class Federator:
     async def _event(self, cluster: str, wd: Obj, type_: str, reason: str, message: str) -> None:
         await self.mgr.event_recorder(cluster, FIELD_MANAGER).event(wd, type_, reason, message)  # type: ignore[arg-type]
 
-    # ------------------------------------------------------------------ mapping events to requests
-    async def upstream_of_copy(self, cell_name: str, copy: Obj) -> list[Request]:
-        """A downstream copy's event → its project WD, with the project cluster computed
-        here (from the namespace's label) and preserved by the handler."""
-        cell = self.mgr.clusters.get(cell_name)
-        if cell is None:
-            return []
-        ns = cell.cache.informer_of(NAMESPACES).get(str(meta(copy).get("namespace") or ""))
-        ref = upstream_identity(copy, ns)
-        if ref is None or ref.project not in self.mgr.clusters:
-            return []  # unlabelled, foreign, or for a project this manager does not serve
-        return [Request(ref.project, ref.namespace, ref.name)]
-
-    async def upstream_of_namespace(self, cell_name: str, ns: Obj) -> list[Request]:
-        """A downstream namespace changed (deleted by hand, relabelled): its copies' WDs."""
-        cell = self.mgr.clusters.get(cell_name)
-        ref = upstream_identity(None, ns)
-        if cell is None or ref is None or ref.project not in self.mgr.clusters:
-            return []
-        copies = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list(str(meta(ns).get("name")))
-        return [Request(ref.project, ref.namespace, str(meta(c).get("name"))) for c in copies]
-
-    def wds_of_cell_city(self, event: ClusterEvent) -> list[Request]:
-        """A cell engaged, ready again, relabelled or removed: the WDs of its city re-plan,
-        and (when it is ready) every copy it holds is checked against its upstream WD —
-        the orphan sweep that removes copies whose WD was deleted while the cell was away."""
-        if event.type is ClusterEventType.UNREACHABLE:
-            return []  # an unreachable cell keeps its share; nothing to re-plan
-        requests: dict[Request, None] = {}
-        city = event.labels.get(Label.TOPOLOGY_CITY_CODE)
-        if city:
-            for project in project_clusters(self.mgr):
-                informer = project.cache.informer_of(WORKLOAD_DEPLOYMENTS)
-                for wd in informer.store.by_index(CITY_INDEX, city):
-                    requests[Request(project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))] = None
-        cell = self.mgr.clusters.get(event.cluster)
-        if event.type is ClusterEventType.READY and cell is not None:
-            namespaces = cell.cache.informer_of(NAMESPACES)
-            for copy in cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list():
-                ref = upstream_identity(copy, namespaces.get(str(meta(copy).get("namespace") or "")))
-                if ref is not None and ref.project in self.mgr.clusters:
-                    requests[Request(ref.project, ref.namespace, ref.name)] = None
-        return list(requests)
-
 
 def register(mgr: Manager, settings: ManagerSettings) -> None:
     """Wire the watches: project WDs, their namespaces (read), the copies and downstream
     namespaces in every cell, and cell registrations."""
     federator = Federator(mgr, unreachable_grace=settings.cell_unreachable_grace)
+    routes = Routes(mgr)
     ctrl = mgr.new_controller("federator", federator, workers=settings.controllers.workers)
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     # a copy's status is the cell's to write (often); only its spec and metadata are ours
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
-        EnqueueRequestsFromMapFunc(federator.upstream_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
+        EnqueueRequestsFromMapFunc(routes.wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
         label_selector=CELL_COPIES_SELECTOR,
         predicates=[not_status_only],
     )
     ctrl.watch(
         NAMESPACES,
-        EnqueueRequestsFromMapFunc(federator.upstream_of_namespace, cluster_name=ClusterName.PRESERVE_MAPPED),
+        EnqueueRequestsFromMapFunc(routes.wds_of_namespace, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
         label_selector=CELL_NAMESPACES_SELECTOR,
         indexers={UPSTREAM_INDEX: namespace_upstream},
     )
-    ctrl.watch_clusters(federator.wds_of_cell_city, clusters=CELLS)
+    ctrl.watch_clusters(routes.wds_to_replan, clusters=CELLS)

@@ -32,17 +32,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcruntime.controllerutil import is_subset
 from mcruntime.objects import Obj, annotations_of, meta, name_of
 from projector.aggregate import CellReport, aggregate
 
-from .api.constants import Annotation, Finalizer, Label
+from .api.constants import Annotation, Finalizer
 from .api.naming import downstream_namespace_name
-from .downstream import cell_owns_replicas, copy_matches, copy_ordinals, downstream_copy, upstream_identity
-from .placement import PlacementError, Share, plan
+from .downstream import cell_owns_replicas, downstream_copy, planned_shares, upstream_identity
+from .fleet.projection import CELL_ANNOTATION, Source, choose, holds_ordinal
+from .placement import PlacementError, Share
 from .snapshot import CellCopy, ProjectSnapshot, Snapshot, controller_uid
-
-# Projections carry the cell they mirror (projector/instances.py).
-CELL_ANNOTATION = "compute.datumapis.com/cell"
 
 
 class ViolationKind(enum.StrEnum):
@@ -164,17 +163,6 @@ def _condition_text(cond: Mapping[str, Any] | None) -> str:
 
 
 @dataclass
-class _Source:
-    cell: str
-    instance: Obj
-    in_share: bool
-
-    @property
-    def rank(self) -> tuple[bool, bool, str]:  # the projector's choice among same-named Instances
-        return (not self.in_share, _deleting(self.instance), self.cell)
-
-
-@dataclass
 class _Checker:
     snap: Snapshot
     violations: list[Violation] = field(default_factory=list)
@@ -242,9 +230,8 @@ class _Checker:
             self.federator_finalizer(what, wd, named)
             return
         ours = [c for c in named if c.upstream_uid == uid]
-        current = {c.cell: r for c in ours if (r := copy_ordinals(c.obj)) is not None}
         try:
-            shares = plan(wd, self.cells, current)
+            shares = planned_shares(wd, self.cells, ((c.cell, c.obj) for c in named))
         except PlacementError as exc:
             self.unchecked.append(f"{what}: cannot be placed ({exc}); its copies are not checked")
             return
@@ -299,7 +286,7 @@ class _Checker:
                         f"has {' and '.join(wrong)}; planned: {plan_text}",
                     )
                 spec = {k: v for k, v in desired[share.cell].items() if k != "replicas"}
-                if not copy_matches({"spec": spec}, copy.obj):
+                if not is_subset({"spec": spec}, copy.obj):
                     self.add(
                         ViolationKind.COPY_DRIFT,
                         f"{what}: the copy in cell {share.cell} ({copy.namespace}) "
@@ -367,14 +354,10 @@ class _Checker:
         projections = {
             name_of(p): p for p in self.controlled.get((f"project/{project.name}", ns, uid), []) if not _deleting(p)
         }
-        sources: dict[str, list[_Source]] = {}
+        sources: dict[str, list[Source]] = {}
         for copy in ours:
-            held = copy_ordinals(copy.obj) or range(0)
             for inst in self.controlled.get((f"cell/{copy.cell}", copy.namespace, copy.uid), []):
-                ordinal = _ordinal(inst)
-                sources.setdefault(name_of(inst), []).append(
-                    _Source(copy.cell, inst, ordinal is not None and ordinal in held)
-                )
+                sources.setdefault(name_of(inst), []).append(Source(copy.cell, inst, wd, holds_ordinal(copy.obj, inst)))
         unread = sorted(s.cell for s in shares if not self.read(s.cell))
         for name in sorted(set(sources) - set(projections)):
             cells = ", ".join(sorted(s.cell for s in sources[name]))
@@ -391,7 +374,8 @@ class _Checker:
                 f"{what}: projection {ns}/{name} (cell {claimed or 'unnamed'}) mirrors no Instance in any cell",
             )
         for name in sorted(set(projections) & set(sources)):
-            source = min(sources[name], key=lambda s: s.rank)
+            source = choose(sources[name])
+            assert source is not None  # every name in `sources` has at least one
             shown = projections[name]
             claimed = annotations_of(shown).get(CELL_ANNOTATION, "")
             if claimed != source.cell:
@@ -457,14 +441,6 @@ class _Checker:
 
 def _replicas(n: Any) -> str:
     return f"{n} replica" if n == 1 else f"{n} replicas"
-
-
-def _ordinal(instance: Obj) -> int | None:
-    value = (meta(instance).get("labels") or {}).get(Label.INSTANCE_INDEX)
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 def _upstream_of_namespace(namespace: Obj) -> tuple[str, str] | None:

@@ -29,12 +29,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from mcruntime.controllerutil import is_subset
 from mcruntime.objects import Obj, meta, name_of
 
 from .api.constants import API_VERSION, Kind
 from .api.workloaddeployment import WorkloadDeployment
-from .downstream import cell_owns_replicas, copy_matches, copy_ordinals, downstream_copy
-from .placement import city_code, desired_replicas, plan
+from .downstream import cell_owns_replicas, copy_ordinals, downstream_copy, planned_shares
+from .placement import city_code, desired_replicas
 from .snapshot import CellCopy, Snapshot
 from .statusview import ordinals_text
 
@@ -128,7 +129,7 @@ def _action(share_replicas: int, share_start: int, copy: CellCopy, desired_spec:
     if start != share_start or (not autoscaled and (held is None or len(held) != share_replicas)):
         return Action.REDIVIDE
     spec = {k: v for k, v in desired_spec.items() if k != "replicas"}
-    return Action.KEEP if copy_matches({"spec": spec}, copy.obj) else Action.UPDATE
+    return Action.KEEP if is_subset({"spec": spec}, copy.obj) else Action.UPDATE
 
 
 def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace: str) -> PlanView:
@@ -140,10 +141,9 @@ def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace
     uid = str(meta(deployed).get("uid") or "") if deployed is not None else ""
     named = snapshot.copies_of(project, namespace, name)
     ours = {c.cell: c for c in named if uid and c.upstream_uid == uid}
-    current = {cell: r for cell, c in ours.items() if (r := copy_ordinals(c.obj)) is not None}
-    shares = plan(wd, snapshot.cell_infos(), current)
-    autoscaled = cell_owns_replicas(wd)
     placed = {**wd, "metadata": {**dict(meta(wd)), "namespace": namespace, "uid": uid or _PLACEHOLDER_UID}}
+    shares = planned_shares(placed, snapshot.cell_infos(), ((c.cell, c.obj) for c in named))
+    autoscaled = cell_owns_replicas(wd)
     cells: list[CellPlan] = []
     for share in shares:
         cell = snapshot.cells.get(share.cell)

@@ -27,8 +27,8 @@ from rich.text import Text
 from mcruntime.objects import Obj, meta, name_of
 from projector.aggregate import AVAILABLE, REASON_ORDER, REPLICAS_READY
 
-from .downstream import copy_ordinals
-from .placement import CellInfo, PlacementError, plan
+from .downstream import planned_shares
+from .placement import CellInfo, PlacementError
 from .snapshot import CellCopy, Snapshot
 
 _STATUS_RANK = {"False": 0, "Unknown": 1, "True": 2}
@@ -149,12 +149,12 @@ def _wd_row(
 ) -> WorkloadDeploymentRow:
     ns, name, uid = str(meta(wd).get("namespace") or ""), name_of(wd), str(meta(wd).get("uid") or "")
     status = _mapping(wd.get("status"))
-    ours = {c.cell: c for c in copies.get((project, ns, name), []) if c.upstream_uid == uid}
-    current = {cell: r for cell, c in ours.items() if (r := copy_ordinals(c.obj)) is not None}
+    named = copies.get((project, ns, name), [])
+    ours = {c.cell: c for c in named if c.upstream_uid == uid}
     problem = ""
     cells: tuple[CellRow, ...] = ()
     try:
-        shares = plan(wd, registered, current)
+        shares = planned_shares(wd, registered, ((c.cell, c.obj) for c in named))
         cells = tuple(
             _cell_row(snapshot, s.cell, s.replicas, s.ordinal_start, ours.get(s.cell))
             for s in sorted(shares, key=lambda s: s.cell)

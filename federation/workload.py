@@ -21,7 +21,6 @@ Invariants (DESIGN §2 Workload) and the tests that pin them
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
 from typing import Any
 
 from mcruntime import controllerutil
@@ -32,25 +31,18 @@ from mcruntime.manager import Manager
 from mcruntime.objects import meta
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.request import Request
-from mcruntime.source import ClusterEvent, ClusterEventType
+from projector.routing import PLACEMENT_CITY_INDEX, Routes, placement_cities
 
 from .api.conditions import rfc3339_now
-from .api.constants import Finalizer, Label
+from .api.constants import Finalizer
 from .api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
 from .deployments import desired_deployments, workload_status
-from .fleetview import CELLS, PROJECTS, project_clusters, registered_cells
+from .fleetview import CELLS, PROJECTS, registered_cells
 from .settings import ManagerSettings
 
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "workload-controller"
-CITY_INDEX = "placement-city"
-
-
-def placement_cities(workload: dict[str, Any]) -> list[str]:
-    """Index: every city code a Workload's placements name."""
-    cities = [str(c) for p in (workload.get("spec") or {}).get("placements") or [] for c in p.get("cityCodes") or []]
-    return sorted(set(cities))
 
 
 class WorkloadController:
@@ -154,26 +146,11 @@ class WorkloadController:
         recorder = self.mgr.event_recorder(cluster, FIELD_MANAGER)
         await recorder.event(workload, type_, reason, message)  # type: ignore[arg-type]
 
-    # ------------------------------------------------------------------ mapping
-    def workloads_for_cell(self, event: ClusterEvent) -> Iterable[Request]:
-        """A cell engaged, relabelled or removed: every Workload placing into its city."""
-        if event.type not in (ClusterEventType.ENGAGED, ClusterEventType.DISENGAGED):
-            return []
-        city = event.labels.get(Label.TOPOLOGY_CITY_CODE)
-        if not city:
-            return []
-        requests = []
-        for project in project_clusters(self.mgr):
-            informer = project.cache.informer_of(WORKLOADS)
-            for wl in informer.store.by_index(CITY_INDEX, city):
-                requests.append(Request(project.name, str(meta(wl).get("namespace")), str(meta(wl).get("name"))))
-        return requests
-
 
 def register(mgr: Manager, settings: ManagerSettings) -> None:
     """Wire the watches: Workloads and their WDs in every project, cell registrations."""
     controller = WorkloadController(mgr)
     ctrl = mgr.new_controller("workload-controller", controller, workers=settings.controllers.workers)
-    ctrl.for_(WORKLOADS, clusters=PROJECTS, indexers={CITY_INDEX: placement_cities})
+    ctrl.for_(WORKLOADS, clusters=PROJECTS, indexers={PLACEMENT_CITY_INDEX: placement_cities})
     ctrl.owns(WORKLOAD_DEPLOYMENTS, owner=WORKLOADS, clusters=PROJECTS, indexers={CONTROLLER_UID: controller_uid})
-    ctrl.watch_clusters(controller.workloads_for_cell, clusters=CELLS)
+    ctrl.watch_clusters(Routes(mgr).workloads_of_cell, clusters=CELLS)

@@ -10,7 +10,7 @@ Rules
   the WD's own (`compute.datumapis.com/workload-deployment-name=<name>`).
 - `observedGeneration` becomes the WD's `metadata.generation` only when every target
   cell's copy exists, is this WD's (upstream-uid), carries the desired spec (a partial
-  match, as `copy_matches`; `replicas` is ignored when the cell's autoscaler owns it)
+  match, `controllerutil.is_subset`: list items too; `replicas` is ignored when the cell's autoscaler owns it)
   and its ordinal start, and its cell has observed it (copy `status.observedGeneration`
   == copy `metadata.generation`). Otherwise the previous value is kept: never claimed
   early, never moved backwards. With no target cell at all it is claimed (the spec has
@@ -54,8 +54,9 @@ from federation.api.reasons import (
     WorkloadDeploymentAvailableReason,
     WorkloadDeploymentCondition,
 )
-from federation.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas, copy_matches
+from federation.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas
 from federation.placement import Share, city_code, desired_replicas
+from mcruntime.controllerutil import is_subset
 
 # A cell has been unreachable beyond the freshness threshold: its contribution is Unknown.
 # (Not yet in federation/api/reasons.py.)
@@ -162,7 +163,7 @@ class _CellView:
 def _lag(report: CellReport, wd: Mapping[str, Any]) -> str | None:
     copy = _mapping(report.copy)
     want = {k: v for k, v in report.desired_copy_spec.items() if not (k == "replicas" and cell_owns_replicas(wd))}
-    if not copy_matches({"spec": want}, copy):
+    if not is_subset({"spec": want}, copy):
         return "copy not yet updated to the current spec"
     annotations = _mapping(_mapping(copy.get("metadata")).get("annotations"))
     if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):

@@ -35,20 +35,18 @@ Invariants and tests (tests/projector/test_projector.py):
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import NoReturn
 
 from federation.api.constants import Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.downstream import UPSTREAM_UID_ANNOTATION, copy_ordinals
+from federation.downstream import UPSTREAM_UID_ANNOTATION
+from federation.fleet.projection import Source, choose, holds_ordinal, projection, projection_status
 from federation.fleetview import (
     CELLS,
     PROJECTS,
     UPSTREAM_INDEX,
     cell_clusters,
     cell_synced,
-    project_clusters,
     read_cell_copies,
     upstream_key,
 )
@@ -64,72 +62,13 @@ from mcruntime.objects import Obj, meta
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.request import Request
-from mcruntime.source import ClusterEvent, ClusterEventType
 
-from .routing import deployment_of_instance, upstream_of
+from .routing import PROJECTED_FROM_INDEX, Routes, deployment_of_instance, projected_from
 
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "projector"
-CELL_ANNOTATION = "compute.datumapis.com/cell"
-CELL_INDEX = "projected-from"  # projections by the cell they mirror
 UPSTREAM_LABELS = (str(Label.UPSTREAM_CLUSTER_NAME), str(Label.UPSTREAM_NAMESPACE))
-
-
-def projected_from(projection: Obj) -> list[str]:
-    cell = (meta(projection).get("annotations") or {}).get(CELL_ANNOTATION)
-    return [str(cell)] if cell else []
-
-
-@dataclass(frozen=True)
-class Source:
-    """One cell Instance that a projection mirrors, with the project WD it belongs to."""
-
-    cell: str
-    instance: Obj
-    wd: Obj
-    in_share: bool  # the cell's copy currently holds this ordinal
-
-    @property
-    def rank(self) -> tuple[bool, bool, str]:
-        deleting = bool(meta(self.instance).get("deletionTimestamp"))
-        return (not self.in_share, deleting, self.cell)
-
-
-def projection(source: Source) -> Obj:
-    """The project Instance for a cell Instance (an apply intent for metadata and spec)."""
-    inst, wd = source.instance, source.wd
-    labels = {str(k): str(v) for k, v in (meta(inst).get("labels") or {}).items()}
-    labels[str(Label.WORKLOAD_DEPLOYMENT_UID)] = str(meta(wd)["uid"])  # the project's WD, not the cell copy
-    return {
-        "apiVersion": INSTANCES.api_version,
-        "kind": INSTANCES.kind,
-        "metadata": {
-            "name": meta(inst)["name"],
-            "namespace": meta(wd)["namespace"],
-            "labels": labels,
-            "annotations": {CELL_ANNOTATION: source.cell},
-            "ownerReferences": [controllerutil.controller_reference(wd)],
-        },
-        "spec": inst.get("spec") or {},
-    }
-
-
-def projection_status(source: Source) -> Obj:
-    return {
-        "apiVersion": INSTANCES.api_version,
-        "kind": INSTANCES.kind,
-        "metadata": {"name": meta(source.instance)["name"], "namespace": meta(source.wd)["namespace"]},
-        "status": source.instance.get("status") or {},
-    }
-
-
-def _ordinal(instance: Obj) -> int | None:
-    value = (meta(instance).get("labels") or {}).get(str(Label.INSTANCE_INDEX))
-    try:
-        return int(value) if value is not None else None
-    except ValueError:
-        return None
 
 
 class InstanceProjector:
@@ -148,7 +87,7 @@ class InstanceProjector:
         if current is not None and controllerutil.controller_of(current) is None:
             return Result()
         # 4. desired state: the best source (the cell whose share holds the ordinal)
-        source = min(sources, key=lambda s: s.rank) if sources else None
+        source = choose(sources)
         # 5. write only the difference
         if source is not None:
             if current is not None and not controllerutil.is_controlled_by(current, source.wd):
@@ -189,9 +128,7 @@ class InstanceProjector:
                     await self._upstream_missing(project, cell, inst, req, wd_name)
                 if (meta(copy).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) != meta(wd).get("uid"):
                     continue  # an Instance of an earlier WD of the same name
-                ordinal = _ordinal(inst)
-                share = copy_ordinals(copy) or range(0)
-                sources.append(Source(cell.name, inst, wd, ordinal is not None and ordinal in share))
+                sources.append(Source(cell.name, inst, wd, holds_ordinal(copy, inst)))
         complete = all(cell_synced(c) for c in cell_clusters(self.mgr))
         return sources, complete
 
@@ -237,66 +174,31 @@ class InstanceProjector:
     async def _event(self, cell: Cluster, instance: Obj, reason: str, message: str) -> None:
         await self.mgr.event_recorder(cell.name, FIELD_MANAGER).event(instance, "Warning", reason, message)
 
-    # ------------------------------------------------------------------ mapping events to requests
-    async def of_cell_instance(self, cell_name: str, instance: Obj) -> list[Request]:
-        ref = upstream_of(self.mgr, cell_name, instance)
-        if ref is None:
-            return []
-        return [Request(ref.project, ref.namespace, str(meta(instance).get("name")))]
-
-    async def of_project_wd(self, project_name: str, wd: Obj) -> list[Request]:
-        """A project WD changed (created, deleted, moved): its projections and the cell
-        Instances of its copies re-project."""
-        project = self.mgr.clusters.get(project_name)
-        if project is None:
-            return []
-        namespace = str(meta(wd).get("namespace") or "")
-        names = {str(meta(p).get("name")) for p in project.cache.informer_of(INSTANCES).store.by_index(
-            CONTROLLER_UID, str(meta(wd).get("uid") or ""))}  # fmt: skip
-        key = upstream_key(project_name, namespace)
-        for cell in cell_clusters(self.mgr):
-            if cell.cache.view_of(INSTANCES) is None or not cell_synced(cell):
-                continue
-            for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
-                for inst in cell.cache.informer_of(INSTANCES).store.list(str(meta(ns)["name"])):
-                    if deployment_of_instance(inst) == meta(wd).get("name"):
-                        names.add(str(meta(inst).get("name")))
-        return [Request(project_name, namespace, name) for name in sorted(names)]
-
-    def of_cell_event(self, event: ClusterEvent) -> Iterable[Request]:
-        """A cell removed or ready again: the projections it fed are checked."""
-        if event.type not in (ClusterEventType.DISENGAGED, ClusterEventType.READY):
-            return []
-        requests = []
-        for project in project_clusters(self.mgr):
-            for p in project.cache.informer_of(INSTANCES).store.by_index(CELL_INDEX, event.cluster):
-                requests.append(Request(project.name, str(meta(p).get("namespace")), str(meta(p).get("name"))))
-        return requests
-
 
 def register(mgr: Manager, settings: ManagerSettings) -> None:
     """Wire the watches: projections, project WDs, every cell Instance (mapped to its
     projection), cell registrations."""
     projector = InstanceProjector(mgr)
+    routes = Routes(mgr)
     ctrl = mgr.new_controller("instance-projector", projector, workers=settings.controllers.workers)
     ctrl.for_(
         INSTANCES, clusters=PROJECTS, label_selector=str(Label.WORKLOAD_DEPLOYMENT_NAME),
-        indexers={CONTROLLER_UID: controller_uid, CELL_INDEX: projected_from},
+        indexers={CONTROLLER_UID: controller_uid, PROJECTED_FROM_INDEX: projected_from},
     )  # fmt: skip
     # a project WD's status changes all the time (the status projector writes it) and no
     # projection depends on it: only its coming, going and metadata re-project (mapping one
     # WD event to its projections reads a whole namespace of cell Instances)
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
-        EnqueueRequestsFromMapFunc(projector.of_project_wd, cluster_name=ClusterName.INJECT_SOURCE),
+        EnqueueRequestsFromMapFunc(routes.projections_of_wd, cluster_name=ClusterName.INJECT_SOURCE),
         clusters=PROJECTS,
         predicates=[not_status_only],
     )
     # every cell Instance, so one that lacks its upstream labels is seen (and reported)
     ctrl.watch(
         INSTANCES,
-        EnqueueRequestsFromMapFunc(projector.of_cell_instance, cluster_name=ClusterName.PRESERVE_MAPPED),
+        EnqueueRequestsFromMapFunc(routes.projection_of_instance, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
     )
-    ctrl.watch_clusters(projector.of_cell_event, clusters=CELLS)
+    ctrl.watch_clusters(routes.projections_of_cell, clusters=CELLS)
     read_cell_copies(ctrl)

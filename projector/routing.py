@@ -1,6 +1,8 @@
-"""Where cell events go upstream: a cell Instance, a downstream copy or a cell's
-lifecycle event maps to the project WorkloadDeployment(s) it concerns, the project
-cluster computed here (from the cell namespace's labels) and preserved by the handler.
+"""Where events go, for every management-mode controller (federator, workload
+controller, status and Instance projectors): one home for each map function. A cell
+Instance, a downstream copy or namespace, or a cell's lifecycle event maps to the project
+objects it concerns, the project cluster computed here (from the cell namespace's labels)
+and preserved by the handler; a project WD maps to the Instance projections it feeds.
 
 Identity comes from where the object lives: the downstream namespace's labels name the
 project and its namespace; an Instance names its WorkloadDeployment through its
@@ -13,14 +15,32 @@ from collections.abc import Iterable
 from typing import Any
 
 from federation.api.constants import Kind, Label
-from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.downstream import UpstreamRef, upstream_identity
-from federation.fleetview import CITY_INDEX, project_clusters
+from federation.fleet.projection import CELL_ANNOTATION
+from federation.fleetview import CITY_INDEX, UPSTREAM_INDEX, cell_clusters, cell_synced, project_clusters, upstream_key
 from mcruntime import controllerutil
+from mcruntime.indexers import CONTROLLER_UID
 from mcruntime.manager import Manager
-from mcruntime.objects import meta
+from mcruntime.objects import Obj, meta
 from mcruntime.request import Request
-from mcruntime.source import ClusterEvent
+from mcruntime.resources import Resource
+from mcruntime.source import ClusterEvent, ClusterEventType
+
+PLACEMENT_CITY_INDEX = "placement-city"  # Workloads by every city code their placements name
+PROJECTED_FROM_INDEX = "projected-from"  # Instance projections by the cell they mirror
+
+
+def placement_cities(workload: dict[str, Any]) -> list[str]:
+    """Index: every city code a Workload's placements name."""
+    cities = [str(c) for p in (workload.get("spec") or {}).get("placements") or [] for c in p.get("cityCodes") or []]
+    return sorted(set(cities))
+
+
+def projected_from(projection: Obj) -> list[str]:
+    """Index: the cell a projection mirrors."""
+    cell = (meta(projection).get("annotations") or {}).get(CELL_ANNOTATION)
+    return [str(cell)] if cell else []
 
 
 def _namespace(mgr: Manager, cell_name: str, obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -46,26 +66,101 @@ def deployment_of_instance(instance: dict[str, Any]) -> str | None:
 
 
 class Routes:
+    """The map functions of the management-mode controllers over one Manager's clusters."""
+
     def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
 
     def _served(self, project: str) -> bool:
         return project in self.mgr.clusters
 
+    def _in_projects(self, resource: Resource, index: str, value: str) -> list[Request]:
+        """A request for every object of `resource` in every project whose `index` is `value`."""
+        return [
+            Request(project.name, str(meta(obj).get("namespace")), str(meta(obj).get("name")))
+            for project in project_clusters(self.mgr)
+            for obj in project.cache.informer_of(resource).store.by_index(index, value)
+        ]
+
+    # ------------------------------------------------------------------ cell objects → project WDs
     async def wd_of_copy(self, cell_name: str, copy: dict[str, Any]) -> list[Request]:
+        """A downstream copy → its project WD (unlabelled, foreign or unserved: nothing)."""
         ref = upstream_identity(copy, _namespace(self.mgr, cell_name, copy))
         if ref is None or not self._served(ref.project):
             return []
         return [Request(ref.project, ref.namespace, ref.name)]
 
+    async def wds_of_namespace(self, cell_name: str, ns: dict[str, Any]) -> list[Request]:
+        """A downstream namespace changed (deleted by hand, relabelled): its copies' WDs."""
+        cell = self.mgr.clusters.get(cell_name)
+        ref = upstream_identity(None, ns)
+        if cell is None or ref is None or not self._served(ref.project):
+            return []
+        copies = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list(str(meta(ns).get("name")))
+        return [Request(ref.project, ref.namespace, str(meta(c).get("name"))) for c in copies]
+
+    def wds_of_city(self, city: str) -> list[Request]:
+        """Every project WD placed in `city`."""
+        return self._in_projects(WORKLOAD_DEPLOYMENTS, CITY_INDEX, city) if city else []
+
+    # ------------------------------------------------------------------ cell lifecycle
     def wds_of_cell(self, event: ClusterEvent) -> Iterable[Request]:
         """A cell changed state (engaged, ready, unreachable, removed): the WDs of its city
         re-aggregate (an unreachable cell's numbers must turn stale on time)."""
-        city = event.labels.get(Label.TOPOLOGY_CITY_CODE)
-        if not city:
+        return self.wds_of_city(event.labels.get(Label.TOPOLOGY_CITY_CODE, ""))
+
+    def wds_to_replan(self, event: ClusterEvent) -> list[Request]:
+        """A cell engaged, ready again, relabelled or removed: the WDs of its city re-plan,
+        and (when it is ready) every copy it holds is checked against its upstream WD —
+        the orphan sweep that removes copies whose WD was deleted while the cell was away."""
+        if event.type is ClusterEventType.UNREACHABLE:
+            return []  # an unreachable cell keeps its share; nothing to re-plan
+        requests = dict.fromkeys(self.wds_of_city(event.labels.get(Label.TOPOLOGY_CITY_CODE, "")))
+        cell = self.mgr.clusters.get(event.cluster)
+        if event.type is ClusterEventType.READY and cell is not None:
+            namespaces = cell.cache.informer_of(NAMESPACES)
+            for copy in cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list():
+                ref = upstream_identity(copy, namespaces.get(str(meta(copy).get("namespace") or "")))
+                if ref is not None and self._served(ref.project):
+                    requests[Request(ref.project, ref.namespace, ref.name)] = None
+        return list(requests)
+
+    def workloads_of_cell(self, event: ClusterEvent) -> Iterable[Request]:
+        """A cell engaged, relabelled or removed: every Workload placing into its city."""
+        if event.type not in (ClusterEventType.ENGAGED, ClusterEventType.DISENGAGED):
             return []
-        requests: list[Request] = []
-        for project in project_clusters(self.mgr):
-            for wd in project.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.by_index(CITY_INDEX, city):
-                requests.append(Request(project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name"))))
-        return requests
+        city = event.labels.get(Label.TOPOLOGY_CITY_CODE)
+        return self._in_projects(WORKLOADS, PLACEMENT_CITY_INDEX, city) if city else []
+
+    def projections_of_cell(self, event: ClusterEvent) -> Iterable[Request]:
+        """A cell removed or ready again: the projections it fed are checked."""
+        if event.type not in (ClusterEventType.DISENGAGED, ClusterEventType.READY):
+            return []
+        return self._in_projects(INSTANCES, PROJECTED_FROM_INDEX, event.cluster)
+
+    # ------------------------------------------------------------------ Instances → projections
+    async def projection_of_instance(self, cell_name: str, instance: Obj) -> list[Request]:
+        """A cell Instance → the projection of that name in its project namespace."""
+        ref = upstream_of(self.mgr, cell_name, instance)
+        if ref is None:
+            return []
+        return [Request(ref.project, ref.namespace, str(meta(instance).get("name")))]
+
+    async def projections_of_wd(self, project_name: str, wd: Obj) -> list[Request]:
+        """A project WD changed (created, deleted, moved): its projections and the cell
+        Instances of its copies re-project."""
+        project = self.mgr.clusters.get(project_name)
+        if project is None:
+            return []
+        namespace = str(meta(wd).get("namespace") or "")
+        names = {str(meta(p).get("name")) for p in project.cache.informer_of(INSTANCES).store.by_index(
+            CONTROLLER_UID, str(meta(wd).get("uid") or ""))}  # fmt: skip
+        key = upstream_key(project_name, namespace)
+        for cell in cell_clusters(self.mgr):
+            if cell.cache.view_of(INSTANCES) is None or not cell_synced(cell):
+                continue
+            for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
+                for inst in cell.cache.informer_of(INSTANCES).store.list(str(meta(ns)["name"])):
+                    if deployment_of_instance(inst) == meta(wd).get("name"):
+                        names.add(str(meta(inst).get("name")))
+        return [Request(project_name, namespace, name) for name in sorted(names)]

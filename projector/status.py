@@ -26,10 +26,12 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Mapping
+from typing import Any
 
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas, copy_ordinals, downstream_copy
+from federation.downstream import cell_owns_replicas, downstream_copy, own_copies, planned_shares
 from federation.fleetview import (
     CELL_COPIES_SELECTOR,
     CELLS,
@@ -40,7 +42,7 @@ from federation.fleetview import (
     read_cell_copies,
     registered_cells,
 )
-from federation.placement import PlacementError, Share, plan
+from federation.placement import PlacementError, Share
 from federation.settings import ManagerSettings
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
@@ -75,12 +77,10 @@ class StatusProjector:
         if project_ns is None:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
         # 4. desired status from the pure functions (plan, aggregate)
-        uid = str(meta(wd)["uid"])
-        copies = {cell.name: copy for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)
-                  if (meta(copy).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) == uid}  # fmt: skip
-        current = {cell: r for cell, copy in copies.items() if (r := copy_ordinals(copy)) is not None}
+        found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
+        copies = own_copies(wd, found)
         try:
-            shares = plan(wd, registered_cells(self.mgr), current)
+            shares = planned_shares(wd, registered_cells(self.mgr), found)
         except PlacementError as exc:
             raise PermanentError(str(exc)) from exc  # the federator reports it on the WD as an Event
         namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
@@ -92,7 +92,7 @@ class StatusProjector:
         return Result(requeue_after=deadline)
 
     def _reports(
-        self, wd: Obj, shares: list[Share], copies: dict[str, Obj], namespace: str, project: str
+        self, wd: Obj, shares: list[Share], copies: Mapping[str, Mapping[str, Any]], namespace: str, project: str
     ) -> tuple[list[CellReport], float | None]:
         """One report per target cell, and the seconds until an unreachable cell's numbers
         turn stale (None when no cell is on its way to stale)."""

@@ -13,13 +13,15 @@ from federation.downstream import (
     UPSTREAM_UID_ANNOTATION,
     UpstreamRef,
     cell_owns_replicas,
-    copy_matches,
     copy_ordinals,
     downstream_copy,
     downstream_namespace,
+    own_copies,
+    planned_shares,
     upstream_identity,
 )
-from federation.placement import PlacementError, Share
+from federation.placement import CellInfo, PlacementError, Share, plan
+from mcruntime.controllerutil import is_subset
 
 TEMPLATE = {
     "metadata": {
@@ -206,7 +208,9 @@ def test_copy_ordinals(annotations: dict[str, str], spec: dict[str, Any], expect
     assert copy_ordinals({"metadata": {"annotations": annotations}, "spec": spec}) == expected
 
 
-# ------------------------------------------------------------------ copy_matches
+# ------------------------------------------------------------------ "the copy already says it"
+# One comparator decides it everywhere (federator, projector, `check`, `plan`):
+# controllerutil.is_subset over the intent without its type fields.
 
 DESIRED: dict[str, Any] = {
     "apiVersion": API_VERSION,
@@ -242,8 +246,8 @@ def cached(**changes: Any) -> dict[str, Any]:
         ),
         pytest.param(
             cached(spec__template={"spec": {"containers": [{"name": "c", "image": "i:1", "x": 1}]}}),
-            False,
-            id="lists-compare-whole",
+            True,
+            id="a-field-a-cell-defaults-inside-a-list-item-is-not-drift",
         ),
         pytest.param(
             cached(spec__template={"spec": {"containers": [{"name": "c", "image": "i:1"}], "extra": 1}}),
@@ -253,14 +257,15 @@ def cached(**changes: Any) -> dict[str, Any]:
         pytest.param(cached(spec="oops"), False, id="map-replaced-by-scalar"),
     ],
 )
-def test_copy_matches(cached_obj: dict[str, Any], matches: bool) -> None:
-    assert copy_matches(DESIRED, cached_obj) is matches
+def test_a_copy_matches_its_intent(cached_obj: dict[str, Any], matches: bool) -> None:
+    intent = {k: v for k, v in DESIRED.items() if k not in ("apiVersion", "kind")}
+    assert is_subset(intent, cached_obj) is matches
 
 
-def test_copy_matches_keeps_json_types_apart() -> None:
-    assert not copy_matches({"spec": {"enabled": True}}, {"spec": {"enabled": 1}})
-    assert not copy_matches({"spec": {"n": 1}}, {"spec": {"n": True}})
-    assert copy_matches({"spec": {"n": 1}}, {"spec": {"n": 1}})
+def test_a_copy_match_keeps_json_types_apart() -> None:
+    assert not is_subset({"spec": {"enabled": True}}, {"spec": {"enabled": 1}})
+    assert not is_subset({"spec": {"n": 1}}, {"spec": {"n": True}})
+    assert is_subset({"spec": {"n": 1}}, {"spec": {"n": 1}})
 
 
 # ------------------------------------------------------------------ upstream_identity
@@ -339,3 +344,45 @@ def test_a_forged_cluster_label_on_the_copy_is_not_read() -> None:
     forged = cell_copy(**{Label.UPSTREAM_CLUSTER_NAME: "cluster-acme_shop"})
     ref = upstream_identity(forged, cell_ns())
     assert ref is not None and ref.project == "web"
+
+
+# ------------------------------------------------------------------ planned_shares
+REGISTERED = [CellInfo("dfw-1", "DFW"), CellInfo("dfw-2", "DFW"), CellInfo("lhr-1", "LHR")]
+
+
+def held_copy(uid: str, start: str, replicas: Any) -> dict[str, Any]:
+    annotations = {UPSTREAM_UID_ANNOTATION: uid, Annotation.ORDINAL_START: start}
+    return {"metadata": {"name": "api", "annotations": annotations}, "spec": {"replicas": replicas}}
+
+
+@pytest.mark.parametrize(
+    ("copies", "current"),
+    [
+        pytest.param([], {}, id="no-copy"),
+        pytest.param([("dfw-2", held_copy("wd-uid", "0", 3))], {"dfw-2": range(0, 3)}, id="own-copy-is-the-hint"),
+        pytest.param([("dfw-2", held_copy("old-uid", "0", 3))], {}, id="a-copy-of-an-earlier-wd-is-not"),
+        pytest.param([("dfw-1", held_copy("wd-uid", "x", 3))], {}, id="unreadable-ordinals-are-no-hint"),
+        pytest.param(
+            [("dfw-1", held_copy("wd-uid", "2", 1)), ("dfw-2", held_copy("wd-uid", "0", 2))],
+            {"dfw-1": range(2, 3), "dfw-2": range(0, 2)},
+            id="every-own-copy",
+        ),
+    ],
+)
+def test_planned_shares_is_plan_over_the_ordinals_the_own_copies_hold(
+    copies: list[tuple[str, dict[str, Any]]], current: dict[str, range]
+) -> None:
+    wd = project_wd(cityCode="DFW", replicas=3)
+    wd["metadata"]["uid"] = "wd-uid"
+    assert set(own_copies(wd, copies)) == {
+        cell for cell, c in copies if c["metadata"]["annotations"][UPSTREAM_UID_ANNOTATION] == "wd-uid"
+    }
+    assert planned_shares(wd, REGISTERED, copies) == plan(wd, REGISTERED, current)
+
+
+def test_planned_shares_without_a_uid_reads_no_copy() -> None:
+    wd = project_wd(cityCode="DFW", replicas=3)
+    wd["metadata"].pop("uid", None)
+    copies = [("dfw-2", held_copy("", "0", 3))]
+    assert own_copies(wd, copies) == {}
+    assert planned_shares(wd, REGISTERED, copies) == plan(wd, REGISTERED, {})

@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 
 from federation.api.constants import Annotation, Finalizer, Label
-from federation.federator import Federator
 from mcruntime import Manager, Request
+from projector.routing import Routes
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, record, running
 
 GROUP, VERSION = "compute.datumapis.com", "v1alpha"
@@ -291,8 +291,7 @@ async def test_downstream_events_map_back_to_the_bare_project_name(tmp_path: Pat
         await eventually(lambda: Request("web", "default", "api") in recording.requests, "the mapped request")
         assert all(r.cluster in ("web", "shop") for r in recording.requests), recording.requests
         # foreign namespace labels, missing labels, or an unknown project produce no request
-        federator = next(c.reconciler for c in mgr.controllers if c.name == "federator").inner
-        assert isinstance(federator, Federator)
+        routes = Routes(mgr)
         cell = Plane(f.server("dfw-1"))
         cell.create("namespaces", {"metadata": {"name": "hand-made"}})
         unlabelled = workload_deployment("stray", "DFW")
@@ -308,9 +307,9 @@ async def test_downstream_events_map_back_to_the_bare_project_name(tmp_path: Pat
         WDs(f, "dfw-1").create(foreign)
         await anyio.sleep(0.5)
         assert not [r for r in recording.requests if r.name == "stray"], recording.requests
-        assert await federator.upstream_of_copy("dfw-1", unlabelled) == []
-        assert await federator.upstream_of_copy("dfw-1", foreign) == []
-        assert await federator.upstream_of_copy("no-such-cell", foreign) == []
+        assert await routes.wd_of_copy("dfw-1", unlabelled) == []
+        assert await routes.wd_of_copy("dfw-1", foreign) == []
+        assert await routes.wd_of_copy("no-such-cell", foreign) == []
         # an empty cluster name never reaches reconcile
         ctrl = next(c for c in mgr.controllers if c.name == "federator")
         recording.requests.clear()

@@ -14,12 +14,18 @@ from typing import Any
 
 from federation.api.constants import Annotation, Finalizer, Label
 from federation.api.naming import downstream_namespace_name
-from federation.downstream import cell_owns_replicas, copy_ordinals, downstream_copy, downstream_namespace
-from federation.placement import CellInfo, plan
+from federation.downstream import (
+    cell_owns_replicas,
+    copy_ordinals,
+    downstream_copy,
+    downstream_namespace,
+    planned_shares,
+)
+from federation.fleet.projection import Source, projection, projection_status
+from federation.placement import CellInfo
 from federation.registration import project_cluster_name
 from federation.snapshot import OK, CellSnapshot, Health, ProjectSnapshot, Snapshot
 from projector.aggregate import CellReport, aggregate
-from projector.instances import Source, projection, projection_status
 from tests.federation.test_federator import workload_deployment
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
@@ -121,8 +127,7 @@ class World:
         """The federator's writes for one WD: namespaces and copies in the planned cells."""
         p = self.projects[project]
         project_ns = p.namespace(wd["metadata"]["namespace"])
-        current = {cell: r for cell, c in self.copies_of(project, wd).items() if (r := copy_ordinals(c)) is not None}
-        for share in plan(wd, self.cell_infos(), current):
+        for share in planned_shares(wd, self.cell_infos(), self.copies_of(project, wd).items()):
             cell = self.cells[share.cell]
             ns = downstream_namespace(project, p.label, project_ns)
             if not any(n["metadata"]["name"] == ns["metadata"]["name"] for n in cell.namespaces):
@@ -214,8 +219,7 @@ class World:
         """The projector's writes for one WD: projections and the aggregated status."""
         p = self.projects[project]
         copies = self.copies_of(project, wd)
-        current = {cell: r for cell, c in copies.items() if (r := copy_ordinals(c)) is not None}
-        shares = plan(wd, self.cell_infos(), current)
+        shares = planned_shares(wd, self.cell_infos(), copies.items())
         p.instances = [i for i in p.instances if i["metadata"]["ownerReferences"][0]["uid"] != wd["metadata"]["uid"]]
         for cell_name, c in sorted(copies.items()):
             for inst in self.cells[cell_name].instances:

@@ -53,7 +53,7 @@ class Fleet:
     async def add_project(self, path: str, *, register: bool = True) -> str:
         name = project_cluster_name(path)
         server = await self._start(name)
-        for crd in _compute_crds():
+        for crd in compute_crds():
             await install_crd(server, crd)
         self.projects[name] = server
         self.project_paths[name] = path
@@ -61,9 +61,12 @@ class Fleet:
             self.register(name)
         return name
 
-    async def add_cell(self, name: str, city: str, *, register: bool = True) -> str:
+    async def add_cell(
+        self, name: str, city: str, *, register: bool = True, crds: Iterable[dict[str, Any]] | None = None
+    ) -> str:
+        """A cell with the project's compute CRDs, or `crds` (a cell at another CRD version)."""
         server = await self._start(name)
-        for crd in _compute_crds():
+        for crd in compute_crds() if crds is None else crds:
             await install_crd(server, crd)
         self.cells[name] = server
         self.cities[name] = city
@@ -116,7 +119,7 @@ def _address(obj: dict[str, Any]) -> tuple[str, str, str]:
     return plural, group, version
 
 
-def _compute_crds() -> list[dict[str, Any]]:
+def compute_crds() -> list[dict[str, Any]]:
     return [c for c in all_crd_manifests() if c["spec"]["group"] != INVENTORY_GROUP]
 
 
