@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Callable
 
 from cells import instance, podruntime, quotagrant, workloaddeployment
+from federation.controllers import federator, workload
 from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
 from mcruntime.leaderelection import LeaderElectionConfig
@@ -25,7 +26,6 @@ from mcruntime.transport import Transport
 from projector import instances as instance_projector
 from projector import status as status_projector
 
-from . import federator, workload
 from .settings import CLUSTER_ROLE_LABEL, ManagerSettings
 
 log = logging.getLogger("federation")

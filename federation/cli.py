@@ -46,8 +46,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     settings_module.add_arguments(run)
     run.set_defaults(run=_run)
-    # read-only operator commands over one read of the federation (federation/inspection.py)
-    from federation import inspection
+    # read-only operator commands over one read of the federation (federation/ops/inspection.py)
+    from federation.ops import inspection
 
     status = sub.add_parser(
         "status", parents=[common], help="project WorkloadDeployments by cell: replicas, freshness and the worst reason"
@@ -97,19 +97,19 @@ async def _crds(args: argparse.Namespace) -> None:
 
 
 async def _status(args: argparse.Namespace) -> None:
-    from federation import inspection
+    from federation.ops import inspection
 
     await inspection.status(args)
 
 
 async def _plan(args: argparse.Namespace) -> None:
-    from federation import inspection
+    from federation.ops import inspection
 
     await inspection.plan(args)
 
 
 async def _check(args: argparse.Namespace) -> None:
-    from federation import inspection
+    from federation.ops import inspection
 
     await inspection.check(args)
 

@@ -39,9 +39,8 @@ from typing import NoReturn
 
 from federation.api.constants import Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.downstream import UPSTREAM_UID_ANNOTATION
-from federation.fleet.projection import Source, choose, holds_ordinal, projection, projection_status
-from federation.fleetview import (
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION
+from federation.fleet.fleetview import (
     CELLS,
     PROJECTS,
     UPSTREAM_INDEX,
@@ -50,6 +49,8 @@ from federation.fleetview import (
     read_cell_copies,
     upstream_key,
 )
+from federation.fleet.projection import Source, choose, holds_ordinal, projection, projection_status
+from federation.fleet.routing import PROJECTED_FROM_INDEX, Routes, deployment_of_instance, projected_from
 from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.client import Preconditions
@@ -62,8 +63,6 @@ from mcruntime.objects import Obj, meta
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.request import Request
-
-from .routing import PROJECTED_FROM_INDEX, Routes, deployment_of_instance, projected_from
 
 log = logging.getLogger(__name__)
 

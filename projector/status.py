@@ -31,8 +31,9 @@ from typing import Any
 
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.downstream import cell_owns_replicas, downstream_copy, own_copies, planned_shares
-from federation.fleetview import (
+from federation.fleet.aggregate import CellReport, aggregate
+from federation.fleet.downstream import cell_owns_replicas, downstream_copy, own_copies, planned_shares
+from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELLS,
     CITY_INDEX,
@@ -42,7 +43,8 @@ from federation.fleetview import (
     read_cell_copies,
     registered_cells,
 )
-from federation.placement import PlacementError, Share
+from federation.fleet.placement import PlacementError, Share
+from federation.fleet.routing import Routes
 from federation.settings import ManagerSettings
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
@@ -50,9 +52,6 @@ from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.request import Request
-
-from .aggregate import CellReport, aggregate
-from .routing import Routes
 
 log = logging.getLogger(__name__)
 

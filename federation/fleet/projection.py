@@ -19,7 +19,7 @@ from typing import Any
 
 from federation.api.constants import Label
 from federation.api.resources import INSTANCES
-from federation.downstream import copy_ordinals
+from federation.fleet.downstream import copy_ordinals
 from mcruntime import controllerutil
 from mcruntime.objects import Obj, meta
 

@@ -6,7 +6,7 @@ ClusterProfile — and what a scenario needs on top:
 - faults through each server's `/_embedded/` admin endpoints (errors, latency, dropped
   watches, expired history, pauses);
 - convergence judged over the whole federation by the invariant checker
-  (`federation.invariants`, what `federation-manager check` runs) plus settled status;
+  (`federation.ops.invariants`, what `federation-manager check` runs) plus settled status;
 - the managers' writes told apart from the test's own (kubectl as the admin) by the
   servers' per-user request counters;
 - one row of the report per scenario (`record`), printed at the end of the test run.
@@ -29,8 +29,8 @@ import anyio
 import pytest
 import yaml
 
-from federation.invariants import Report, check
-from federation.snapshot import Snapshot, load_snapshot, management_config
+from federation.ops.invariants import Report, check
+from federation.ops.snapshot import Snapshot, load_snapshot, management_config
 from kubeplane.testing import kubectl_path
 from mcruntime.connection import from_kubeconfig_file
 from mcruntime.errors import APIError, TransportError

@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 
-from federation.snapshot import Snapshot
+from federation.ops.snapshot import Snapshot
 
 from .harness import CHAOS, Chaos, Row, chaos_fleet, record, wd
 

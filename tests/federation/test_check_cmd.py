@@ -9,8 +9,8 @@ import copy
 import json
 from pathlib import Path
 
-from federation.invariants import check
-from federation.snapshot import load_snapshot
+from federation.ops.invariants import check
+from federation.ops.snapshot import load_snapshot
 from tests.federation.test_federator import WDs
 from tests.projector.cellsim import GROUP, VERSION
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, running

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from federation.api.constants import API_VERSION, Annotation, Label
-from federation.downstream import (
+from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
     UpstreamRef,
     cell_owns_replicas,
@@ -20,7 +20,7 @@ from federation.downstream import (
     planned_shares,
     upstream_identity,
 )
-from federation.placement import CellInfo, PlacementError, Share, plan
+from federation.fleet.placement import CellInfo, PlacementError, Share, plan
 from mcruntime.controllerutil import is_subset
 
 TEMPLATE = {

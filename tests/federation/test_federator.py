@@ -13,8 +13,8 @@ from typing import Any
 import anyio
 
 from federation.api.constants import Annotation, Finalizer, Label
+from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
-from projector.routing import Routes
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, record, running
 
 GROUP, VERSION = "compute.datumapis.com", "v1alpha"

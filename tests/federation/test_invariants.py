@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from federation.api.constants import Annotation, Finalizer, Label
-from federation.invariants import ViolationKind, carries_status, check, status_differences, violations
-from federation.snapshot import Health
+from federation.ops.invariants import ViolationKind, carries_status, check, status_differences, violations
+from federation.ops.snapshot import Health
 from tests.federation.worlds import World, standard, uid
 
 K = ViolationKind

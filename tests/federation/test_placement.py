@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.placement import (
+from federation.fleet.placement import (
     MAX_OPTIMISED_CELLS,
     CellInfo,
     PlacementError,

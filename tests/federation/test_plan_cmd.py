@@ -15,9 +15,9 @@ import yaml
 from rich.console import Console
 
 from federation import cli
-from federation.placement import PlacementError
-from federation.planview import Action, InputError, parse_workload_deployment, plan_view, render, summary, to_json
-from federation.snapshot import Health
+from federation.fleet.placement import PlacementError
+from federation.ops.planview import Action, InputError, parse_workload_deployment, plan_view, render, summary, to_json
+from federation.ops.snapshot import Health
 from tests.federation.test_federator import WDs, shares, workload_deployment
 from tests.support import Fleet, eventually
 

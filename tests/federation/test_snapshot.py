@@ -1,4 +1,4 @@
-"""Reading a federation once (federation/snapshot.py): registrations from the management
+"""Reading a federation once (federation/ops/snapshot.py): registrations from the management
 cluster, what projects and cells hold, and every way a cluster can fail to answer —
 recorded with the reason, never raised and never waited on past the deadline."""
 
@@ -14,9 +14,9 @@ import anyio.abc
 import pytest
 
 from federation.api.constants import REGISTRATION_NAMESPACE
-from federation.placement import CellInfo
+from federation.fleet.placement import CellInfo
+from federation.ops.snapshot import SnapshotSourceError, load_snapshot, management_kubeconfig
 from federation.registration import cell_profile, kubeconfig_secret
-from federation.snapshot import SnapshotSourceError, load_snapshot, management_kubeconfig
 from mcruntime import ConnectionConfig
 from tests.federation.test_federator import WDs, workload_deployment
 from tests.support import Plane, eventually, fleet, management_settings, running

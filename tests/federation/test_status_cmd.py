@@ -17,9 +17,9 @@ from rich.console import Console
 from rich.text import Text
 
 from federation.api.constants import Annotation
-from federation.inspection import watch
-from federation.snapshot import Health
-from federation.statusview import CopyState, render, status_view, to_json, worst_condition
+from federation.ops.inspection import watch
+from federation.ops.snapshot import Health
+from federation.ops.statusview import CopyState, render, status_view, to_json, worst_condition
 from tests.federation.test_federator import WDs, workload_deployment
 from tests.support import Fleet, eventually
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from federation.api.constants import Annotation, Label
-from federation.downstream import upstream_identity
+from federation.fleet.downstream import upstream_identity
 from tests.support import Fleet, Plane, all_idle, eventually, fleet, management_settings, running
 
 from .test_federator import WDs, shares, workload_deployment

@@ -11,8 +11,8 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from federation.invariants import check
-from federation.snapshot import load_snapshot
+from federation.ops.invariants import check
+from federation.ops.snapshot import load_snapshot
 from tests.federation.test_federator import WDs, workload_deployment
 from tests.projector.cellsim import settle
 from tests.support import eventually, fleet, management_settings, running

@@ -14,18 +14,18 @@ from typing import Any
 
 from federation.api.constants import Annotation, Finalizer, Label
 from federation.api.naming import downstream_namespace_name
-from federation.downstream import (
+from federation.fleet.aggregate import CellReport, aggregate
+from federation.fleet.downstream import (
     cell_owns_replicas,
     copy_ordinals,
     downstream_copy,
     downstream_namespace,
     planned_shares,
 )
+from federation.fleet.placement import CellInfo
 from federation.fleet.projection import Source, projection, projection_status
-from federation.placement import CellInfo
+from federation.ops.snapshot import OK, CellSnapshot, Health, ProjectSnapshot, Snapshot
 from federation.registration import project_cluster_name
-from federation.snapshot import OK, CellSnapshot, Health, ProjectSnapshot, Snapshot
-from projector.aggregate import CellReport, aggregate
 from tests.federation.test_federator import workload_deployment
 
 NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

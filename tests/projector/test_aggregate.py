@@ -9,9 +9,9 @@ from typing import Any
 import pytest
 
 from federation.api.conditions import find_condition_json
-from federation.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy
-from federation.placement import PlacementError, Share
-from projector.aggregate import CELL_UNREACHABLE, CellReport, aggregate
+from federation.fleet.aggregate import CELL_UNREACHABLE, CellReport, aggregate
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy
+from federation.fleet.placement import PlacementError, Share
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)

@@ -23,6 +23,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from federation.api.conditions import rfc3339_now
+from federation.api.constants import Finalizer
+from federation.api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
+from federation.controllers.deployments import desired_deployments, workload_status
+from federation.fleet.fleetview import CELLS, PROJECTS, registered_cells
+from federation.fleet.routing import PLACEMENT_CITY_INDEX, Routes, placement_cities
+from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster
@@ -31,14 +38,6 @@ from mcruntime.manager import Manager
 from mcruntime.objects import meta
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.request import Request
-from projector.routing import PLACEMENT_CITY_INDEX, Routes, placement_cities
-
-from .api.conditions import rfc3339_now
-from .api.constants import Finalizer
-from .api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
-from .deployments import desired_deployments, workload_status
-from .fleetview import CELLS, PROJECTS, registered_cells
-from .settings import ManagerSettings
 
 log = logging.getLogger(__name__)
 

@@ -43,21 +43,9 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from mcruntime import controllerutil
-from mcruntime.client import Preconditions
-from mcruntime.cluster import Cluster, ClusterState
-from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
-from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
-from mcruntime.manager import Manager
-from mcruntime.objects import Obj, meta
-from mcruntime.predicates import not_status_only
-from mcruntime.reconciler import PermanentError, Result, TemporaryError
-from mcruntime.request import Request
-from projector.routing import Routes
-
-from .api.constants import Finalizer, Label
-from .api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
-from .downstream import (
+from federation.api.constants import Finalizer, Label
+from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
     cell_owns_replicas,
     downstream_copy,
@@ -65,7 +53,7 @@ from .downstream import (
     planned_shares,
     upstream_identity,
 )
-from .fleetview import (
+from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELL_NAMESPACES_SELECTOR,
     CELLS,
@@ -79,8 +67,19 @@ from .fleetview import (
     namespace_upstream,
     registered_cells,
 )
-from .placement import PlacementError, Share, city_code
-from .settings import ManagerSettings
+from federation.fleet.placement import PlacementError, Share, city_code
+from federation.fleet.routing import Routes
+from federation.settings import ManagerSettings
+from mcruntime import controllerutil
+from mcruntime.client import Preconditions
+from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.manager import Manager
+from mcruntime.objects import Obj, meta
+from mcruntime.predicates import not_status_only
+from mcruntime.reconciler import PermanentError, Result, TemporaryError
+from mcruntime.request import Request
 
 log = logging.getLogger(__name__)
 

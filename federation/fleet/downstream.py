@@ -38,10 +38,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .api.clusternames import decode_upstream_cluster_name
-from .api.constants import API_VERSION, Annotation, Kind, Label
-from .api.naming import downstream_namespace_name
-from .placement import CellInfo, Share, city_code, plan
+from federation.api.clusternames import decode_upstream_cluster_name
+from federation.api.constants import API_VERSION, Annotation, Kind, Label
+from federation.api.naming import downstream_namespace_name
+from federation.fleet.placement import CellInfo, Share, city_code, plan
 
 # on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
 UPSTREAM_UID_ANNOTATION = str(Annotation.UPSTREAM_UID)

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from .api.conditions import FALSE, TRUE, find_condition_json, set_condition_json
-from .api.constants import API_VERSION, Kind, Label
-from .api.naming import workload_deployment_name
-from .api.reasons import WorkloadCondition, WorkloadDeploymentAvailableReason
+from federation.api.conditions import FALSE, TRUE, find_condition_json, set_condition_json
+from federation.api.constants import API_VERSION, Kind, Label
+from federation.api.naming import workload_deployment_name
+from federation.api.reasons import WorkloadCondition, WorkloadDeploymentAvailableReason
 
 COUNTERS = ("replicas", "currentReplicas", "desiredReplicas", "readyReplicas")
 

@@ -11,7 +11,7 @@ read: its numbers are not shown rather than guessed).
 
 The worst condition is the project WD's own (written by the projector): among
 `Available` and `ReplicasReady`, False before Unknown before True, then the projector's
-reason order (`projector.aggregate.REASON_ORDER`)."""
+reason order (`federation.fleet.aggregate.REASON_ORDER`)."""
 
 from __future__ import annotations
 
@@ -24,12 +24,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from federation.fleet.aggregate import AVAILABLE, REASON_ORDER, REPLICAS_READY
+from federation.fleet.downstream import planned_shares
+from federation.fleet.placement import CellInfo, PlacementError
+from federation.ops.snapshot import CellCopy, Snapshot
 from mcruntime.objects import Obj, meta, name_of
-from projector.aggregate import AVAILABLE, REASON_ORDER, REPLICAS_READY
-
-from .downstream import planned_shares
-from .placement import CellInfo, PlacementError
-from .snapshot import CellCopy, Snapshot
 
 _STATUS_RANK = {"False": 0, "Unknown": 1, "True": 2}
 _REASON_RANK = {str(reason): i for i, reason in enumerate(REASON_ORDER)}

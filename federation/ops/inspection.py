@@ -28,13 +28,12 @@ import anyio.abc
 from rich.console import Console, Group, RenderableType
 from rich.text import Text
 
+from federation.api.constants import REGISTRATION_NAMESPACE
+from federation.fleet.placement import PlacementError, city_code, desired_replicas
+from federation.ops import invariants, planview, statusview
+from federation.ops.snapshot import DEFAULT_TIMEOUT, Snapshot, SnapshotSourceError, load_snapshot, management_config
 from mcruntime.connection import ConnectionConfig
 from mcruntime.errors import ConfigError
-
-from . import invariants, planview, statusview
-from .api.constants import REGISTRATION_NAMESPACE
-from .placement import PlacementError, city_code, desired_replicas
-from .snapshot import DEFAULT_TIMEOUT, Snapshot, SnapshotSourceError, load_snapshot, management_config
 
 DEFAULT_INTERVAL = 2.0
 # Without a terminal there is nothing to fit: tables get room instead of cut-off names.

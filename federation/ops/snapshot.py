@@ -34,19 +34,18 @@ from typing import Any
 
 import anyio
 
+from federation.api.clusterprofile import kubeconfig_secret_name
+from federation.api.constants import KUBECONFIG_SECRET_KEY, REGISTRATION_NAMESPACE, ClusterRole, Label
+from federation.api.resources import CLUSTER_PROFILES, INSTANCES, NAMESPACES, SECRETS, WORKLOAD_DEPLOYMENTS, WORKLOADS
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, UpstreamRef, upstream_identity
+from federation.fleet.fleetview import CELL_COPIES_SELECTOR, CELL_NAMESPACES_SELECTOR
+from federation.fleet.placement import CellInfo
 from mcruntime.client import Client
 from mcruntime.connection import ConnectionConfig, from_kubeconfig_file
 from mcruntime.errors import APIError, ClusterNotReadyError, ConfigError, TransportError
 from mcruntime.objects import Obj, annotations_of, labels_of, meta, name_of
 from mcruntime.providers.secretdata import config_from_secret
 from mcruntime.transport import Transport
-
-from .api.clusterprofile import kubeconfig_secret_name
-from .api.constants import KUBECONFIG_SECRET_KEY, REGISTRATION_NAMESPACE, ClusterRole, Label
-from .api.resources import CLUSTER_PROFILES, INSTANCES, NAMESPACES, SECRETS, WORKLOAD_DEPLOYMENTS, WORKLOADS
-from .downstream import UPSTREAM_UID_ANNOTATION, UpstreamRef, upstream_identity
-from .fleetview import CELL_COPIES_SELECTOR, CELL_NAMESPACES_SELECTOR
-from .placement import CellInfo
 
 DEFAULT_TIMEOUT = 5.0
 MANAGEMENT = "management"

@@ -54,8 +54,8 @@ from federation.api.reasons import (
     WorkloadDeploymentAvailableReason,
     WorkloadDeploymentCondition,
 )
-from federation.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas
-from federation.placement import Share, city_code, desired_replicas
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas
+from federation.fleet.placement import Share, city_code, desired_replicas
 from mcruntime.controllerutil import is_subset
 
 # A cell has been unreachable beyond the freshness threshold: its contribution is Unknown.

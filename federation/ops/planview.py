@@ -29,15 +29,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from federation.api.constants import API_VERSION, Kind
+from federation.api.workloaddeployment import WorkloadDeployment
+from federation.fleet.downstream import cell_owns_replicas, copy_ordinals, downstream_copy, planned_shares
+from federation.fleet.placement import city_code, desired_replicas
+from federation.ops.snapshot import CellCopy, Snapshot
+from federation.ops.statusview import ordinals_text
 from mcruntime.controllerutil import is_subset
 from mcruntime.objects import Obj, meta, name_of
-
-from .api.constants import API_VERSION, Kind
-from .api.workloaddeployment import WorkloadDeployment
-from .downstream import cell_owns_replicas, copy_ordinals, downstream_copy, planned_shares
-from .placement import city_code, desired_replicas
-from .snapshot import CellCopy, Snapshot
-from .statusview import ordinals_text
 
 # downstream_copy wants a UID and a namespace; only the spec it builds is compared here
 _PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"

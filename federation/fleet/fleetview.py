@@ -9,6 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from federation.api.constants import ClusterRole, Label
+from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.fleet.downstream import upstream_identity
+from federation.fleet.placement import CellInfo
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotReadyError
@@ -16,11 +20,6 @@ from mcruntime.indexers import field_value
 from mcruntime.manager import Manager
 from mcruntime.objects import meta
 from mcruntime.source import ClusterFilter, engaged
-
-from .api.constants import ClusterRole, Label
-from .api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
-from .downstream import upstream_identity
-from .placement import CellInfo
 
 CELLS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.CELL}")
 PROJECTS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.PROJECT}")

@@ -16,9 +16,16 @@ from typing import Any
 
 from federation.api.constants import Kind, Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS, WORKLOADS
-from federation.downstream import UpstreamRef, upstream_identity
+from federation.fleet.downstream import UpstreamRef, upstream_identity
+from federation.fleet.fleetview import (
+    CITY_INDEX,
+    UPSTREAM_INDEX,
+    cell_clusters,
+    cell_synced,
+    project_clusters,
+    upstream_key,
+)
 from federation.fleet.projection import CELL_ANNOTATION
-from federation.fleetview import CITY_INDEX, UPSTREAM_INDEX, cell_clusters, cell_synced, project_clusters, upstream_key
 from mcruntime import controllerutil
 from mcruntime.indexers import CONTROLLER_UID
 from mcruntime.manager import Manager

@@ -14,7 +14,7 @@ Invariants (each violation is a `Violation` of one kind, its message naming the 
 - `missing-projection`, `extra-projection`, `stale-projection`: a WD's projections and its
   cells' Instances match one to one by name, and each projection names the cell it
   mirrors and carries that Instance's status.
-- `status-mismatch`: the project WD's status equals `projector.aggregate` over its cells
+- `status-mismatch`: the project WD's status equals `federation.fleet.aggregate` over its cells
   (`lastTransitionTime` aside: it records when, not what).
 - `stuck-finalizer`: the federator's finalizer on a deleting WD while no cell holds a
   copy; the workload controller's on a deleting Workload that controls no WD.
@@ -32,16 +32,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from federation.api.constants import Annotation, Finalizer
+from federation.api.naming import downstream_namespace_name
+from federation.fleet.aggregate import CellReport, aggregate
+from federation.fleet.downstream import cell_owns_replicas, downstream_copy, planned_shares, upstream_identity
+from federation.fleet.placement import PlacementError, Share
+from federation.fleet.projection import CELL_ANNOTATION, Source, choose, holds_ordinal
+from federation.ops.snapshot import CellCopy, ProjectSnapshot, Snapshot, controller_uid
 from mcruntime.controllerutil import is_subset
 from mcruntime.objects import Obj, annotations_of, meta, name_of
-from projector.aggregate import CellReport, aggregate
-
-from .api.constants import Annotation, Finalizer
-from .api.naming import downstream_namespace_name
-from .downstream import cell_owns_replicas, downstream_copy, planned_shares, upstream_identity
-from .fleet.projection import CELL_ANNOTATION, Source, choose, holds_ordinal
-from .placement import PlacementError, Share
-from .snapshot import CellCopy, ProjectSnapshot, Snapshot, controller_uid
 
 
 class ViolationKind(enum.StrEnum):
