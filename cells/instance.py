@@ -2,35 +2,22 @@
 with the QuotaGate feature, its ResourceClaim and QuotaGranted condition.
 
 Request key: (cell = the manager's local cluster, namespace, Instance name).
-Reads (caches): Instances; with QuotaGate, ResourceClaims (view: all; a claim event
-enqueues its controlling Instance). One uncached read: while quota is pending, the
-Instance's claim is read live (`get_live`), because the tier requeue exists for grants
-whose watch event never arrived and the cache would be as blind as the watch.
+Reads (caches): Instances; with QuotaGate, ResourceClaims. One uncached read: while quota
+is pending the Instance's claim is read live (DESIGN §3 Instance controller says why).
 Writes, and alone writes: the Instance's `Ready` and `QuotaGranted` conditions (server-side
-apply on the status subresource, field manager `instance-controller`, so the pod runtime's
-Programmed/Available are never touched); removal of scheduling gates from
-`spec.controller.schedulingGates`; the Instance's ResourceClaim `instance-<name>` (create
-only); Warning Events for user-visible blocking reasons.
-Never writes: Programmed, Available or status.controller (pod runtime), anything else of
-the Instance's spec, a claim's status (grant controller), Pods, WorkloadDeployments.
+apply on status, field manager `instance-controller`); removal of scheduling gates; the
+ResourceClaim `instance-<name>` (create only); Warning Events for blocking reasons.
+Never writes: Programmed, Available or status.controller (pod runtime), the rest of the
+Instance's spec, a claim's status (grant controller), Pods, WorkloadDeployments.
 
-DESIGN §3 "Instance controller", and the tests that pin each rule:
-1. Ready derived with the blocking-reason priority of §2, the most specific reason and its
-   message surfaced (`readiness.derive_ready`, unit-tested in tests/cells/test_readiness.py;
-   end to end: test_bad_images_surface_on_instance_and_deployment).
-2. A gate is removed only when its condition is True at the current generation, in the same
-   pass that observes the grant (test_a_grant_on_the_watch_removes_the_gate_in_one_pass).
-3. QuotaGate: one claim per gated Instance, sized from the instance type catalog
-   (tests/cells/test_quota.py, test_quotaclaim.py); a recreated Instance uses only a claim it
-   controls, so it waits for its predecessor's to go
-   (test_a_roll_under_a_full_budget_passes_each_grant_on); while QuotaGranted is not True the
-   request comes back on the tier of its age anchored on creationTimestamp, computed once up
-   front so every return path (and a 409 in that window, instead of error backoff) honours
-   it (test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue,
-   test_tier_interval_is_honoured_on_every_path).
-4. Events for user-visible blocking reasons, on the transition only (the recorder
-   deduplicates repeats) (test_bad_images_surface_on_instance_and_deployment).
-5. Zero requests at steady state (test_zero_writes_when_idle)."""
+DESIGN §3 Instance controller, pinned by: 1 Ready by the blocking priority
+(tests/cells/test_readiness.py, test_bad_images_surface_on_instance_and_deployment);
+2 gates (test_a_grant_on_the_watch_removes_the_gate_in_one_pass); 3 QuotaGate claims and
+tiers (tests/cells/test_quota.py, test_a_roll_under_a_full_budget_passes_each_grant_on,
+test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue,
+test_tier_interval_is_honoured_on_every_path); 4 Events on transitions
+(test_bad_images_surface_on_instance_and_deployment); 5 zero requests at steady state
+(test_zero_writes_when_idle)."""
 
 from __future__ import annotations
 

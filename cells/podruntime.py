@@ -2,32 +2,21 @@
 the Pod's state comes back as the Instance's Programmed and Available conditions.
 
 Request key: (cell = the manager's local cluster, namespace, Instance name); a Pod event
-maps to the Instance of the same name (the Pod's controller, or the Instance a foreign Pod
-of that name stands in the way of).
+maps to the Instance of the same name.
 Reads (caches only): Instances, Pods.
 Writes, and alone writes: Pods of Instances (create; delete when the Instance goes or the
-Pod no longer matches it: Pods are immutable, never patched); the Instance's `Programmed`
-and `Available` conditions and `status.controller.observedTemplateHash` (server-side apply
-on the status subresource, field manager `pod-runtime`); the finalizer
-`compute.datumapis.com/instance-controller` on Instances it runs (DESIGN §2: held until
-what realises the Instance, its Pod, is gone); Warning Events when it cannot run one.
+Pod no longer matches: Pods are never patched); the Instance's `Programmed`, `Available`
+and `status.controller.observedTemplateHash` (status apply, field manager `pod-runtime`);
+the finalizer `compute.datumapis.com/instance-controller`; Warning Events.
 Never writes: Ready, QuotaGranted or the gates (Instance controller), the Instance's spec,
 a Pod the Instance does not control, anything of a virtual-machine Instance.
 
-DESIGN §3 "Pod runtime", and the tests that pin each rule:
-1. A sandbox Instance without scheduling gates becomes a Pod named like it, controller-owned
-   by it, labelled like it (`podspec.pod_for`, tests/cells/test_podspec.py; end to end:
-   test_replicas_become_ready_instances_and_pods).
-2. Pod phase, readiness and container waiting reasons map to Programmed / Available with the
-   container's message (ImagePullBackOff → ImageUnavailable, CrashLoopBackOff →
-   InstanceCrashing) (test_bad_images_surface_on_instance_and_deployment);
-   `status.controller.observedTemplateHash` is the hash the Pod was made from
-   (test_replicas_become_ready_instances_and_pods).
-3. A deleted Pod is recreated on the next reconcile (test_deleted_instance_and_pod_come_back).
-4. The finalizer holds a deleting Instance until its Pod is gone, so an ordinal is never run
-   twice at once during a roll (test_template_edit_and_restart_roll_one_at_a_time_from_the_top,
-   test_cascading_deletion_leaves_nothing).
-5. Zero requests at steady state (test_zero_writes_when_idle)."""
+DESIGN §3 Pod runtime, pinned by: 1 a Pod per ungated sandbox Instance
+(tests/cells/test_podspec.py, test_replicas_become_ready_instances_and_pods); 2 phase and
+waiting reasons to conditions (test_bad_images_surface_on_instance_and_deployment);
+3 a deleted Pod comes back (test_deleted_instance_and_pod_come_back); 4 the finalizer holds
+a deleting Instance until its Pod is gone (test_template_edit_and_restart_roll_one_at_a_time_from_the_top,
+test_cascading_deletion_leaves_nothing); 5 zero requests at steady state (test_zero_writes_when_idle)."""
 
 from __future__ import annotations
 

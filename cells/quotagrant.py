@@ -2,23 +2,19 @@
 namespace against its ResourceBudgets and reports the budgets' usage.
 
 Request key: (cell = the manager's local cluster, "", namespace name): one request per
-namespace, so the work queue (never one key in two workers) serialises every decision
-about a namespace's budget.
+namespace, so the work queue serialises every decision about a namespace's budget.
 Reads (caches): ResourceClaims, ResourceBudgets. One uncached read: before granting, the
-namespace's claims are LISTed live, because a cached read may not yet show this
-controller's own previous grant, and granting from it could overrun a budget.
-Writes, and alone writes: the `Granted` condition of claims (status subresource, merge
-patch conditional on the claim's resourceVersion) and the `status` of budgets (field manager
+namespace's claims are LISTed live (a cached read may miss this controller's own grant).
+Writes, and alone writes: the `Granted` condition of claims (status, merge patch
+conditional on the claim's resourceVersion) and the `status` of budgets (field manager
 `quota-grant`).
-Never writes: claims' spec or metadata (the Instance controller creates them), budgets'
-spec (the cell's operator), Instances (the Instance controller copies the verdict).
+Never writes: claims' spec or metadata, budgets' spec, Instances.
 
-Rules (`quotabudget.decide`, unit-tested in tests/cells/test_quotabudget.py): claims oldest
-first, first fit against every budget; a grant is never taken back; no budget = unlimited.
-End to end: test_a_grant_on_the_watch_removes_the_gate_in_one_pass,
-test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue. A write only when a
-verdict or a usage differs from what is stored: zero requests at steady state
-(test_zero_writes_when_idle)."""
+Rules (`quotabudget.decide`, tests/cells/test_quotabudget.py): oldest first, first fit, a
+grant never taken back, no budget = unlimited. End to end:
+test_a_grant_on_the_watch_removes_the_gate_in_one_pass,
+test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue; zero requests at steady
+state (test_zero_writes_when_idle)."""
 
 from __future__ import annotations
 

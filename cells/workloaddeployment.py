@@ -1,48 +1,23 @@
 """Cell WorkloadDeployment controller (cell mode): a WorkloadDeployment becomes ordered
-Instances `<wd>-<i>`, one action at a time, plus the HorizontalPodAutoscaler it owns when
-it autoscales, and its status.
+Instances `<wd>-<i>`, one action at a time, plus the HPA it owns when it autoscales.
 
 Request key: (cell = the manager's local cluster, namespace, WD name).
-Reads (caches only): WorkloadDeployments; Instances (one view of all, indexed by
-controller uid); HorizontalPodAutoscalers; Namespaces (the two upstream labels).
-Writes, and alone writes: Instances (create, delete, the labels of §2 on existing ones);
-the WD's finalizer `compute.datumapis.com/workload-deployment-controller` and its `status`
-(field manager `cell-workloaddeployment`); the HPA named like the WD, when the WD controls
-it; Events on the WD.
-Never writes: the WD's spec (the federator's; its replicas the HPA's through the scale
-subresource), Instance status or scheduling gates (Instance controller, pod runtime), an
-Instance or HPA the WD does not control (never adopted, never overwritten), Pods.
+Reads (caches only): WorkloadDeployments; Instances (indexed by controller uid);
+HorizontalPodAutoscalers; Namespaces (the two upstream labels).
+Writes, and alone writes: Instances (create, delete, the labels of §2); the WD's finalizer
+`compute.datumapis.com/workload-deployment-controller` and `status` (field manager
+`cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
+Never writes: the WD's spec, Instance status or gates, foreign Instances or HPAs, Pods.
 
-DESIGN §3 "Cell WD controller", and the tests that pin each rule (tests/cells/):
-1. Instances `<wd>-<i>` for i in S..S+N-1 (N = spec.replicas or minReplicas, S = the
-   `ordinal-start` annotation), controller-owned by the WD with the correct Kind, apiVersion
-   and live uid, blockOwnerDeletion; every §2 label stamped, the two upstream labels copied
-   from the namespace (test_replicas_become_ready_instances_and_pods,
-   test_ordinal_start_and_scale_follow, test_cascading_deletion_leaves_nothing[background/foreground]).
-2. One action at a time (`stateful.next_action`): deleting or not-ready Instances are waited
-   on; creates ascend; drift and scale-down delete from the highest ordinal; a drifted
-   Instance is deleted and recreated, never updated in place; `restartedAt` rolls everything
-   (test_template_edit_and_restart_roll_one_at_a_time_from_the_top,
-   test_ordinal_start_and_scale_follow).
-3. Level-triggered self-heal: a deleted Instance is recreated on the next reconcile, from
-   observed state only; an Instance whose spec was edited by hand is drift, deleted and
-   recreated (test_deleted_instance_and_pod_come_back, test_an_instance_edited_by_hand_is_recreated).
-4. Status (replicas, currentReplicas, updatedReplicas, readyReplicas, desiredReplicas,
-   observedGeneration, Available, ReplicasReady) from `wdstatus.wd_status`, written only when
-   it differs from the cached status (test_replicas_become_ready_instances_and_pods,
-   test_bad_images_surface_on_instance_and_deployment, test_zero_writes_when_idle); a spec
-   the cell cannot act on (a name that cannot be a label value; a city other than its
-   `--city-code`) is observed and reported False/ConfigurationError, nothing created
-   (`wdstatus.rejected_status`; test_a_spec_the_cell_rejects_is_reported_in_status,
-   test_a_wd_of_another_city_is_refused).
-5. With scaleSettings.maxReplicas and metrics: an HPA (autoscaling/v2) targeting the WD's
-   scale subresource, updated when they change, deleted when no longer wanted; a foreign HPA
-   of the same name is left alone (test_autoscaler_follows_scale_settings_and_foreign_ones_are_left_alone).
-6. Deletion: the finalizer deletes the Instances and is released once they are gone, so
-   `kubectl delete` with background or foreground cascade leaves nothing behind
-   (test_cascading_deletion_leaves_nothing); an orphaning delete is left to the garbage
-   collector (test_an_orphaning_delete_leaves_the_instances_running_unowned).
-7. Zero requests at steady state (test_zero_writes_when_idle)."""
+DESIGN §3 Cell WD controller, pinned by tests/cells/: 1 Instances and labels
+(test_replicas_become_ready_instances_and_pods, test_ordinal_start_and_scale_follow);
+2 one action at a time (test_template_edit_and_restart_roll_one_at_a_time_from_the_top);
+3 self-heal (test_deleted_instance_and_pod_come_back, test_an_instance_edited_by_hand_is_recreated);
+4 status (test_bad_images_surface_on_instance_and_deployment,
+test_a_spec_the_cell_rejects_is_reported_in_status, test_a_wd_of_another_city_is_refused);
+5 HPA (test_autoscaler_follows_scale_settings_and_foreign_ones_are_left_alone); 6 deletion
+(test_cascading_deletion_leaves_nothing, test_an_orphaning_delete_leaves_the_instances_running_unowned);
+7 zero requests at steady state (test_zero_writes_when_idle)."""
 
 from __future__ import annotations
 

@@ -1,36 +1,22 @@
 """Instance projector (management mode): every Instance a cell runs for a project WD has a
 read-only projection of the same name in the project namespace.
 
-Request key: (project cluster, project namespace, Instance name) — one Instance, so a
-status change in a cell costs one lookup per cell and at most two writes, whatever the
-size of its WorkloadDeployment.
+Request key: (project cluster, project namespace, Instance name): one Instance, so a status
+change in a cell costs one lookup per cell and at most two writes.
 Reads (caches): project WDs and Instance projections; in the cells, the WD copies,
-downstream namespaces and Instances (views shared with the federator; `fleetview`).
-Writes, and alone writes: project Instances controlled by a project WD (metadata and
-spec with field manager `projector`, status through the status subresource).
+downstream namespaces and Instances (views shared with the federator; `fleet.fleetview`).
+Writes, and alone writes: project Instances controlled by a project WD (metadata and spec
+with field manager `projector`, status through the status subresource).
 Never writes: anything in a cell, the project WD, an Instance it does not control.
 
-The rule (docs/operations.md "Instance projections"): a projection exists while an
-Instance of that name exists, for this WD (its copy's upstream UID is the WD's), in a cell
-whose cache is synced. Its owner reference is the live project WD, so cascade deletion
-reclaims the projections with it. The projector removes a projection only when no synced
-cell holds the Instance any more (scale down, copy removed) and no engaged cell is still
-syncing; an unreachable cell's cached Instances keep theirs. An Instance that moved between
-cells of the city keeps one projection, fed by the cell whose share holds the ordinal.
-
-Invariants and tests (tests/projector/test_projector.py):
-- projections `<wd>-0..3` for a WD of 4 across two cells, owner reference = the project
-  WD, status mirrored (test_instances_and_status_reach_the_project);
-- a crashing Instance's Ready=False/InstanceCrashing reaches its projection (test_a_crash_in_one_cell_is_named);
-- scale down removes exactly the removed Instances' projections; deleting the WD leaves
-  none behind (test_projections_follow_scale_down_and_deletion);
-- a moved Instance keeps one projection (test_an_instance_moving_between_cells_keeps_its_projection);
-- an Instance whose labels are missing, or whose project WD does not exist, gets an Event
-  and a retry with backoff, never an ownerless projection
-  (test_an_instance_without_upstream_labels_is_not_projected,
-  test_an_instance_whose_project_wd_is_missing_is_not_projected);
-- zero writes at steady state, with cell controllers, Pods and projections in place
-  (tests/chaos: every scenario ends on an idle window; tests/federation/test_steady_state.py)."""
+DESIGN §3 Projector (Instance projections; the choice among same-named Instances is
+`fleet.projection`), pinned by tests/projector/test_projector.py:
+test_instances_and_status_reach_the_project, test_a_crash_in_one_cell_is_named,
+test_projections_follow_scale_down_and_deletion,
+test_an_instance_moving_between_cells_keeps_its_projection,
+test_an_instance_without_upstream_labels_is_not_projected,
+test_an_instance_whose_project_wd_is_missing_is_not_projected; zero writes at steady state
+(tests/chaos; tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 

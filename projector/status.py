@@ -8,19 +8,13 @@ Writes, and alone writes: the project WD's `status` (status subresource, field m
 `projector`), only when the aggregate differs from what is cached.
 Never writes: the project WD's metadata or spec, anything in a cell.
 
-Freshness: a target cell unreachable for longer than `--cell-status-stale-after` has its
-contribution marked Unknown (`CellUnreachable`, naming the cell and when it was last
-observed) and its numbers left out, instead of repeating its last ones; the threshold is
-a deadline this controller requeues for, and the cell's Ready event restores it.
-
-Invariants and tests (tests/projector/test_projector.py):
-- counters summed, observedGeneration only when every target cell observed the spec,
-  Available/ReplicasReady worst-reason-wins naming the cell
-  (test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back);
-- NoMatchingLocation naming the city when no cell serves it (test_no_cell_for_the_city);
-- a paused cell turns Unknown after the threshold and recovers (test_a_dark_cell_turns_unknown_and_recovers);
-- zero writes at steady state, with cell controllers, Pods and projections in place
-  (tests/chaos: every scenario ends on an idle window; tests/federation/test_steady_state.py)."""
+DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_projector.py:
+counters summed, observedGeneration only when every target cell observed the spec, worst
+reason wins naming the cell (test_instances_and_status_reach_the_project,
+test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.py);
+NoMatchingLocation (test_no_cell_for_the_city); a dark cell turns Unknown after
+`--cell-status-stale-after` and recovers (test_a_dark_cell_turns_unknown_and_recovers);
+zero writes at steady state (tests/chaos; tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 

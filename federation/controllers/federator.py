@@ -2,40 +2,22 @@
 cell of its city, its replicas divided between them.
 
 Request key: (project cluster = the bare project name, project namespace, WD name).
-Reads (caches only): project WDs and namespaces; in every cell, the WD copies (view:
-label `meta.datumapis.com/upstream-namespace` present) and the downstream namespaces
-(view: label `meta.datumapis.com/upstream-cluster-name` present); cluster states.
-Writes, and alone writes: the `compute.datumapis.com/federator` finalizer and Events on
-the project WD; downstream namespaces and WD copies in cells (field manager `federator`,
-plus `federator-initial-replicas` for the replicas of an autoscaled copy at creation).
-Never writes: the project WD's spec or status (status is the projector's), anything in
-a downstream namespace of another project, anything in the management cluster.
+Reads (caches only): project WDs and namespaces; in every cell, the WD copies and the
+downstream namespaces (labelled views, `fleet.fleetview`); cluster states.
+Writes, and alone writes: the `compute.datumapis.com/federator` finalizer and Events on the
+project WD; downstream namespaces and WD copies in cells (field manager `federator`, plus
+`federator-initial-replicas` for an autoscaled copy's replicas at creation).
+Never writes: the project WD's spec or status (the projector's), anything in another
+project's downstream namespace, anything in the management cluster.
 
-DESIGN §3 Federator, and the tests that pin each rule (tests/federation/test_federator.py):
-1. an empty cluster name is dropped; nothing falls back to another cluster
-   (test_downstream_events_map_back_to_the_bare_project_name);
-2. finalizer on first sighting; 3-4. copies exactly in the planned cells with the planned
-   shares, namespace and copy labels/annotations exact (test_fan_out_divides_replicas_over_the_city);
-   a cell joining or leaving re-divides moving the fewest ordinals (test_fan_out_divides_replicas_over_the_city);
-   with autoscaling the cell owns `spec.replicas` (test_autoscaled_replicas_are_left_to_the_cell);
-   a write only when the cache differs, and a field removed upstream leaves the copies
-   (test_zero_writes_when_converged, test_fan_out_divides_replicas_over_the_city);
-5. cells that stop matching lose their copy (test_fan_out_divides_replicas_over_the_city);
-6. deletion removes every copy before the finalizer; an unreachable cell past the grace
-   releases it with an Event and the orphan is swept when the cell returns; a cell of the
-   city that never synced is held to the same grace, since it may hold a copy nobody has
-   seen (test_deletion_and_the_orphan_sweep, test_a_cell_that_never_synced_holds_a_deletion_for_the_grace);
-7. downstream events map back with the computed cluster name preserved; foreign or
-   unlabelled objects and projects not engaged produce no request; a copy edited or
-   deleted by hand is restored (test_downstream_events_map_back_to_the_bare_project_name,
-   test_a_copy_edited_or_deleted_by_hand_is_restored);
-8. identity comes from where an object lives, never from tenant-writable labels; a
-   registration whose encoded name is another project's writes nothing
-   (test_forged_labels_and_colliding_names_stay_in_their_project,
-   test_a_registration_naming_another_project_writes_nothing, tests/federation/test_tenant_isolation.py);
-9. the project WD's status is the projector's: only the finalizer and Events are written
-   there (the `federator` field manager owns no status field: test_the_federator_never_writes_project_status).
-The whole stack at rest sends no write: tests/chaos (every scenario ends on an idle window)."""
+DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
+1, 7 test_downstream_events_map_back_to_the_bare_project_name,
+test_a_copy_edited_or_deleted_by_hand_is_restored; 2-5 test_fan_out_divides_replicas_over_the_city,
+test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged;
+6 test_deletion_and_the_orphan_sweep, test_a_cell_that_never_synced_holds_a_deletion_for_the_grace;
+8 test_forged_labels_and_colliding_names_stay_in_their_project,
+test_a_registration_naming_another_project_writes_nothing, tests/federation/test_tenant_isolation.py;
+9 test_the_federator_never_writes_project_status. At rest no write: tests/chaos."""
 
 from __future__ import annotations
 
