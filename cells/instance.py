@@ -35,11 +35,13 @@ from federation.api.reasons import InstanceCondition, InstanceReadyReason, ready
 from federation.api.resources import INSTANCES, RESOURCE_CLAIMS
 from federation.features import QUOTA_GATE
 from federation.settings import ManagerSettings
+from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.errors import APIError, is_already_exists, is_conflict, is_not_found
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import Result, TemporaryError
+from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
 
@@ -58,6 +60,7 @@ def _typed(instance: dict[str, Any]) -> Obj:
 class InstanceController:
     def __init__(self, mgr: Manager, *, quota_gate: bool) -> None:
         self.mgr = mgr
+        self.events = ControllerEvents(mgr, NAME)
         self.quota_gate = quota_gate
 
     async def reconcile(self, req: Request) -> Result:
@@ -135,13 +138,9 @@ class InstanceController:
 
     # ------------------------------------------------------------------ writes (one per helper)
     async def _write_status(self, client: Client, instance: Obj, owned: list[dict[str, Any]]) -> Obj:
-        body = {
-            "apiVersion": INSTANCES.api_version,
-            "kind": INSTANCES.kind,
-            "metadata": {"name": meta(instance)["name"], "namespace": meta(instance)["namespace"]},
-            "status": {"conditions": owned},
-        }
-        applied = await client.apply(INSTANCES, body, field_manager=FIELD_MANAGER, force=True, subresource="status")
+        applied = await controllerutil.write_status(
+            client, INSTANCES, instance, {"conditions": owned}, field_manager=FIELD_MANAGER
+        )
         return _typed(applied)
 
     async def _remove_gates(self, client: Client, instance: Obj) -> None:
@@ -175,7 +174,7 @@ class InstanceController:
         reason = str(ready.get("reason") or "")
         if reason == before or ready_reason_priority(reason) < EVENT_PRIORITY:
             return
-        await self.mgr.event_recorder(cluster, NAME).event(instance, "Warning", reason, str(ready.get("message") or ""))
+        await self.events.event(cluster, instance, "Warning", reason, str(ready.get("message") or ""))
 
 
 def register(mgr: Manager, settings: ManagerSettings) -> None:

@@ -32,11 +32,12 @@ from federation.api.resources import INSTANCES, PODS
 from federation.features import POD_RUNTIME
 from federation.settings import ManagerSettings
 from mcruntime import controllerutil
-from mcruntime.client import Client, Preconditions
+from mcruntime.client import Client
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import PermanentError, Result
+from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
 
@@ -58,6 +59,7 @@ def _controlled_by(pod: Obj | None, instance: Obj) -> bool:
 class PodRuntime:
     def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
+        self.events = ControllerEvents(mgr, NAME)
 
     async def reconcile(self, req: Request) -> Result:
         # 1. a request without a cluster name is dropped, never routed to a default cluster
@@ -78,7 +80,7 @@ class PodRuntime:
         try:
             desired = pod_for(instance, req.namespace) if wants_pod(instance) else None
         except ValueError as exc:
-            await self._event(req.cluster, instance, "InvalidRuntime", str(exc))
+            await self.events.event(req.cluster, instance, "Warning", "InvalidRuntime", str(exc))
             raise PermanentError(f"Instance {req.namespace}/{req.name}: {exc}") from exc
         # 5. compare with the cache, write only the difference
         if desired is not None:
@@ -112,7 +114,7 @@ class PodRuntime:
             # a Pod of this name the Instance does not control: never touched; if an earlier
             # Instance of the name owned it, the garbage collector removes it (an event)
             if desired is not None:
-                await self._event(cluster, instance, "PodNameTaken",
+                await self.events.event(cluster, instance, "Warning", "PodNameTaken",
                                   f"Pod {meta(pod).get('name')} exists and is not controlled by this Instance; "
                                   "waiting for it to go")  # fmt: skip
             return None
@@ -127,13 +129,7 @@ class PodRuntime:
         return ours
 
     async def _delete(self, client: Client, pod: Obj) -> None:
-        await client.delete(
-            PODS,
-            get_str(pod, "metadata.name"),
-            namespace=get_str(pod, "metadata.namespace"),
-            preconditions=Preconditions(uid=get_str(pod, "metadata.uid")),
-            ignore_not_found=True,
-        )
+        await controllerutil.delete_exact(client, PODS, pod)
 
     async def _status(self, client: Client, instance: Obj, pod: Obj | None) -> None:
         desired = conditions_from_pod(pod, generation(instance))
@@ -147,16 +143,7 @@ class PodRuntime:
         status: dict[str, Any] = {"conditions": owned}
         if observed:
             status["controller"] = {"observedTemplateHash": observed}
-        body = {
-            "apiVersion": INSTANCES.api_version,
-            "kind": INSTANCES.kind,
-            "metadata": {"name": meta(instance)["name"], "namespace": meta(instance)["namespace"]},
-            "status": status,
-        }
-        await client.apply(INSTANCES, body, field_manager=FIELD_MANAGER, force=True, subresource="status")
-
-    async def _event(self, cluster: str, instance: Obj, reason: str, message: str) -> None:
-        await self.mgr.event_recorder(cluster, NAME).event(instance, "Warning", reason, message)
+        await controllerutil.write_status(client, INSTANCES, instance, status, field_manager=FIELD_MANAGER)
 
     # ------------------------------------------------------------------ mapping events to requests
     def instance_of_pod(self, cluster: str, pod: Obj) -> list[Request]:

@@ -30,6 +30,7 @@ from federation.api.reasons import ResourceClaimCondition
 from federation.api.resources import RESOURCE_BUDGETS, RESOURCE_CLAIMS
 from federation.features import QUOTA_GATE
 from federation.settings import ManagerSettings
+from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.errors import APIError, is_not_found
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
@@ -102,15 +103,9 @@ class QuotaGrantController:
     async def _write_verdict(self, client: Client, claim: Obj, verdict: Verdict) -> None:
         conds: list[dict[str, Any]] = [dict(c) for c in get_list(claim, "status.conditions") if isinstance(c, dict)]
         set_condition_json(conds, GRANTED, verdict.status, verdict.reason, verdict.message, now=rfc3339_now())
-        patch = {"metadata": {"resourceVersion": meta(claim).get("resourceVersion")}, "status": {"conditions": conds}}
-        try:
-            await client.patch(
-                RESOURCE_CLAIMS,
-                get_str(claim, "metadata.name"),
-                patch,
-                namespace=get_str(claim, "metadata.namespace"),
-                subresource="status",
-                field_manager=FIELD_MANAGER,
+        try:  # conditional: a verdict decided from an older claim is refused (409)
+            await controllerutil.write_status(
+                client, RESOURCE_CLAIMS, claim, {"conditions": conds}, field_manager=FIELD_MANAGER, conditional=True
             )
         except APIError as exc:
             if not is_not_found(exc):
@@ -123,14 +118,7 @@ class QuotaGrantController:
         stored = budget.get("status") or {}
         if all(stored.get(key) == value for key, value in status.items()):
             return
-        await client.patch(
-            RESOURCE_BUDGETS,
-            get_str(budget, "metadata.name"),
-            {"status": status},
-            namespace=get_str(budget, "metadata.namespace"),
-            subresource="status",
-            field_manager=FIELD_MANAGER,
-        )
+        await controllerutil.write_status(client, RESOURCE_BUDGETS, budget, status, field_manager=FIELD_MANAGER)
 
     # ------------------------------------------------------------------ mapping events to requests
     @staticmethod

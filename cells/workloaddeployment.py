@@ -37,15 +37,15 @@ from federation.api.resources import HORIZONTAL_POD_AUTOSCALERS, INSTANCES, NAME
 from federation.features import QUOTA_GATE
 from federation.settings import ManagerSettings
 from mcruntime import controllerutil
-from mcruntime.client import Client, Preconditions
+from mcruntime.client import Client
 from mcruntime.errors import APIError, is_already_exists, is_invalid
-from mcruntime.events import EventType
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, labels_of, meta, owner_references
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
+from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
 
@@ -71,6 +71,7 @@ def _mine(wd: Mapping[str, Any], instances: Sequence[Obj]) -> list[Obj]:
 class WorkloadDeploymentController:
     def __init__(self, mgr: Manager, *, quota_gate: bool, city_code: str = "") -> None:
         self.mgr = mgr
+        self.events = ControllerEvents(mgr, NAME)
         self.quota_gate = quota_gate
         self.city_code = city_code  # --city-code: the only city this cell serves ("" = not checked)
 
@@ -111,7 +112,7 @@ class WorkloadDeploymentController:
             autoscaler = autoscaler_for(wd) if wants_autoscaler(wd) else None
         except ValueError as exc:
             if await self._rejected(client, wd, instances, str(exc)):  # told once, not on every reconcile
-                await self._event(req.cluster, wd, "Warning", "InvalidSpec", str(exc))
+                await self.events.event(req.cluster, wd, "Warning", "InvalidSpec", str(exc))
             raise PermanentError(f"WorkloadDeployment {req.namespace}/{req.name}: {exc}") from exc
         # 6. write only the difference: one Instance action, the HPA, labels of existing Instances
         if new_instance is not None:
@@ -151,7 +152,7 @@ class WorkloadDeploymentController:
         if squatter is not None:
             # not controlled by this WD (controlled ones are in `instances`): never adopted; its
             # events reach this WD through the name mapping, so its deletion brings us back
-            await self._event(cluster, wd, "Warning", "InstanceNameTaken",
+            await self.events.event(cluster, wd, "Warning", "InstanceNameTaken",
                               f"Instance {name} exists and is not controlled by this WorkloadDeployment; "
                               "it is left alone and its ordinal waits for it to go")  # fmt: skip
             return
@@ -161,45 +162,35 @@ class WorkloadDeploymentController:
             if is_already_exists(exc):
                 raise TemporaryError(f"Instance {name} appeared meanwhile; looking again") from exc
             if is_invalid(exc):
-                await self._event(cluster, wd, "Warning", "InvalidInstance", f"Instance {name} rejected: {exc}")
+                await self.events.event(cluster, wd, "Warning", "InvalidInstance", f"Instance {name} rejected: {exc}")
                 raise PermanentError(f"Instance {namespace}/{name} rejected by the API server: {exc}") from exc
             raise
-        await self._event(cluster, wd, "Normal", "SuccessfulCreate", f"create Instance {name}")
+        await self.events.event(cluster, wd, "Normal", "SuccessfulCreate", f"create Instance {name}")
 
     async def _delete_for(
         self, cluster: str, client: Client, wd: Obj, action: Delete, instances: Sequence[Obj]
     ) -> None:
         (instance,) = [i for i in instances if get_str(i, "metadata.name") == action.name]
         await self._delete(client, instance)
-        await self._event(cluster, wd, "Normal", "SuccessfulDelete", f"delete Instance {action.name}: {action.reason}")
+        await self.events.event(
+            cluster, wd, "Normal", "SuccessfulDelete", f"delete Instance {action.name}: {action.reason}"
+        )
 
     async def _delete(self, client: Client, instance: Obj) -> None:
-        await client.delete(
-            INSTANCES,
-            get_str(instance, "metadata.name"),
-            namespace=get_str(instance, "metadata.namespace"),
-            preconditions=Preconditions(uid=get_str(instance, "metadata.uid")),
-            ignore_not_found=True,
-        )
+        await controllerutil.delete_exact(client, INSTANCES, instance)
 
     async def _autoscaler(self, cluster: str, client: Client, wd: Obj, desired: Obj | None) -> None:
         namespace, name = get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name")
         cached = await client.get_or_none(HORIZONTAL_POD_AUTOSCALERS, name, namespace=namespace)
         if cached is not None and not is_controlled_by_wd(cached, wd):
             if desired is not None:
-                await self._event(cluster, wd, "Warning", "AutoscalerNotOwned",
+                await self.events.event(cluster, wd, "Warning", "AutoscalerNotOwned",
                                   f"HorizontalPodAutoscaler {name} exists and is not controlled by this "
                                   "WorkloadDeployment; it is left alone")  # fmt: skip
             return
         if desired is None:
             if cached is not None:
-                await client.delete(
-                    HORIZONTAL_POD_AUTOSCALERS,
-                    name,
-                    namespace=namespace,
-                    preconditions=Preconditions(uid=get_str(cached, "metadata.uid")),
-                    ignore_not_found=True,
-                )
+                await controllerutil.delete_exact(client, HORIZONTAL_POD_AUTOSCALERS, cached)
             return
         if cached is None:
             # a create, not an apply: an HPA someone else made meanwhile is refused, not taken over
@@ -244,20 +235,11 @@ class WorkloadDeploymentController:
     async def _write_status(self, client: Client, wd: Obj, status: dict[str, Any]) -> bool:
         if status == wd.get("status"):
             return False
-        # resourceVersion makes the patch conditional: a status computed from an older WD is refused (409)
-        patch = {"metadata": {"resourceVersion": meta(wd).get("resourceVersion")}, "status": status}
-        await client.patch(
-            WORKLOAD_DEPLOYMENTS,
-            get_str(wd, "metadata.name"),
-            patch,
-            namespace=get_str(wd, "metadata.namespace"),
-            subresource="status",
-            field_manager=FIELD_MANAGER,
+        # computed from the WD itself: conditional, a status computed from an older WD is refused (409)
+        await controllerutil.write_status(
+            client, WORKLOAD_DEPLOYMENTS, wd, status, field_manager=FIELD_MANAGER, conditional=True
         )
         return True
-
-    async def _event(self, cluster: str, wd: Obj, type_: EventType, reason: str, message: str) -> None:
-        await self.mgr.event_recorder(cluster, NAME).event(wd, type_, reason, message)
 
     # ------------------------------------------------------------------ mapping events to requests
     def wds_of_instance(self, _cluster: str, instance: Obj) -> list[Request]:

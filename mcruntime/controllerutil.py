@@ -1,11 +1,13 @@
 """The controller author's kit (controller-runtime's `controllerutil`): finalizers, owner
-references, and "apply only if the cached object differs".
+references, "apply only if the cached object differs" (saying what it did, like
+controller-runtime's `OperationResult`), the exact delete, and the one status write.
 
 Every helper makes at most one API request, and none when there is nothing to change:
 at steady state a controller built from these sends no request at all."""
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import re
 from collections.abc import Mapping
@@ -14,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from .client import Client
+from .client import Client, Preconditions
 from .errors import APIError, is_not_found
 from .objects import Obj, meta, name_of, namespace_of
 from .resources import Resource
@@ -177,10 +179,23 @@ def intent_digest(intent: Mapping[str, Any]) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+class Operation(enum.StrEnum):
+    """What `apply_if_differs` did (controller-runtime's `OperationResult`)."""
+
+    UNCHANGED = "unchanged"  # the cache already said it: no request
+    CREATED = "created"  # nothing was cached: the apply created it
+    UPDATED = "updated"  # the cached object differed: the apply updated it
+
+
 @dataclass(frozen=True)
 class ApplyResult:
     obj: Obj
-    changed: bool  # a request was sent
+    operation: Operation
+
+    @property
+    def changed(self) -> bool:
+        """A request was sent."""
+        return self.operation is not Operation.UNCHANGED
 
 
 async def apply_if_differs(
@@ -219,6 +234,64 @@ async def apply_if_differs(
         intent["metadata"] = metadata
         body = {**desired, "metadata": metadata}
     if cached is not None and is_subset(intent, cached):
-        return ApplyResult(dict(cached), False)
+        return ApplyResult(dict(cached), Operation.UNCHANGED)
     applied = await client.apply(resource, body, field_manager=manager, force=force, subresource=subresource)
-    return ApplyResult(applied, True)
+    return ApplyResult(applied, Operation.CREATED if cached is None else Operation.UPDATED)
+
+
+# ---------------------------------------------------------------------- delete exactly
+async def delete_exact(client: Client, resource: Resource, obj: Mapping[str, Any]) -> None:
+    """Delete exactly `obj` as it was read: its UID is the precondition, so a newer object
+    that took the name meanwhile is never hit; not found is tolerated (someone got there
+    first). One request; the caller decides whether an object already being deleted is
+    worth one."""
+    uid = meta(obj).get("uid")
+    if not uid:
+        raise ValueError(f"delete_exact needs the object as read, with metadata.uid: {name_of(obj)!r}")
+    await client.delete(
+        resource,
+        name_of(obj),
+        namespace=namespace_of(obj) or None,
+        preconditions=Preconditions(uid=str(uid)),
+        ignore_not_found=True,
+    )
+
+
+# ---------------------------------------------------------------------- the status write
+async def write_status(
+    client: Client,
+    resource: Resource,
+    obj: Mapping[str, Any],
+    status: Mapping[str, Any],
+    *,
+    field_manager: str,
+    conditional: bool = False,
+) -> Obj:
+    """Write `status` to `obj`'s status subresource: one request (the caller compares with
+    the cache first, so nothing changed means no call). Two concurrency rules, chosen by
+    what the status is computed from:
+
+    - `conditional=False`: a server-side apply of `status` under `field_manager`, forced.
+      For a status computed from *other* objects (the cells' copies, a Pod) or a share of
+      the status this manager alone owns (its conditions among other managers'): the
+      manager's own fields are replaced, other managers' fields are never touched, and
+      there is nothing to conflict with — the next event recomputes it anyway.
+    - `conditional=True`: a merge patch carrying `obj`'s `metadata.resourceVersion`. For a
+      status computed from *the object itself* (its spec and generation, or a verdict that
+      must not be decided twice): a status computed from an older version is refused with
+      409 Conflict, and the runtime retries quietly with a fresh read."""
+    if conditional:
+        patch = {"metadata": {"resourceVersion": meta(obj).get("resourceVersion")}, "status": dict(status)}
+        return await client.patch(
+            resource,
+            name_of(obj),
+            patch,
+            namespace=namespace_of(obj) or None,
+            subresource="status",
+            field_manager=field_manager,
+        )
+    metadata: dict[str, Any] = {"name": name_of(obj)}
+    if namespace_of(obj):
+        metadata["namespace"] = namespace_of(obj)
+    body = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": metadata, "status": dict(status)}
+    return await client.apply(resource, body, field_manager=field_manager, force=True, subresource="status")

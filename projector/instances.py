@@ -39,7 +39,6 @@ from federation.fleet.projection import Source, choose, holds_ordinal, projectio
 from federation.fleet.routing import PROJECTED_FROM_INDEX, Routes, deployment_of_instance, projected_from
 from federation.settings import ManagerSettings
 from mcruntime import controllerutil
-from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_not_found
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
@@ -48,6 +47,7 @@ from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
+from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,7 @@ UPSTREAM_LABELS = (str(Label.UPSTREAM_CLUSTER_NAME), str(Label.UPSTREAM_NAMESPAC
 class InstanceProjector:
     def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
+        self.events = ControllerEvents(mgr, FIELD_MANAGER)
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project cluster (never a fallback for an empty or unknown name)
@@ -101,7 +102,7 @@ class InstanceProjector:
                     continue
                 labels = meta(inst).get("labels") or {}
                 if any(not labels.get(k) for k in UPSTREAM_LABELS):
-                    await self._event(cell, inst, "InstanceLabelsMissing",
+                    await self.events.event(cell.name, inst, "Warning", "InstanceLabelsMissing",
                                       f"Instance {req.name} lacks the upstream labels {', '.join(UPSTREAM_LABELS)}; it "
                                       "is not projected until the cell WD controller stamps them")  # fmt: skip
                     raise TemporaryError(f"cell {cell.name}: Instance {namespace}/{req.name} lacks its upstream labels")
@@ -130,13 +131,7 @@ class InstanceProjector:
         )  # fmt: skip
 
     async def _remove(self, project: Cluster, stale: Obj) -> None:
-        await project.client.delete(
-            INSTANCES,
-            str(meta(stale)["name"]),
-            namespace=str(meta(stale)["namespace"]),
-            preconditions=Preconditions(uid=str(meta(stale)["uid"])),
-            ignore_not_found=True,
-        )
+        await controllerutil.delete_exact(project.client, INSTANCES, stale)
 
     async def _upstream_missing(
         self, project: Cluster, cell: Cluster, inst: Obj, req: Request, wd_name: str
@@ -150,14 +145,11 @@ class InstanceProjector:
         except APIError as exc:
             if not is_not_found(exc):
                 raise
-            await self._event(cell, inst, "UpstreamDeploymentMissing",
+            await self.events.event(cell.name, inst, "Warning", "UpstreamDeploymentMissing",
                               f"Instance {req.name}: its project WorkloadDeployment {where} does not exist; not "
                               "projected (the federator sweeps the orphaned copy)")  # fmt: skip
             raise TemporaryError(f"cell {cell.name}: Instance {req.name}: project WD {where} does not exist") from exc
         raise TemporaryError(f"cell {cell.name}: Instance {req.name}: project WD {where} not cached yet")
-
-    async def _event(self, cell: Cluster, instance: Obj, reason: str, message: str) -> None:
-        await self.mgr.event_recorder(cell.name, FIELD_MANAGER).event(instance, "Warning", reason, message)
 
 
 def register(mgr: Manager, settings: ManagerSettings) -> None:

@@ -40,6 +40,7 @@ from federation.fleet.fleetview import (
 from federation.fleet.placement import PlacementError, Share
 from federation.fleet.routing import Routes
 from federation.settings import ManagerSettings
+from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
@@ -107,13 +108,7 @@ class StatusProjector:
         return reports, (deadline + 0.05 if deadline is not None else None)
 
     async def _write(self, project: Cluster, wd: Obj, status: Obj) -> None:
-        body = {
-            "apiVersion": WORKLOAD_DEPLOYMENTS.api_version,
-            "kind": WORKLOAD_DEPLOYMENTS.kind,
-            "metadata": {"name": meta(wd)["name"], "namespace": meta(wd)["namespace"]},
-            "status": status,
-        }
-        await project.client.apply_status(WORKLOAD_DEPLOYMENTS, body, field_manager=FIELD_MANAGER, force=True)
+        await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status, field_manager=FIELD_MANAGER)
 
 
 def _last_seen(cell: Cluster | None) -> datetime.datetime | None:

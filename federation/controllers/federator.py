@@ -53,14 +53,15 @@ from federation.fleet.placement import PlacementError, Share, city_code
 from federation.fleet.routing import Routes
 from federation.settings import ManagerSettings
 from mcruntime import controllerutil
-from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.controllerutil import Operation
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
+from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,7 @@ class Federator:
     def __init__(self, mgr: Manager, *, unreachable_grace: float) -> None:
         self.mgr = mgr
         self.unreachable_grace = unreachable_grace
+        self.events = ControllerEvents(mgr, FIELD_MANAGER)
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, req: Request) -> Result:
@@ -123,7 +125,7 @@ class Federator:
         try:
             shares = planned_shares(wd, registered_cells(self.mgr), ((c.cell.name, c.obj) for c in copies))
         except PlacementError as exc:
-            await self._event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
+            await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
             raise PermanentError(str(exc)) from exc
         project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
         if project_ns is None:
@@ -131,12 +133,12 @@ class Federator:
         upstream_label = project.labels.get(Label.UPSTREAM_CLUSTER_NAME, "")
         if not upstream_label:
             why = f"project {project.name} is registered without the {Label.UPSTREAM_CLUSTER_NAME} label"
-            await self._event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
+            await self.events.event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
             raise PermanentError(why)
         try:
             namespace = downstream_namespace(project.name, upstream_label, project_ns)
         except ValueError as exc:  # the registration's encoded name is not this project's
-            await self._event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", str(exc))
+            await self.events.event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", str(exc))
             raise PermanentError(str(exc)) from exc
         # 6. write only the difference: per target cell, then cells that stop matching
         outcome = Outcome()
@@ -182,14 +184,16 @@ class Federator:
                 cell.client, WORKLOAD_DEPLOYMENTS, desired, cached=existing.obj if existing else None,
                 field_manager=FIELD_MANAGER,
             )  # fmt: skip
-            if result.changed and existing is None and autoscaled:
+            if result.operation is Operation.CREATED and autoscaled:
                 await self._initial_replicas(cell, desired, share)
         except (APIError, TransportError, ClusterNotReadyError) as exc:
             # recorded per cell: the healthy cells are still written, the reconcile retries after
             outcome.failed[share.cell] = f"{type(exc).__name__}: {exc}"
             return
-        if result.changed:
-            (outcome.updated if existing is not None else outcome.created).append(share.cell)
+        if result.operation is Operation.CREATED:
+            outcome.created.append(share.cell)
+        elif result.operation is Operation.UPDATED:
+            outcome.updated.append(share.cell)
 
     async def _ensure_namespace(self, cell: Cluster, desired: Obj, project: str, outcome: Outcome) -> bool:
         name = meta(desired)["name"]
@@ -225,13 +229,7 @@ class Federator:
             if copy.cell.state is not ClusterState.READY:
                 outcome.failed[copy.cell.name] = f"cannot remove the copy: cell {copy.cell.describe()}"
                 continue
-            await copy.cell.client.delete(
-                WORKLOAD_DEPLOYMENTS,
-                str(meta(copy.obj)["name"]),
-                namespace=str(meta(copy.obj)["namespace"]),
-                preconditions=Preconditions(uid=copy.uid),
-                ignore_not_found=True,
-            )
+            await controllerutil.delete_exact(copy.cell.client, WORKLOAD_DEPLOYMENTS, copy.obj)
             outcome.removed.append(copy.cell.name)
 
     # ------------------------------------------------------------------ deletion
@@ -260,7 +258,7 @@ class Federator:
             remaining = min(self.unreachable_grace - c.unreachable_for() for c in within)
             return Result(requeue_after=max(remaining, 0.1))
         for cell in overdue:
-            await self._event(project.name, wd, "Warning", "CellUnreachable",
+            await self.events.event(project.name, wd, "Warning", "CellUnreachable",
                               f"cell {cell.name} has been unreachable for {cell.unreachable_for():.0f}s (grace "
                               f"{self.unreachable_grace:.0f}s); deletion completes without it and its copy is "
                               "removed when it is back")  # fmt: skip
@@ -283,17 +281,18 @@ class Federator:
         """Events only when something was written, so a converged WD costs no request."""
         if outcome.created or outcome.removed:
             placed = ", ".join(f"{s.cell} ({s.replicas} from ordinal {s.ordinal_start})" for s in shares)
-            await self._event(project, wd, "Normal", "Federated", f"federated to {len(shares)} cells: {placed or '-'}")
+            await self.events.event(
+                project, wd, "Normal", "Federated", f"federated to {len(shares)} cells: {placed or '-'}"
+            )
         if outcome.updated:
             # observedGeneration == generation means every cell had observed this very spec:
             # a difference now is drift (a hand edit), not a spec change on its way down
             status = wd.get("status") or {}
             drift = status.get("observedGeneration") == meta(wd).get("generation")
             reason, what = ("CopyRestored", "restored after drift") if drift else ("CopyUpdated", "updated")
-            await self._event(project, wd, "Normal", reason, f"copy {what} in {', '.join(sorted(outcome.updated))}")
-
-    async def _event(self, cluster: str, wd: Obj, type_: str, reason: str, message: str) -> None:
-        await self.mgr.event_recorder(cluster, FIELD_MANAGER).event(wd, type_, reason, message)  # type: ignore[arg-type]
+            await self.events.event(
+                project, wd, "Normal", reason, f"copy {what} in {', '.join(sorted(outcome.updated))}"
+            )
 
 
 def register(mgr: Manager, settings: ManagerSettings) -> None:

@@ -31,12 +31,12 @@ from federation.fleet.fleetview import CELLS, PROJECTS, registered_cells
 from federation.fleet.routing import PLACEMENT_CITY_INDEX, Routes, placement_cities
 from federation.settings import ManagerSettings
 from mcruntime import controllerutil
-from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objects import meta
 from mcruntime.reconciler import Result, TemporaryError
+from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 
 log = logging.getLogger(__name__)
@@ -47,6 +47,7 @@ FIELD_MANAGER = "workload-controller"
 class WorkloadController:
     def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
+        self.events = ControllerEvents(mgr, FIELD_MANAGER)
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project cluster (an empty or unknown name never falls back to another)
@@ -71,7 +72,7 @@ class WorkloadController:
         try:
             wanted = desired_deployments(workload, cities)
         except ValueError as exc:
-            await self._event(req.cluster, workload, "Warning", "InvalidWorkload", str(exc))
+            await self.events.event(req.cluster, workload, "Warning", "InvalidWorkload", str(exc))
             return Result()
         # 6. write only the difference
         for wd in wanted.values():
@@ -101,7 +102,7 @@ class WorkloadController:
                 WORKLOAD_DEPLOYMENTS, desired["metadata"]["name"], namespace=desired["metadata"]["namespace"]
             )
             if existing is not None and not controllerutil.is_controlled_by(existing, workload):
-                await self._event(project.name, workload, "Warning", "DeploymentNameTaken",
+                await self.events.event(project.name, workload, "Warning", "DeploymentNameTaken",
                                   f"WorkloadDeployment {desired['metadata']['name']} exists and is not controlled by "
                                   "this Workload; it is left alone")  # fmt: skip
                 return
@@ -113,13 +114,7 @@ class WorkloadController:
     async def _delete(self, project: Cluster, wd: dict[str, Any]) -> None:
         if meta(wd).get("deletionTimestamp"):
             return
-        await project.client.delete(
-            WORKLOAD_DEPLOYMENTS,
-            str(meta(wd).get("name")),
-            namespace=str(meta(wd).get("namespace")),
-            preconditions=Preconditions(uid=str(meta(wd).get("uid"))),
-            ignore_not_found=True,
-        )
+        await controllerutil.delete_exact(project.client, WORKLOAD_DEPLOYMENTS, wd)
 
     async def _finalize(self, project: Cluster, workload: dict[str, Any], owned: dict[str, dict[str, Any]]) -> Result:
         for wd in owned.values():
@@ -136,14 +131,7 @@ class WorkloadController:
         status = workload_status(workload, deployments, cities, now=rfc3339_now())
         if status == (workload.get("status") or {}):
             return
-        body = {"apiVersion": workload["apiVersion"], "kind": workload["kind"],
-                "metadata": {"name": meta(workload)["name"], "namespace": meta(workload)["namespace"]},
-                "status": status}  # fmt: skip
-        await project.client.apply_status(WORKLOADS, body, field_manager=FIELD_MANAGER, force=True)
-
-    async def _event(self, cluster: str, workload: dict[str, Any], type_: str, reason: str, message: str) -> None:
-        recorder = self.mgr.event_recorder(cluster, FIELD_MANAGER)
-        await recorder.event(workload, type_, reason, message)  # type: ignore[arg-type]
+        await controllerutil.write_status(project.client, WORKLOADS, workload, status, field_manager=FIELD_MANAGER)
 
 
 def register(mgr: Manager, settings: ManagerSettings) -> None:

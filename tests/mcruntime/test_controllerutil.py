@@ -24,9 +24,13 @@ from mcruntime import (
     predicates,
 )
 from mcruntime.informer import EventType
-from mcruntime.resources import CONFIGMAPS
+from mcruntime.recorder import ControllerEvents
+from mcruntime.resources import CONFIGMAPS, Resource
 from mcruntime.source import LOCAL
 from tests.support import Plane, config_for, configmap, eventually
+from tests.support.crds import WIDGET_CRD, install_crd
+
+WIDGETS = Resource("example.com", "v1", "widgets", "Widget", namespaced=True)
 
 
 def writes(server: EmbeddedAPIServer) -> int:
@@ -125,16 +129,17 @@ async def test_apply_if_differs_sends_nothing_when_the_cache_already_agrees(
     desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "default",
                "labels": {"app": "web"}}, "data": {"k": "v"}}  # fmt: skip
     first = await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, desired, field_manager="kit")
-    assert first.changed and first.obj["data"] == {"k": "v"}
+    assert first.operation is controllerutil.Operation.CREATED and first.obj["data"] == {"k": "v"}
     await cached(cluster, "a")
     before = apiserver.plane.counters.snapshot()
     for _ in range(5):
         again = await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, desired, field_manager="kit")
-        assert not again.changed
+        assert again.operation is controllerutil.Operation.UNCHANGED and not again.changed
     assert apiserver.plane.counters.snapshot() == before, "no request at all when the cache agrees"
     desired["data"] = {"k": "w"}
     changed = await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, desired, field_manager="kit")
-    assert changed.changed and changed.obj["data"] == {"k": "w"}
+    assert changed.operation is controllerutil.Operation.UPDATED and changed.changed
+    assert changed.obj["data"] == {"k": "w"}
 
 
 async def test_an_intent_that_shrinks_is_applied_and_the_field_goes(
@@ -281,3 +286,64 @@ def test_the_status_only_predicate_lets_spec_and_metadata_changes_through() -> N
     assert changed({**base, "metadata": {**base["metadata"], "labels": {"a": "2"}}})
     assert changed({**base, "metadata": {**base["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}})
     assert predicates.not_status_only(ObjectEvent(EventType.DELETED, "x", obj=base))
+
+
+async def test_delete_exact_hits_only_the_object_it_read(apiserver: EmbeddedAPIServer, cluster: Cluster) -> None:
+    """The UID is the precondition: an object that took the name meanwhile survives (409),
+    and an object already gone is not an error."""
+    plane = Plane(apiserver)
+    old = plane.create("configmaps", configmap("d"))
+    plane.delete("configmaps", "default", "d")
+    plane.create("configmaps", configmap("d"))
+    with pytest.raises(APIError) as refused:
+        await controllerutil.delete_exact(cluster.client, CONFIGMAPS, old)
+    assert is_conflict(refused.value)
+    current = plane.get("configmaps", "default", "d")
+    assert current["metadata"]["uid"] != old["metadata"]["uid"], "the newer object is still there"
+    await controllerutil.delete_exact(cluster.client, CONFIGMAPS, current)
+    await controllerutil.delete_exact(cluster.client, CONFIGMAPS, current)  # already gone: tolerated
+    assert not [c for c in plane.list("configmaps", "default") if c["metadata"]["name"] == "d"]
+    with pytest.raises(ValueError, match=r"metadata\.uid"):
+        await controllerutil.delete_exact(cluster.client, CONFIGMAPS, configmap("never-read"))
+
+
+async def test_write_status_applies_its_own_fields_or_patches_conditionally(
+    apiserver: EmbeddedAPIServer, cluster: Cluster
+) -> None:
+    """Unconditional: a server-side apply of this manager's status fields, another
+    manager's left alone, whatever the object's resourceVersion. Conditional: a patch that
+    a status computed from an older version of the object is refused by (409)."""
+    await install_crd(apiserver, WIDGET_CRD)
+    plane = Plane(apiserver)
+    widget = plane.create("widgets", {"apiVersion": "example.com/v1", "kind": "Widget",
+                                      "metadata": {"name": "w", "namespace": "default"}, "spec": {"n": 1}},
+                          group="example.com", version="v1")  # fmt: skip
+    theirs = await controllerutil.write_status(cluster.client, WIDGETS, widget, {"theirs": "1"}, field_manager="b")
+    ours = await controllerutil.write_status(cluster.client, WIDGETS, widget, {"ours": "1"}, field_manager="a")
+    assert ours["status"] == {"theirs": "1", "ours": "1"}
+    assert int(ours["metadata"]["resourceVersion"]) > int(theirs["metadata"]["resourceVersion"])
+    with pytest.raises(APIError) as stale:
+        await controllerutil.write_status(
+            cluster.client, WIDGETS, theirs, {"ours": "2"}, field_manager="a", conditional=True
+        )
+    assert is_conflict(stale.value)
+    fresh = await controllerutil.write_status(
+        cluster.client, WIDGETS, ours, {"ours": "2"}, field_manager="a", conditional=True
+    )
+    assert fresh["status"] == {"theirs": "1", "ours": "2"}
+
+
+async def test_controller_events_are_bound_once_and_use_the_managers_recorder(apiserver: EmbeddedAPIServer) -> None:
+    mgr = Manager(config_for(apiserver), local_cluster_name="mgmt")
+    events = ControllerEvents(mgr, "kit")
+    obj = {**Plane(apiserver).create("configmaps", configmap("e")), "kind": "ConfigMap", "apiVersion": "v1"}
+    async with anyio.create_task_group() as tg:
+        await tg.start(mgr.run)
+        await events.event("mgmt", obj, "Warning", "Seen", "seen it")
+        await events.event("mgmt", obj, "Warning", "Seen", "seen it")
+        assert mgr.event_recorder("mgmt", "kit").posted == 1
+        mgr.stop()
+    (event,) = Plane(apiserver).list("events", "default")
+    assert event["source"]["component"] == "kit" and event["count"] == 2
+    with pytest.raises(ValueError):
+        ControllerEvents(mgr, "")
