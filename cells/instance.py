@@ -27,14 +27,13 @@ from typing import Any
 
 from cells.conditionset import merge_owned
 from cells.fields import get_list, get_str, is_deleting
+from cells.options import CellOptions
 from cells.quota import claim_name, quota_requeue_after
 from cells.quotaclaim import claim_for, is_claim_of, is_granted, quota_granted, under_quota, validation_failed
 from cells.readiness import condition_is_true, conditions, gates_to_remove, ready_with, scheduling_gates
 from federation.api.conditions import rfc3339_now
 from federation.api.reasons import InstanceCondition, InstanceReadyReason, ready_reason_priority
 from federation.api.resources import INSTANCES, RESOURCE_CLAIMS
-from federation.features import QUOTA_GATE
-from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.errors import APIError, is_already_exists, is_conflict, is_not_found
@@ -177,12 +176,10 @@ class InstanceController:
         await self.events.event(cluster, instance, "Warning", reason, str(ready.get("message") or ""))
 
 
-def register(mgr: Manager, settings: ManagerSettings) -> None:
+def register(mgr: Manager, options: CellOptions) -> None:
     """Wire the watches, all on the cell (the manager's local cluster)."""
-    quota_gate = settings.feature_gates.enabled(QUOTA_GATE)
-    ctrl = mgr.new_controller(
-        NAME, InstanceController(mgr, quota_gate=quota_gate), workers=settings.controllers.workers
-    )
+    quota_gate = options.quota_gate
+    ctrl = mgr.new_controller(NAME, InstanceController(mgr, quota_gate=quota_gate), workers=options.workers)
     ctrl.for_(INSTANCES, clusters=LOCAL)
     if quota_gate:  # the claim kind is only needed (and maybe only installed) with the feature on
         ctrl.owns(RESOURCE_CLAIMS, owner=INSTANCES, clusters=LOCAL)

@@ -25,12 +25,11 @@ from typing import Any
 
 from cells.conditionset import merge_owned
 from cells.fields import generation, get_list, get_mapping, get_str, is_deleting
+from cells.options import CellOptions
 from cells.podspec import conditions_from_pod, pod_for, pod_matches, pod_template_hash, wants_pod
 from federation.api.conditions import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.resources import INSTANCES, PODS
-from federation.features import POD_RUNTIME
-from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
@@ -159,13 +158,13 @@ class PodRuntime:
         return []
 
 
-def register(mgr: Manager, settings: ManagerSettings) -> None:
+def register(mgr: Manager, options: CellOptions) -> None:
     """Wire the watches on the cell (the manager's local cluster), when PodRuntime is on."""
-    if not settings.feature_gates.enabled(POD_RUNTIME):
-        log.info("pod runtime off (feature gate %s): Instances are left to another runtime", POD_RUNTIME)
+    if not options.pod_runtime:
+        log.info("pod runtime off (feature gate PodRuntime): Instances are left to another runtime")
         return
     runtime = PodRuntime(mgr)
-    ctrl = mgr.new_controller(NAME, runtime, workers=settings.controllers.workers)
+    ctrl = mgr.new_controller(NAME, runtime, workers=options.workers)
     ctrl.for_(INSTANCES, clusters=LOCAL)
     ctrl.watch(
         PODS,

@@ -23,13 +23,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from cells.fields import get_list, get_str
+from cells.options import CellOptions
 from cells.quotabudget import Verdict, budget_status, decide
 from cells.readiness import conditions
 from federation.api.conditions import rfc3339_now, set_condition_json
 from federation.api.reasons import ResourceClaimCondition
 from federation.api.resources import RESOURCE_BUDGETS, RESOURCE_CLAIMS
-from federation.features import QUOTA_GATE
-from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.errors import APIError, is_not_found
@@ -127,9 +126,9 @@ class QuotaGrantController:
         return [Request("", "", namespace)] if namespace else []
 
 
-def register(mgr: Manager, settings: ManagerSettings) -> None:
+def register(mgr: Manager, options: CellOptions) -> None:
     """Wire the watches on the cell (the manager's local cluster), when QuotaGate is on."""
-    if not settings.feature_gates.enabled(QUOTA_GATE):
+    if not options.quota_gate:
         return
     controller = QuotaGrantController(mgr)
     # one worker: grants of one namespace are serialised by the queue anyway, and one worker

@@ -28,14 +28,13 @@ from typing import Any
 from cells.autoscaling import autoscaler_for, is_controlled_by_wd, wants_autoscaler
 from cells.fields import get_str, is_deleting
 from cells.instances import check_served_city, instance_for, instance_labels, observe, ordinal_of, ordinal_range
+from cells.options import CellOptions
 from cells.stateful import Create, Delete, Wait, next_action
 from cells.template import template_hash
 from cells.wdstatus import rejected_status, wd_status
 from federation.api.conditions import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.resources import HORIZONTAL_POD_AUTOSCALERS, INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.features import QUOTA_GATE
-from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.errors import APIError, is_already_exists, is_invalid
@@ -267,12 +266,10 @@ class WorkloadDeploymentController:
         return [Request("", name, get_str(wd, "metadata.name")) for wd in informer.list(namespace=name)]
 
 
-def register(mgr: Manager, settings: ManagerSettings) -> None:
+def register(mgr: Manager, options: CellOptions) -> None:
     """Wire the watches, all on the cell (the manager's local cluster)."""
-    controller = WorkloadDeploymentController(
-        mgr, quota_gate=settings.feature_gates.enabled(QUOTA_GATE), city_code=settings.city_code
-    )
-    ctrl = mgr.new_controller(NAME, controller, workers=settings.controllers.workers)
+    controller = WorkloadDeploymentController(mgr, quota_gate=options.quota_gate, city_code=options.city_code)
+    ctrl = mgr.new_controller(NAME, controller, workers=options.workers)
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=LOCAL)
     ctrl.watch(
         INSTANCES,

@@ -12,8 +12,10 @@ import os
 import socket
 import uuid
 from collections.abc import Callable
+from functools import partial
 
 from cells import instance, podruntime, quotagrant, workloaddeployment
+from cells.options import CellOptions
 from federation.controllers import federator, workload
 from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
@@ -26,22 +28,25 @@ from mcruntime.transport import Transport
 from projector import instances as instance_projector
 from projector import status as status_projector
 
+from .features import POD_RUNTIME, QUOTA_GATE
+from .fleet.options import ManagementOptions
 from .settings import CLUSTER_ROLE_LABEL, ManagerSettings
 
 log = logging.getLogger("federation")
 
 LOCAL_PROBE_TIMEOUT = 10.0
 
-Registrar = Callable[[Manager, ManagerSettings], None]
-"""A controller module's `register(mgr, settings)`: wires its watches, nothing else."""
+ManagementRegistrar = Callable[[Manager, ManagementOptions], None]
+CellRegistrar = Callable[[Manager, CellOptions], None]
+"""A controller module's `register(mgr, options)`: wires its watches, nothing else."""
 
-MANAGEMENT_CONTROLLERS: list[tuple[str, Registrar]] = [
+MANAGEMENT_CONTROLLERS: list[tuple[str, ManagementRegistrar]] = [
     ("federator", federator.register),
     ("workload-controller", workload.register),
     ("instance-projector", instance_projector.register),
     ("status-projector", status_projector.register),
 ]
-CELL_CONTROLLERS: list[tuple[str, Registrar]] = [
+CELL_CONTROLLERS: list[tuple[str, CellRegistrar]] = [
     (workloaddeployment.NAME, workloaddeployment.register),
     (instance.NAME, instance.register),
     (podruntime.NAME, podruntime.register),  # feature gate PodRuntime
@@ -121,20 +126,43 @@ def build_manager(settings: ManagerSettings, local: ConnectionConfig) -> Manager
     return manager
 
 
+def management_options(settings: ManagerSettings) -> ManagementOptions:
+    """What the management-mode controllers are told, from the settings."""
+    return ManagementOptions(
+        workers=settings.controllers.workers,
+        status_batch_period=settings.controllers.status_batch_period,
+        cell_status_stale_after=settings.cell_status_stale_after,
+        cell_unreachable_grace=settings.cell_unreachable_grace,
+    )
+
+
+def cell_options(settings: ManagerSettings) -> CellOptions:
+    """What the cell-mode controllers are told, from the settings."""
+    return CellOptions(
+        workers=settings.controllers.workers,
+        quota_gate=settings.feature_gates.enabled(QUOTA_GATE),
+        pod_runtime=settings.feature_gates.enabled(POD_RUNTIME),
+        city_code=settings.city_code,
+    )
+
+
 def register_controllers(manager: Manager, settings: ManagerSettings) -> list[str]:
-    """Add the controllers of every enabled mode; returns the names of those that were
-    added, in order (a registrar whose feature gate is off adds nothing)."""
+    """Add the controllers of every enabled mode, each given its mode's frozen options;
+    returns the names of those that were added, in order (a registrar whose feature gate
+    is off adds nothing)."""
+    wiring: list[tuple[str, Callable[[], None]]] = []
+    if settings.enable_management_controllers:
+        management = management_options(settings)
+        wiring += [(name, partial(register, manager, management)) for name, register in MANAGEMENT_CONTROLLERS]
+    if settings.enable_cell_controllers:
+        cell = cell_options(settings)
+        wiring += [(name, partial(register, manager, cell)) for name, register in CELL_CONTROLLERS]
     names: list[str] = []
-    modes = [(settings.enable_management_controllers, MANAGEMENT_CONTROLLERS),
-             (settings.enable_cell_controllers, CELL_CONTROLLERS)]  # fmt: skip
-    for enabled, registrars in modes:
-        if not enabled:
-            continue
-        for name, register in registrars:
-            before = len(manager.controllers)
-            register(manager, settings)
-            if len(manager.controllers) > before:
-                names.append(name)
+    for name, wire in wiring:
+        before = len(manager.controllers)
+        wire()
+        if len(manager.controllers) > before:
+            names.append(name)
     return names
 
 

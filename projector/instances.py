@@ -35,9 +35,9 @@ from federation.fleet.fleetview import (
     read_cell_copies,
     upstream_key,
 )
+from federation.fleet.options import ManagementOptions
 from federation.fleet.projection import Source, choose, holds_ordinal, projection, projection_status
 from federation.fleet.routing import PROJECTED_FROM_INDEX, Routes, deployment_of_instance, projected_from
-from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_not_found
@@ -152,12 +152,12 @@ class InstanceProjector:
         raise TemporaryError(f"cell {cell.name}: Instance {req.name}: project WD {where} not cached yet")
 
 
-def register(mgr: Manager, settings: ManagerSettings) -> None:
+def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: projections, project WDs, every cell Instance (mapped to its
     projection), cell registrations."""
     projector = InstanceProjector(mgr)
     routes = Routes(mgr)
-    ctrl = mgr.new_controller("instance-projector", projector, workers=settings.controllers.workers)
+    ctrl = mgr.new_controller("instance-projector", projector, workers=options.workers)
     ctrl.for_(
         INSTANCES, clusters=PROJECTS, label_selector=str(Label.WORKLOAD_DEPLOYMENT_NAME),
         indexers={CONTROLLER_UID: controller_uid, PROJECTED_FROM_INDEX: projected_from},

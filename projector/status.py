@@ -37,9 +37,9 @@ from federation.fleet.fleetview import (
     read_cell_copies,
     registered_cells,
 )
+from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share
 from federation.fleet.routing import Routes
-from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
@@ -115,13 +115,12 @@ def _last_seen(cell: Cluster | None) -> datetime.datetime | None:
     return cell.last_contact if cell is not None else None
 
 
-def register(mgr: Manager, settings: ManagerSettings) -> None:
+def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: project WDs; their copies in every cell (mapped back); cell states."""
-    projector = StatusProjector(mgr, stale_after=settings.cell_status_stale_after)
+    projector = StatusProjector(mgr, stale_after=options.cell_status_stale_after)
     routes = Routes(mgr)
     ctrl = mgr.new_controller(
-        "status-projector", projector, workers=settings.controllers.workers,
-        batch_period=settings.controllers.status_batch_period,
+        "status-projector", projector, workers=options.workers, batch_period=options.status_batch_period,
     )  # fmt: skip
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
     ctrl.reads(NAMESPACES, clusters=PROJECTS)

@@ -19,8 +19,8 @@ REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("mcruntime", "kubeplane", "federation", "cells", "projector")
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 LAYERS = (
-    "the product in layers: shell > composition root > operator tools | controllers | cells | projector > "
-    "fleet rules > configuration > API > runtime"
+    "the product in layers: shell > composition root > configuration > operator tools | controllers | cells | "
+    "projector > fleet rules > API > runtime"
 )
 
 
@@ -68,6 +68,12 @@ def one_line(output: str) -> str:
             id="fleet-rule-up",
         ),
         pytest.param("cells/peek.py", "import projector.status", "cells.peek -> projector.status", id="cells-sideways"),
+        pytest.param(
+            "projector/peek.py",
+            "import federation.settings",
+            "projector.peek -> federation.settings",
+            id="cli-settings",
+        ),
         pytest.param(
             "federation/ops/peek.py",
             "import federation.controllers.federator",

@@ -49,9 +49,9 @@ from federation.fleet.fleetview import (
     namespace_upstream,
     registered_cells,
 )
+from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share, city_code
 from federation.fleet.routing import Routes
-from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controllerutil import Operation
@@ -295,12 +295,12 @@ class Federator:
             )
 
 
-def register(mgr: Manager, settings: ManagerSettings) -> None:
+def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: project WDs, their namespaces (read), the copies and downstream
     namespaces in every cell, and cell registrations."""
-    federator = Federator(mgr, unreachable_grace=settings.cell_unreachable_grace)
+    federator = Federator(mgr, unreachable_grace=options.cell_unreachable_grace)
     routes = Routes(mgr)
-    ctrl = mgr.new_controller("federator", federator, workers=settings.controllers.workers)
+    ctrl = mgr.new_controller("federator", federator, workers=options.workers)
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     # a copy's status is the cell's to write (often); only its spec and metadata are ours

@@ -28,8 +28,8 @@ from federation.api.constants import Finalizer
 from federation.api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.controllers.deployments import desired_deployments, workload_status
 from federation.fleet.fleetview import CELLS, PROJECTS, registered_cells
+from federation.fleet.options import ManagementOptions
 from federation.fleet.routing import PLACEMENT_CITY_INDEX, Routes, placement_cities
-from federation.settings import ManagerSettings
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
@@ -134,10 +134,10 @@ class WorkloadController:
         await controllerutil.write_status(project.client, WORKLOADS, workload, status, field_manager=FIELD_MANAGER)
 
 
-def register(mgr: Manager, settings: ManagerSettings) -> None:
+def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: Workloads and their WDs in every project, cell registrations."""
     controller = WorkloadController(mgr)
-    ctrl = mgr.new_controller("workload-controller", controller, workers=settings.controllers.workers)
+    ctrl = mgr.new_controller("workload-controller", controller, workers=options.workers)
     ctrl.for_(WORKLOADS, clusters=PROJECTS, indexers={PLACEMENT_CITY_INDEX: placement_cities})
     ctrl.owns(WORKLOAD_DEPLOYMENTS, owner=WORKLOADS, clusters=PROJECTS, indexers={CONTROLLER_UID: controller_uid})
     ctrl.watch_clusters(Routes(mgr).workloads_of_cell, clusters=CELLS)
