@@ -14,7 +14,8 @@ DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 1, 7 test_downstream_events_map_back_to_the_bare_project_name,
 test_a_copy_edited_or_deleted_by_hand_is_restored; 2-5 test_fan_out_divides_replicas_over_the_city,
 test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged;
-6 test_deletion_and_the_orphan_sweep, test_a_cell_that_never_synced_holds_a_deletion_for_the_grace;
+6 (`deletion.next_step`, tests/federation/test_deletion.py) test_deletion_and_the_orphan_sweep,
+test_a_cell_that_never_synced_holds_a_deletion_for_the_grace;
 8 test_forged_labels_and_colliding_names_stay_in_their_project,
 test_a_registration_naming_another_project_writes_nothing, tests/federation/test_tenant_isolation.py;
 9 test_the_federator_never_writes_project_status. At rest no write: tests/chaos."""
@@ -27,6 +28,15 @@ from dataclasses import dataclass, field
 
 from federation.api.constants import Finalizer, Label
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.controllers.deletion import (
+    AwaitGrace,
+    AwaitRemoval,
+    AwaitSync,
+    CellState,
+    DeletionCell,
+    RemoveCopies,
+    next_step,
+)
 from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
     cell_owns_replicas,
@@ -234,36 +244,38 @@ class Federator:
 
     # ------------------------------------------------------------------ deletion
     async def _finalize(self, project: Cluster, wd: Obj, copies: list[Copy]) -> Result:
-        """Delete every copy, wait until they are gone, then release the finalizer. A cell
-        unreachable past the grace does not hold the deletion: the finalizer goes with a
-        Warning naming it, and the copy left there is swept when the cell is back."""
-        outcome = Outcome()
-        await self._remove(copies, outcome)
-        waiting = [c.cell.name for c in copies if c.cell.state is ClusterState.READY]
-        # a cell of the city whose cache never synced may hold a copy nobody has seen: it is
-        # held to the same grace as an unreachable cell with a copy we know of
-        unseen = self._unsynced_cells_of_city(wd, {c.cell.name for c in copies})
-        syncing = [cell.name for cell in unseen if cell.state is not ClusterState.UNREACHABLE]
-        held = [c.cell for c in copies if c.cell.state is not ClusterState.READY]
-        held += [cell for cell in unseen if cell.state is ClusterState.UNREACHABLE]
-        overdue: list[Cluster] = []
-        within: list[Cluster] = []
-        for cell in held:
-            (overdue if cell.unreachable_for() >= self.unreachable_grace else within).append(cell)
-        if waiting:
-            raise TemporaryError(f"waiting for copies in {', '.join(sorted(set(waiting)))} to be deleted")
-        if syncing:
-            raise TemporaryError(f"waiting for {', '.join(sorted(syncing))} to sync: it may hold a copy")
-        if within:
-            remaining = min(self.unreachable_grace - c.unreachable_for() for c in within)
-            return Result(requeue_after=max(remaining, 0.1))
-        for cell in overdue:
+        """Deletion, one step at a time (`deletion.next_step`): delete every copy, wait until
+        they are gone, then release the finalizer; a cell unreachable past the grace does
+        not hold it (a Warning names it, its copy is swept when it is back)."""
+        step = next_step(self._deletion_cells(wd, copies), self.unreachable_grace)
+        if isinstance(step, RemoveCopies):
+            await self._remove([c for c in copies if c.cell.name in step.cells], Outcome())
+        if isinstance(step, RemoveCopies | AwaitRemoval):
+            waiting = step.waiting if isinstance(step, RemoveCopies) else step.cells
+            raise TemporaryError(f"waiting for copies in {', '.join(waiting)} to be deleted")
+        if isinstance(step, AwaitSync):
+            raise TemporaryError(f"waiting for {', '.join(step.cells)} to sync: it may hold a copy")
+        if isinstance(step, AwaitGrace):
+            return Result(requeue_after=step.after)
+        for cell, dark in step.overdue:
             await self.events.event(project.name, wd, "Warning", "CellUnreachable",
-                              f"cell {cell.name} has been unreachable for {cell.unreachable_for():.0f}s (grace "
-                              f"{self.unreachable_grace:.0f}s); deletion completes without it and its copy is "
-                              "removed when it is back")  # fmt: skip
+                                    f"cell {cell} has been unreachable for {dark:.0f}s (grace "
+                                    f"{self.unreachable_grace:.0f}s); deletion completes without it and its copy is "
+                                    "removed when it is back")  # fmt: skip
         await controllerutil.remove_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
         return Result()
+
+    def _deletion_cells(self, wd: Obj, copies: list[Copy]) -> list[DeletionCell]:
+        """The cells that matter to a deletion: those known to hold a copy, and the cells of
+        the city whose cache never synced (they may hold a copy nobody has seen)."""
+        held: dict[str, list[Copy]] = {}
+        for c in copies:
+            held.setdefault(c.cell.name, []).append(c)
+        cells = [DeletionCell(name, _cell_state(found[0].cell), found[0].cell.unreachable_for(), copy=True,
+                              copy_deleting=all(meta(c.obj).get("deletionTimestamp") for c in found))
+                 for name, found in held.items()]  # fmt: skip
+        unseen = self._unsynced_cells_of_city(wd, set(held))
+        return cells + [DeletionCell(c.name, _cell_state(c), c.unreachable_for(), unsynced=True) for c in unseen]
 
     def _unsynced_cells_of_city(self, wd: Obj, known: set[str]) -> list[Cluster]:
         """The engaged cells serving the WD's city whose copies' cache has not synced (and
@@ -293,6 +305,12 @@ class Federator:
             await self.events.event(
                 project, wd, "Normal", reason, f"copy {what} in {', '.join(sorted(outcome.updated))}"
             )
+
+
+def _cell_state(cell: Cluster) -> CellState:
+    if cell.state is ClusterState.READY:
+        return CellState.READY
+    return CellState.UNREACHABLE if cell.state is ClusterState.UNREACHABLE else CellState.SYNCING
 
 
 def register(mgr: Manager, options: ManagementOptions) -> None:
