@@ -7,8 +7,7 @@ downstream namespaces (labelled views, `fleet.fleetview`); cluster states.
 Writes, and alone writes: the `compute.datumapis.com/federator` finalizer and Events on the
 project WD; downstream namespaces and WD copies in cells (field manager `federator`, plus
 `federator-initial-replicas` for an autoscaled copy's replicas at creation).
-Never writes: the project WD's spec or status (the projector's), anything in another
-project's downstream namespace, anything in the management cluster.
+Never writes: the project WD's spec or status, another project's downstream namespace.
 
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 1, 7 test_downstream_events_map_back_to_the_bare_project_name,
