@@ -36,12 +36,13 @@ from federation.api.reasons import InstanceCondition, InstanceReadyReason, ready
 from federation.api.resources import INSTANCES, RESOURCE_CLAIMS
 from mcruntime import controllerutil
 from mcruntime.client import Client
+from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_already_exists, is_conflict, is_not_found
 from mcruntime.manager import Manager
+from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
-from mcruntime.request import Request
 from mcruntime.source import LOCAL
 
 log = logging.getLogger(__name__)
@@ -62,23 +63,17 @@ class InstanceController:
         self.events = ControllerEvents(mgr, NAME)
         self.quota_gate = quota_gate
 
-    async def reconcile(self, req: Request) -> Result:
-        # 1. a request without a cluster name is dropped, never routed to a default cluster
-        if not req.cluster:
-            log.debug("dropping %s: empty cluster name", req)
-            return Result()
-        # 2. fetch (cache)
-        client = self.mgr.get_cluster(req.cluster).client
-        cached = await client.get_or_none(INSTANCES, req.name, namespace=req.namespace)
-        # 3. early exits: gone, deleting (nothing to report on an Instance on its way out)
-        if cached is None or is_deleting(cached):
+    async def reconcile(self, cell: Cluster, cached: Obj) -> Result:
+        # 1-2. the cell and the cached Instance, from the runtime (one that is gone gets no call)
+        # 3. early exit: deleting (nothing to report on an Instance on its way out)
+        if is_deleting(cached):
             return Result()
         instance = _typed(cached)
         # 4. the one deadline, computed once up front: every return path below honours it
         quota = self.quota_gate and under_quota(instance)
         tier = self._tier(instance) if quota else None
         try:
-            await self._converge(req.cluster, client, instance, quota=quota)
+            await self._converge(cell, instance, quota=quota)
         except APIError as exc:
             if tier is not None and is_conflict(exc):
                 raise TemporaryError(f"conflict while quota is pending; again in {tier:g}s: {exc}", delay=tier) from exc
@@ -92,7 +87,8 @@ class InstanceController:
             return None
         return quota_requeue_after(instance, datetime.now(UTC)).total_seconds()
 
-    async def _converge(self, cluster: str, client: Client, instance: Obj, *, quota: bool) -> None:
+    async def _converge(self, cell: Cluster, instance: Obj, *, quota: bool) -> None:
+        client = cell.client
         # 5. quota: the claim (created when missing) and its verdict
         overrides = [await self._quota(client, instance)] if quota else []
         # 6. desired conditions from the pure functions: QuotaGranted, and Ready derived with it
@@ -102,7 +98,7 @@ class InstanceController:
         if changed:
             before = self._ready_reason(instance)
             instance = await self._write_status(client, instance, owned)
-            await self._report(cluster, instance, before)
+            await self._report(cell, instance, before)
         # 8. gates whose condition is True at the current generation (the status just written)
         await self._remove_gates(client, instance)
 
@@ -167,19 +163,20 @@ class InstanceController:
     def _ready_reason(instance: Obj) -> str:
         return str((conditions(instance).get(InstanceCondition.READY.value) or {}).get("reason") or "")
 
-    async def _report(self, cluster: str, instance: Obj, before: str) -> None:
+    async def _report(self, cell: Cluster, instance: Obj, before: str) -> None:
         """A Warning when Ready turns to a user-visible blocking reason (not on every write)."""
         ready = conditions(instance).get(InstanceCondition.READY.value) or {}
         reason = str(ready.get("reason") or "")
         if reason == before or ready_reason_priority(reason) < EVENT_PRIORITY:
             return
-        await self.events.event(cluster, instance, "Warning", reason, str(ready.get("message") or ""))
+        await self.events.event(cell, instance, "Warning", reason, str(ready.get("message") or ""))
 
 
 def register(mgr: Manager, options: CellOptions) -> None:
     """Wire the watches, all on the cell (the manager's local cluster)."""
     quota_gate = options.quota_gate
-    ctrl = mgr.new_controller(NAME, InstanceController(mgr, quota_gate=quota_gate), workers=options.workers)
+    controller = ForObject(mgr, INSTANCES, InstanceController(mgr, quota_gate=quota_gate))
+    ctrl = mgr.new_controller(NAME, controller, workers=options.workers)
     ctrl.for_(INSTANCES, clusters=LOCAL)
     if quota_gate:  # the claim kind is only needed (and maybe only installed) with the feature on
         ctrl.owns(RESOURCE_CLAIMS, owner=INSTANCES, clusters=LOCAL)

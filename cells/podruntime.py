@@ -32,8 +32,10 @@ from federation.api.constants import Finalizer
 from federation.api.resources import INSTANCES, PODS
 from mcruntime import controllerutil
 from mcruntime.client import Client
+from mcruntime.cluster import Cluster
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
+from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import PermanentError, Result
 from mcruntime.recorder import ControllerEvents
@@ -60,31 +62,28 @@ class PodRuntime:
         self.mgr = mgr
         self.events = ControllerEvents(mgr, NAME)
 
-    async def reconcile(self, req: Request) -> Result:
-        # 1. a request without a cluster name is dropped, never routed to a default cluster
-        if not req.cluster:
-            log.debug("dropping %s: empty cluster name", req)
-            return Result()
-        # 2. fetch (caches)
-        client = self.mgr.get_cluster(req.cluster).client
-        cached = await client.get_or_none(INSTANCES, req.name, namespace=req.namespace)
-        # 3. early exits: gone (the garbage collector removes its Pod), not a sandbox, deleting
-        if cached is None or not get_mapping(cached, "spec.runtime.sandbox"):
+    async def reconcile(self, cell: Cluster, cached: Obj) -> Result:
+        # 1-2. the cell and the cached Instance, from the runtime (one that is gone gets no
+        # call: the garbage collector removes its Pod); its Pod from the cache
+        client = cell.client
+        namespace, name = get_str(cached, "metadata.namespace"), get_str(cached, "metadata.name")
+        # 3. early exits: not a sandbox, deleting
+        if not get_mapping(cached, "spec.runtime.sandbox"):
             return Result()
         instance = _typed(cached)
-        pod = await client.get_or_none(PODS, req.name, namespace=req.namespace)
+        pod = await client.get_or_none(PODS, name, namespace=namespace)
         if is_deleting(instance):
             return await self._finalize(client, instance, pod)
         # 4. desired Pod from the pure function (a spec it rejects is reported, not retried)
         try:
-            desired = pod_for(instance, req.namespace) if wants_pod(instance) else None
+            desired = pod_for(instance, namespace) if wants_pod(instance) else None
         except ValueError as exc:
-            await self.events.event(req.cluster, instance, "Warning", "InvalidRuntime", str(exc))
-            raise PermanentError(f"Instance {req.namespace}/{req.name}: {exc}") from exc
+            await self.events.event(cell, instance, "Warning", "InvalidRuntime", str(exc))
+            raise PermanentError(f"Instance {namespace}/{name}: {exc}") from exc
         # 5. compare with the cache, write only the difference
         if desired is not None:
             instance = _typed(await controllerutil.add_finalizer(client, INSTANCES, instance, FINALIZER))
-        ours = await self._pod(req.cluster, client, instance, desired, pod)
+        ours = await self._pod(cell, instance, desired, pod)
         # 6. status: Programmed, Available, observedTemplateHash, only when they changed
         await self._status(client, instance, ours)
         return Result()
@@ -104,16 +103,15 @@ class PodRuntime:
         return Result()
 
     # ------------------------------------------------------------------ writes (one per helper)
-    async def _pod(
-        self, cluster: str, client: Client, instance: Obj, desired: Obj | None, pod: Obj | None
-    ) -> Obj | None:
+    async def _pod(self, cell: Cluster, instance: Obj, desired: Obj | None, pod: Obj | None) -> Obj | None:
         """Create, or delete a Pod that no longer matches; returns this Instance's Pod as known."""
+        client = cell.client
         ours = pod if _controlled_by(pod, instance) else None
         if pod is not None and ours is None:
             # a Pod of this name the Instance does not control: never touched; if an earlier
             # Instance of the name owned it, the garbage collector removes it (an event)
             if desired is not None:
-                await self.events.event(cluster, instance, "Warning", "PodNameTaken",
+                await self.events.event(cell, instance, "Warning", "PodNameTaken",
                                   f"Pod {meta(pod).get('name')} exists and is not controlled by this Instance; "
                                   "waiting for it to go")  # fmt: skip
             return None
@@ -164,7 +162,7 @@ def register(mgr: Manager, options: CellOptions) -> None:
         log.info("pod runtime off (feature gate PodRuntime): Instances are left to another runtime")
         return
     runtime = PodRuntime(mgr)
-    ctrl = mgr.new_controller(NAME, runtime, workers=options.workers)
+    ctrl = mgr.new_controller(NAME, ForObject(mgr, INSTANCES, runtime), workers=options.workers)
     ctrl.for_(INSTANCES, clusters=LOCAL)
     ctrl.watch(
         PODS,

@@ -73,10 +73,7 @@ class QuotaGrantController:
         self.mgr = mgr
 
     async def reconcile(self, req: Request) -> Result:
-        # 1. a request without a cluster name is dropped, never routed to a default cluster
-        if not req.cluster:
-            log.debug("dropping %s: empty cluster name", req)
-            return Result()
+        # 1. the cell (a request without an engaged cluster never gets here: the runtime drops it)
         # 2. fetch (caches); the request names a namespace
         client = self.mgr.get_cluster(req.cluster).client
         namespace = req.name

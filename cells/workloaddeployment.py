@@ -37,10 +37,12 @@ from federation.api.constants import Finalizer
 from federation.api.resources import HORIZONTAL_POD_AUTOSCALERS, INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from mcruntime import controllerutil
 from mcruntime.client import Client
+from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_already_exists, is_invalid
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
+from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj, labels_of, meta, owner_references
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
@@ -74,34 +76,29 @@ class WorkloadDeploymentController:
         self.quota_gate = quota_gate
         self.city_code = city_code  # --city-code: the only city this cell serves ("" = not checked)
 
-    async def reconcile(self, req: Request) -> Result:
-        # 1. a request without a cluster name is dropped, never routed to a default cluster
-        if not req.cluster:
-            log.debug("dropping %s: empty cluster name", req)
-            return Result()
-        # 2. fetch (caches)
-        client = self.mgr.get_cluster(req.cluster).client
-        cached = await client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        # 3. early exits: gone (the garbage collector has the rest), deleting
-        if cached is None:
-            return Result()
+    async def reconcile(self, cell: Cluster, cached: Obj) -> Result:
+        # 1. the cell and the cached WD, from the runtime (a WD that is gone gets no call:
+        # the garbage collector has the rest)
+        client = cell.client
         wd = _typed(cached)
+        namespace_name, name = get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name")
+        # 2. fetch (caches); 3. early exit: deleting
         uid = get_str(wd, "metadata.uid")
-        controlled = await client.list(INSTANCES, namespace=req.namespace, index=(CONTROLLER_UID, uid))
+        controlled = await client.list(INSTANCES, namespace=namespace_name, index=(CONTROLLER_UID, uid))
         instances = _mine(wd, controlled)
         if is_deleting(wd):
             return await self._finalize(client, wd, instances)
         # 4. first sighting: the finalizer that deletes the Instances before the WD goes
         wd = _typed(await controllerutil.add_finalizer(client, WORKLOAD_DEPLOYMENTS, wd, FINALIZER))
         # 5. desired state from the pure functions (a spec they reject is reported, not retried)
-        namespace = await client.get_or_none(NAMESPACES, req.namespace)
+        namespace = await client.get_or_none(NAMESPACES, namespace_name)
         namespace_labels = dict(labels_of(namespace)) if namespace is not None else {}
         try:
             check_served_city(wd, self.city_code)
             template = wd.get("spec", {}).get("template") or {}
             current_hash = template_hash(template)
             instance_labels(wd, namespace_labels, 0)  # label values checked before anything is written
-            observed = [observe(i, req.name, template.get("spec") or {}) for i in instances]
+            observed = [observe(i, name, template.get("spec") or {}) for i in instances]
             action = next_action(ordinal_range(wd), current_hash, observed)
             new_instance = (
                 instance_for(wd, namespace_labels, action.ordinal, current_hash, quota_gate=self.quota_gate)
@@ -111,16 +108,16 @@ class WorkloadDeploymentController:
             autoscaler = autoscaler_for(wd) if wants_autoscaler(wd) else None
         except ValueError as exc:
             if await self._rejected(client, wd, instances, str(exc)):  # told once, not on every reconcile
-                await self.events.event(req.cluster, wd, "Warning", "InvalidSpec", str(exc))
-            raise PermanentError(f"WorkloadDeployment {req.namespace}/{req.name}: {exc}") from exc
+                await self.events.event(cell, wd, "Warning", "InvalidSpec", str(exc))
+            raise PermanentError(f"WorkloadDeployment {namespace_name}/{name}: {exc}") from exc
         # 6. write only the difference: one Instance action, the HPA, labels of existing Instances
         if new_instance is not None:
-            await self._create(req.cluster, client, wd, new_instance)
+            await self._create(cell, wd, new_instance)
         elif isinstance(action, Delete):
-            await self._delete_for(req.cluster, client, wd, action, instances)
+            await self._delete_for(cell, wd, action, instances)
         elif isinstance(action, Wait):
-            log.debug("%s/%s: %s", req.namespace, req.name, action.reason)  # its watch event brings us back
-        await self._autoscaler(req.cluster, client, wd, autoscaler)
+            log.debug("%s/%s: %s", namespace_name, name, action.reason)  # its watch event brings us back
+        await self._autoscaler(cell, wd, autoscaler)
         for instance in instances:
             await self._relabel(client, wd, instance, namespace_labels)
         # 7. status, only when it changed
@@ -145,13 +142,14 @@ class WorkloadDeploymentController:
         return Result()
 
     # ------------------------------------------------------------------ writes (one per helper)
-    async def _create(self, cluster: str, client: Client, wd: Obj, desired: Obj) -> None:
+    async def _create(self, cell: Cluster, wd: Obj, desired: Obj) -> None:
+        client = cell.client
         namespace, name = get_str(desired, "metadata.namespace"), get_str(desired, "metadata.name")
         squatter = await client.get_or_none(INSTANCES, name, namespace=namespace)
         if squatter is not None:
             # not controlled by this WD (controlled ones are in `instances`): never adopted; its
             # events reach this WD through the name mapping, so its deletion brings us back
-            await self.events.event(cluster, wd, "Warning", "InstanceNameTaken",
+            await self.events.event(cell, wd, "Warning", "InstanceNameTaken",
                               f"Instance {name} exists and is not controlled by this WorkloadDeployment; "
                               "it is left alone and its ordinal waits for it to go")  # fmt: skip
             return
@@ -161,29 +159,28 @@ class WorkloadDeploymentController:
             if is_already_exists(exc):
                 raise TemporaryError(f"Instance {name} appeared meanwhile; looking again") from exc
             if is_invalid(exc):
-                await self.events.event(cluster, wd, "Warning", "InvalidInstance", f"Instance {name} rejected: {exc}")
+                await self.events.event(cell, wd, "Warning", "InvalidInstance", f"Instance {name} rejected: {exc}")
                 raise PermanentError(f"Instance {namespace}/{name} rejected by the API server: {exc}") from exc
             raise
-        await self.events.event(cluster, wd, "Normal", "SuccessfulCreate", f"create Instance {name}")
+        await self.events.event(cell, wd, "Normal", "SuccessfulCreate", f"create Instance {name}")
 
-    async def _delete_for(
-        self, cluster: str, client: Client, wd: Obj, action: Delete, instances: Sequence[Obj]
-    ) -> None:
+    async def _delete_for(self, cell: Cluster, wd: Obj, action: Delete, instances: Sequence[Obj]) -> None:
         (instance,) = [i for i in instances if get_str(i, "metadata.name") == action.name]
-        await self._delete(client, instance)
+        await self._delete(cell.client, instance)
         await self.events.event(
-            cluster, wd, "Normal", "SuccessfulDelete", f"delete Instance {action.name}: {action.reason}"
+            cell, wd, "Normal", "SuccessfulDelete", f"delete Instance {action.name}: {action.reason}"
         )
 
     async def _delete(self, client: Client, instance: Obj) -> None:
         await controllerutil.delete_exact(client, INSTANCES, instance)
 
-    async def _autoscaler(self, cluster: str, client: Client, wd: Obj, desired: Obj | None) -> None:
+    async def _autoscaler(self, cell: Cluster, wd: Obj, desired: Obj | None) -> None:
+        client = cell.client
         namespace, name = get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name")
         cached = await client.get_or_none(HORIZONTAL_POD_AUTOSCALERS, name, namespace=namespace)
         if cached is not None and not is_controlled_by_wd(cached, wd):
             if desired is not None:
-                await self.events.event(cluster, wd, "Warning", "AutoscalerNotOwned",
+                await self.events.event(cell, wd, "Warning", "AutoscalerNotOwned",
                                   f"HorizontalPodAutoscaler {name} exists and is not controlled by this "
                                   "WorkloadDeployment; it is left alone")  # fmt: skip
             return
@@ -269,7 +266,7 @@ class WorkloadDeploymentController:
 def register(mgr: Manager, options: CellOptions) -> None:
     """Wire the watches, all on the cell (the manager's local cluster)."""
     controller = WorkloadDeploymentController(mgr, quota_gate=options.quota_gate, city_code=options.city_code)
-    ctrl = mgr.new_controller(NAME, controller, workers=options.workers)
+    ctrl = mgr.new_controller(NAME, ForObject(mgr, WORKLOAD_DEPLOYMENTS, controller), workers=options.workers)
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=LOCAL)
     ctrl.watch(
         INSTANCES,

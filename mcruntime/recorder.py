@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from .cluster import Cluster
 from .events import EventRecorder, EventType
 
 
@@ -23,6 +24,9 @@ class ControllerEvents:
         self.mgr = mgr
         self.component = component
 
-    async def event(self, cluster: str, obj: Mapping[str, Any], type_: EventType, reason: str, message: str) -> None:
-        """Record an Event about `obj`, which lives in `cluster`."""
-        await self.mgr.event_recorder(cluster, self.component).event(obj, type_, reason, message)
+    async def event(
+        self, cluster: Cluster | str, obj: Mapping[str, Any], type_: EventType, reason: str, message: str
+    ) -> None:
+        """Record an Event about `obj`, which lives in `cluster` (the cluster or its name)."""
+        name = cluster if isinstance(cluster, str) else cluster.name
+        await self.mgr.event_recorder(name, self.component).event(obj, type_, reason, message)

@@ -62,9 +62,7 @@ class InstanceProjector:
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
 
     async def reconcile(self, req: Request) -> Result:
-        # 1. the project cluster (never a fallback for an empty or unknown name)
-        if not req.cluster:
-            return Result()
+        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
         project = self.mgr.get_cluster(req.cluster)
         # 2. fetch: the projection and the cell Instances of that name
         current = await project.client.get_or_none(INSTANCES, req.name, namespace=req.namespace)

@@ -59,9 +59,7 @@ class StatusProjector:
         self.stale_after = stale_after
 
     async def reconcile(self, req: Request) -> Result:
-        # 1. the project cluster
-        if not req.cluster:
-            return Result()
+        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
         project = self.mgr.get_cluster(req.cluster)
         # 2. fetch; 3. early exits
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)

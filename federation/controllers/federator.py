@@ -113,11 +113,8 @@ class Federator:
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, req: Request) -> Result:
-        # 1. a request without a cluster name is dropped, never routed anywhere
-        if not req.cluster:
-            log.debug("dropping %s: empty cluster name", req)
-            return Result()
-        project = self.mgr.get_cluster(req.cluster)  # not engaged: the runtime drops the request
+        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
+        project = self.mgr.get_cluster(req.cluster)
         # 2. fetch (caches)
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
         copies = await self._copies(req)

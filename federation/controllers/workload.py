@@ -50,10 +50,7 @@ class WorkloadController:
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
 
     async def reconcile(self, req: Request) -> Result:
-        # 1. the project cluster (an empty or unknown name never falls back to another)
-        if not req.cluster:
-            log.debug("dropping %s: empty cluster name", req)
-            return Result()
+        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
         project = self.mgr.get_cluster(req.cluster)
         # 2. fetch
         workload = await project.client.get_or_none(WORKLOADS, req.name, namespace=req.namespace)

@@ -16,6 +16,7 @@ from cells.instance import InstanceController
 from federation.api.resources import INSTANCES, RESOURCE_CLAIMS
 from mcruntime import Manager, Request, Resource, TemporaryError
 from mcruntime.errors import APIError
+from mcruntime.objectreconciler import ForObject
 
 from .builders import cond, instance
 
@@ -95,7 +96,10 @@ class FakeRecorder:
 
 @dataclass
 class FakeManager:
+    """Stands in for the manager and for its one cluster (the cell)."""
+
     client: FakeClient
+    name: str = "cell"
 
     def get_cluster(self, _name: str) -> Any:
         return self
@@ -105,7 +109,8 @@ class FakeManager:
 
 
 async def reconcile(client: FakeClient) -> Any:
-    controller = InstanceController(cast(Manager, FakeManager(client)), quota_gate=True)
+    manager = cast(Manager, FakeManager(client))
+    controller = ForObject(manager, INSTANCES, InstanceController(manager, quota_gate=True))
     return await controller.reconcile(Request("cell", NAMESPACE, NAME))
 
 
