@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from cells.autoscaling import autoscaler_for, is_controlled_by_wd, wants_autoscaler
 from cells.fields import get_str, is_deleting
 from cells.instances import check_served_city, instance_for, instance_labels, observe, ordinal_of, ordinal_range
 from cells.options import CellOptions
-from cells.stateful import Create, Delete, Wait, next_action
+from cells.stateful import Action, Create, Delete, Wait, next_action
 from cells.template import template_hash
 from cells.wdstatus import rejected_status, wd_status
 from federation.api.conditions import rfc3339_now
@@ -69,6 +70,35 @@ def _mine(wd: Mapping[str, Any], instances: Sequence[Obj]) -> list[Obj]:
     return [i for i in instances if ordinal_of(get_str(i, "metadata.name"), name) is not None]
 
 
+@dataclass(frozen=True)
+class Desired:
+    """What a WD wants of its cell now, from the pure functions."""
+
+    current_hash: str
+    action: Action | None  # the one Instance action (`stateful.next_action`)
+    new_instance: Obj | None  # the Instance to create, when the action is a Create
+    autoscaler: Obj | None  # the HPA it owns, when it autoscales
+
+
+def desired(
+    wd: Obj, instances: Sequence[Obj], namespace_labels: Mapping[str, str], *, city_code: str, quota_gate: bool
+) -> Desired:
+    """The desired state of a WD in its cell; ValueError names a spec the cell cannot act on."""
+    check_served_city(wd, city_code)
+    template = wd.get("spec", {}).get("template") or {}
+    current_hash = template_hash(template)
+    instance_labels(wd, namespace_labels, 0)  # label values checked before anything is written
+    name = get_str(wd, "metadata.name")
+    observed = [observe(i, name, template.get("spec") or {}) for i in instances]
+    action = next_action(ordinal_range(wd), current_hash, observed)
+    new_instance = (
+        instance_for(wd, namespace_labels, action.ordinal, current_hash, quota_gate=quota_gate)
+        if isinstance(action, Create)
+        else None
+    )
+    return Desired(current_hash, action, new_instance, autoscaler_for(wd) if wants_autoscaler(wd) else None)
+
+
 class WorkloadDeploymentController:
     def __init__(self, mgr: Manager, *, quota_gate: bool, city_code: str = "") -> None:
         self.mgr = mgr
@@ -94,34 +124,23 @@ class WorkloadDeploymentController:
         namespace = await client.get_or_none(NAMESPACES, namespace_name)
         namespace_labels = dict(labels_of(namespace)) if namespace is not None else {}
         try:
-            check_served_city(wd, self.city_code)
-            template = wd.get("spec", {}).get("template") or {}
-            current_hash = template_hash(template)
-            instance_labels(wd, namespace_labels, 0)  # label values checked before anything is written
-            observed = [observe(i, name, template.get("spec") or {}) for i in instances]
-            action = next_action(ordinal_range(wd), current_hash, observed)
-            new_instance = (
-                instance_for(wd, namespace_labels, action.ordinal, current_hash, quota_gate=self.quota_gate)
-                if isinstance(action, Create)
-                else None
-            )
-            autoscaler = autoscaler_for(wd) if wants_autoscaler(wd) else None
+            want = desired(wd, instances, namespace_labels, city_code=self.city_code, quota_gate=self.quota_gate)
         except ValueError as exc:
             if await self._rejected(client, wd, instances, str(exc)):  # told once, not on every reconcile
                 await self.events.event(cell, wd, "Warning", "InvalidSpec", str(exc))
             raise PermanentError(f"WorkloadDeployment {namespace_name}/{name}: {exc}") from exc
         # 6. write only the difference: one Instance action, the HPA, labels of existing Instances
-        if new_instance is not None:
-            await self._create(cell, wd, new_instance)
-        elif isinstance(action, Delete):
-            await self._delete_for(cell, wd, action, instances)
-        elif isinstance(action, Wait):
-            log.debug("%s/%s: %s", namespace_name, name, action.reason)  # its watch event brings us back
-        await self._autoscaler(cell, wd, autoscaler)
+        if want.new_instance is not None:
+            await self._create(cell, wd, want.new_instance)
+        elif isinstance(want.action, Delete):
+            await self._delete_for(cell, wd, want.action, instances)
+        elif isinstance(want.action, Wait):
+            log.debug("%s/%s: %s", namespace_name, name, want.action.reason)  # its watch event brings us back
+        await self._autoscaler(cell, wd, want.autoscaler)
         for instance in instances:
             await self._relabel(client, wd, instance, namespace_labels)
         # 7. status, only when it changed
-        await self._status(client, wd, instances, current_hash)
+        await self._status(client, wd, instances, want.current_hash)
         return Result()
 
     # ------------------------------------------------------------------ deletion

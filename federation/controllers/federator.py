@@ -133,19 +133,7 @@ class Federator:
         except PlacementError as exc:
             await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
             raise PermanentError(str(exc)) from exc
-        project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
-        if project_ns is None:
-            raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
-        upstream_label = project.labels.get(Label.UPSTREAM_CLUSTER_NAME, "")
-        if not upstream_label:
-            why = f"project {project.name} is registered without the {Label.UPSTREAM_CLUSTER_NAME} label"
-            await self.events.event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
-            raise PermanentError(why)
-        try:
-            namespace = downstream_namespace(project.name, upstream_label, project_ns)
-        except ValueError as exc:  # the registration's encoded name is not this project's
-            await self.events.event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", str(exc))
-            raise PermanentError(str(exc)) from exc
+        namespace = await self._downstream_namespace(project, wd)
         # 6. write only the difference: per target cell, then cells that stop matching
         outcome = Outcome()
         targets = {share.cell for share in shares}
@@ -161,6 +149,24 @@ class Federator:
         return Result()
 
     # ------------------------------------------------------------------ reading
+    async def _downstream_namespace(self, project: Cluster, wd: Obj) -> Obj:
+        """The cell namespace the WD's copies go to (an apply intent), from the project
+        namespace and the project's registration; a registration that cannot name it is
+        reported on the WD and not retried."""
+        namespace = str(meta(wd)["namespace"])
+        project_ns = await project.client.get_or_none(NAMESPACES, namespace)
+        if project_ns is None:
+            raise TemporaryError(f"project namespace {namespace} is not cached yet")
+        upstream_label = project.labels.get(Label.UPSTREAM_CLUSTER_NAME, "")
+        why = f"project {project.name} is registered without the {Label.UPSTREAM_CLUSTER_NAME} label"
+        if upstream_label:
+            try:
+                return downstream_namespace(project.name, upstream_label, project_ns)
+            except ValueError as exc:  # the registration's encoded name is not this project's
+                why = str(exc)
+        await self.events.event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
+        raise PermanentError(why)
+
     async def _copies(self, req: Request) -> list[Copy]:
         """Every copy of the project WD in the cells whose caches are synced."""
         return [Copy(cell, obj) for cell, obj in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
