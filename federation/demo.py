@@ -246,7 +246,11 @@ class Demo:
                           str(self.state_dir / f"{c.name}.kubeconfig"))  # fmt: skip
         self.console.print(table)
         mgmt = self.managers[MANAGEMENT]
-        kc = f"--kubeconfig {self.state_dir}"
+        # absolute paths: the commands work pasted in a new terminal, from any directory,
+        # without the virtualenv on PATH
+        state = self.state_dir.resolve()
+        kc = f"--kubeconfig {state}"
+        fm = cli_command()
         project = self.projects[0].name
         cell = self.cells[0].name
         lines = [
@@ -257,14 +261,21 @@ class Demo:
             f"  kubectl {kc}/{project}.kubeconfig get workloads,wd,instances",
             f"  kubectl {kc}/{cell}.kubeconfig get wd,instances,pods -A",
             f"  kubectl {kc}/{MANAGEMENT}.kubeconfig get clusterprofiles -n {REGISTRATION_NAMESPACE} --show-labels",
-            f"  federation-manager status --state-dir {self.state_dir}",
+            f"  {fm} status --state-dir {state}",
             "",
-            f"Run your own manager against these clusters: federation-manager run --kubeconfig "
-            f"{self.state_dir}/{MANAGEMENT}.kubeconfig --enable-management-controllers (it finds the cells and "
+            f"Run your own manager against these clusters: {fm} run --kubeconfig "
+            f"{state}/{MANAGEMENT}.kubeconfig --enable-management-controllers (it finds the cells and "
             f"projects through the ClusterProfiles in {REGISTRATION_NAMESPACE}).",
             "Stop with Ctrl-C.",
         ]
         self.console.print("\n".join(lines), highlight=False, soft_wrap=True)
+
+
+def cli_command() -> str:
+    """How to run this same `federation-manager` from a new terminal: by its full path (the
+    virtualenv's bin is on this process's PATH under ./taskw, rarely on a new terminal's)."""
+    beside = Path(sys.executable).parent / "federation-manager"
+    return str(beside) if beside.exists() else "federation-manager"
 
 
 def _count(n: int, noun: str) -> str:
