@@ -23,10 +23,11 @@ def test_a_first_run_says_what_it_does_and_keeps_pips_output_in_a_log(tmp_path: 
     lines = result.stderr.splitlines()
     assert lines[0] == f"taskw: first run: creating {venv} with the project and its dev tools (1-2 minutes)"
     log = venv / "install.log"
-    assert f"taskw: installing the project failed; pip's output is in {log} (last lines below)" in lines
+    failure = f"taskw: installing the project failed; pip's output is in {log} (last lines below)"
+    assert failure in lines
     # pip's own output went to the log; the terminal saw the progress lines and the log's tail
     assert "setuptools" in log.read_text()
-    progress = lines[: lines.index(f"taskw: installing the project failed; pip's output is in {log} (last lines below)")]
+    progress = lines[: lines.index(failure)]
     assert len(progress) <= 4 and all(line.startswith("taskw:") for line in progress), progress
     assert len(lines) - len(progress) <= 16
     assert result.stdout == ""

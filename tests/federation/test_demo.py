@@ -84,7 +84,7 @@ async def test_up_runs_the_federation_and_stops_cleanly(tmp_path: Path) -> None:
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGINT)
-        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0, err.decode()
     assert "Traceback" not in err.decode()
     assert sorted(p.name for p in state.iterdir()) == [], "kubeconfigs and ready are removed on exit"
