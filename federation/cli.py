@@ -63,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspection.add_check_arguments(check)
     check.set_defaults(run=_check)
     up = sub.add_parser("up", parents=[common], help="all-in-one demo on embedded API servers")
-    up.add_argument("--state-dir", type=Path, default=Path(".demo"), help="where kubeconfigs go (default .demo)")
+    up.add_argument("--state-dir", default=".demo", help="where kubeconfigs go; one up per directory (default .demo)")
     up.add_argument(
         "--cell",
         action="append",
@@ -149,8 +149,12 @@ async def _up(args: argparse.Namespace) -> None:
         raise SystemExit(f"federation-manager up: {exc}") from None
     if args.duration is not None and args.duration <= 0:
         raise SystemExit("federation-manager up: --duration must be a positive number of seconds")
+    from federation.statelock import StateDirInUse
+
     try:
-        await demo.up(args.state_dir, cells, projects, args.duration)
+        await demo.up(Path(args.state_dir), cells, projects, args.duration, shown=args.state_dir)
+    except StateDirInUse as exc:
+        raise SystemExit(str(exc)) from None
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         raise SystemExit(f"federation-manager up: cannot use{where}: {exc.strerror or exc}") from None

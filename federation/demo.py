@@ -30,6 +30,7 @@ from federation.api.crds import all_crd_manifests
 from federation.api.resources import NAMESPACES, SECRETS, WORKLOADS
 from federation.registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
 from federation.settings import ManagerSettings, load_settings
+from federation.statelock import StateLock
 from kubeplane import EmbeddedAPIServer
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster, ClusterState
@@ -286,25 +287,38 @@ def _unlink(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-async def up(state_dir: Path, cells: list[Cell], projects: list[Project], duration: float | None) -> None:
-    """Bring the federation up, keep it running until SIGINT/SIGTERM (or `duration`), and
-    take it down cleanly: managers stop first, then the servers; kubeconfigs and `ready`
-    are removed. A signal during start-up stops after the step in progress."""
+async def up(
+    state_dir: Path, cells: list[Cell], projects: list[Project], duration: float | None, *, shown: str | None = None
+) -> None:
+    """Bring the federation up, keep it running until SIGINT/SIGTERM/SIGHUP (or `duration`),
+    and take it down cleanly: managers stop first, then the servers; kubeconfigs and `ready`
+    are removed. A signal during start-up stops after the step in progress. One `up` per
+    state dir (federation/statelock.py; `shown`: the dir as the user typed it)."""
     console = Console(file=sys.stdout, highlight=False)
     if not console.is_terminal:
         console.width = max(console.width, 200)  # logs and pipes: do not fold paths and URLs
     await anyio.Path(state_dir).mkdir(parents=True, exist_ok=True)
+    with StateLock(state_dir, shown if shown is not None else str(state_dir)) as lock:
+        # whatever a previous process left: it is dead (we hold its lock), its `ready` is a lie
+        _unlink(state_dir / "ready")
+        if lock.took_over_from is not None:
+            console.print(f"took over --state-dir {lock.shown} from pid {lock.took_over_from} (no longer running)")
+        await _run_until_stopped(Demo(state_dir, cells, projects, console), duration)
+    console.print("federation-manager up: stopped", highlight=False)
+
+
+async def _run_until_stopped(demo: Demo, duration: float | None) -> None:
+    console = demo.console
     stop = anyio.Event()
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_stop_on_signal, signals, stop, console)
             if duration is not None:
                 tg.start_soon(_stop_after, duration, stop)
             try:
-                await _serve(Demo(state_dir, cells, projects, console), stop)
+                await _serve(demo, stop)
             finally:
                 tg.cancel_scope.cancel()
-    console.print("federation-manager up: stopped", highlight=False)
 
 
 async def _serve(demo: Demo, stop: anyio.Event) -> None:
