@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -75,6 +76,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         metavar="ORG/PROJECT",
         help="a project control plane (repeatable; default acme/web)",
+    )
+    up.add_argument(
+        "--ephemeral",
+        action="store_true",
+        help="keep the objects in memory only (default: in SQLite under STATE_DIR/data, back after a restart)",
     )
     up.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)")
     up.set_defaults(run=_up)
@@ -152,9 +158,13 @@ async def _up(args: argparse.Namespace) -> None:
     from federation.statelock import StateDirInUse
 
     try:
-        await demo.up(Path(args.state_dir), cells, projects, args.duration, shown=args.state_dir)
+        await demo.up(
+            Path(args.state_dir), cells, projects, args.duration, shown=args.state_dir, ephemeral=args.ephemeral
+        )
     except StateDirInUse as exc:
         raise SystemExit(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise SystemExit(f"federation-manager up: cannot use the state in {args.state_dir}/data: {exc}") from None
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         raise SystemExit(f"federation-manager up: cannot use{where}: {exc.strerror or exc}") from None

@@ -6,7 +6,10 @@ cluster the way a platform team would (ClusterProfile + kubeconfig Secret), then
 management-mode controllers and one set of cell-mode controllers per cell, built by
 `federation/app.py` from the same settings `run` reads, and applies the sample Workload.
 `<state-dir>/<cluster>.kubeconfig` is written for every cluster and `<state-dir>/ready`
-once every controller's caches have synced; both are removed on exit."""
+once every controller's caches have synced; both are removed on exit. Unless `--ephemeral`,
+each server keeps its objects in `<state-dir>/data/<cluster>/` (SQLite, kubeplane/persist.py)
+and its port: a restart brings the same objects and UIDs back, the controllers find them
+converged, and the sample is applied only to a new project."""
 
 from __future__ import annotations
 
@@ -43,6 +46,8 @@ SAMPLES = Path(__file__).resolve().parent.parent / "config" / "samples"
 ESTABLISH_TIMEOUT = 30.0
 SYNC_TIMEOUT = 60.0
 MANAGEMENT = "management"
+DATA_DIR = "data"  # <state-dir>/data/<cluster>/kubeplane.db: each embedded server's objects
+PORT_FILE = "port"  # <state-dir>/data/<cluster>/port: the port it last served on
 
 
 @dataclass(frozen=True)
@@ -168,24 +173,65 @@ def synced(manager: Manager, expected_clusters: set[str]) -> bool:
 
 
 class Demo:
-    def __init__(self, state_dir: Path, cells: list[Cell], projects: list[Project], console: Console) -> None:
+    def __init__(
+        self, state_dir: Path, cells: list[Cell], projects: list[Project], console: Console, *, persistent: bool = True
+    ) -> None:
         self.state_dir = state_dir
         self.cells = cells
         self.projects = projects
         self.console = console
+        self.persistent = persistent
+        self.restored: list[str] = []  # servers whose objects came back from a previous run
         self.servers: dict[str, EmbeddedAPIServer] = {}
         self.managers: dict[str, Manager] = {}
+
+    def data_dir(self, name: str) -> Path:
+        return self.state_dir / DATA_DIR / name
 
     def step(self, text: str) -> None:
         self.console.print(f"[green]✓[/green] {text}", highlight=False)
 
     async def start_servers(self, stack: AsyncExitStack) -> None:
         for name in [MANAGEMENT, *(p.name for p in self.projects), *(c.name for c in self.cells)]:
-            server = EmbeddedAPIServer(name=name, kubeconfig=self.state_dir / f"{name}.kubeconfig")
-            self.servers[name] = await stack.enter_async_context(server)
+            server = await self._start_server(name)
+            stack.push_async_callback(server.stop)
+            self.servers[name] = server
             stack.callback(_unlink, self.state_dir / f"{name}.kubeconfig")
         self.step(f"{len(self.servers)} API servers up (1 management, {_count(len(self.projects), 'project')}, "
                   f"{_count(len(self.cells), 'cell')})")  # fmt: skip
+        if not self.persistent:
+            self.step("state: in memory (--ephemeral): it goes when up stops")
+        elif self.restored:
+            self.step(f"state: restored from {self.state_dir / DATA_DIR} (SQLite per server; {len(self.restored)} "
+                      f"with objects from the last run)")  # fmt: skip
+        else:
+            self.step(f"state: persisted in {self.state_dir / DATA_DIR} (SQLite per server; kept across restarts)")
+
+    async def _start_server(self, name: str) -> EmbeddedAPIServer:
+        """Start one server; persistent ones keep their data and, when it is free, their port
+        (the registrations and kubeconfigs from the last run stay true: nothing is rewritten)."""
+        kubeconfig = self.state_dir / f"{name}.kubeconfig"
+        if not self.persistent:
+            server = EmbeddedAPIServer(name=name, kubeconfig=kubeconfig)
+            await server.start()
+            return server
+        data = self.data_dir(name)
+        port_file = data / PORT_FILE
+        saved = port_file.read_text().strip() if port_file.exists() else ""
+        saved = saved if saved.isdigit() else ""
+        server = EmbeddedAPIServer(name=name, kubeconfig=kubeconfig, data_dir=data, port=int(saved or 0))
+        if server.plane.db.history_floor > 0:  # a revision stored by an earlier run
+            self.restored.append(name)
+        try:
+            await server.start()
+        except OSError:
+            if not saved:
+                raise
+            # the last run's port is taken now: a new one (the registration is rewritten to match)
+            server = EmbeddedAPIServer(name=name, kubeconfig=kubeconfig, data_dir=data)
+            await server.start()
+        port_file.write_text(f"{server.port}\n")
+        return server
 
     async def install(self) -> None:
         crds = all_crd_manifests()
@@ -225,6 +271,11 @@ class Demo:
         controllers = sum(len(m.controllers) for m in self.managers.values())
         self.step(f"controllers synced: {controllers} controllers in {len(self.managers)} managers "
                   f"(management mode + cell mode per cell)")  # fmt: skip
+
+    def project_restored(self) -> bool:
+        """The first project came back from storage: what the user did there (the sample
+        deleted, say) stays as it was."""
+        return self.projects[0].name in self.restored
 
     async def apply_sample(self) -> dict[str, Any]:
         workload = sample("compute_v1alpha_workload.yaml")
@@ -288,7 +339,13 @@ def _unlink(path: Path) -> None:
 
 
 async def up(
-    state_dir: Path, cells: list[Cell], projects: list[Project], duration: float | None, *, shown: str | None = None
+    state_dir: Path,
+    cells: list[Cell],
+    projects: list[Project],
+    duration: float | None,
+    *,
+    shown: str | None = None,
+    ephemeral: bool = False,
 ) -> None:
     """Bring the federation up, keep it running until SIGINT/SIGTERM/SIGHUP (or `duration`),
     and take it down cleanly: managers stop first, then the servers; kubeconfigs and `ready`
@@ -303,7 +360,7 @@ async def up(
         _unlink(state_dir / "ready")
         if lock.took_over_from is not None:
             console.print(f"took over --state-dir {lock.shown} from pid {lock.took_over_from} (no longer running)")
-        await _run_until_stopped(Demo(state_dir, cells, projects, console), duration)
+        await _run_until_stopped(Demo(state_dir, cells, projects, console, persistent=not ephemeral), duration)
     console.print("federation-manager up: stopped", highlight=False)
 
 
@@ -335,7 +392,10 @@ async def _serve(demo: Demo, stop: anyio.Event) -> None:
             try:
                 await demo.start_managers(tg, stop)
                 if not stop.is_set():
-                    await demo.apply_sample()
+                    if demo.project_restored():
+                        demo.step("the project's objects are back from the last run (the sample is not re-applied)")
+                    else:
+                        await demo.apply_sample()
                     ready.write_text("ready\n")
                     demo.summary()
                     await stop.wait()
