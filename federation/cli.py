@@ -89,7 +89,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crds.add_argument("--out", type=Path, metavar="DIR", help="write one file per CRD (and a kustomization) into DIR")
     crds.set_defaults(run=_crds)
+    completion = sub.add_parser("completion", parents=[common], help="print a shell completion script")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete in")
+    completion.set_defaults(run=_completion)
+    from federation import clihelp
+
+    clihelp.finish(sub.choices, {a.dest: a.help or "" for a in sub._choices_actions})
     return parser
+
+
+async def _completion(args: argparse.Namespace) -> None:
+    from federation import completion
+
+    sys.stdout.write(completion.script(args.shell, build_parser()))
 
 
 async def _crds(args: argparse.Namespace) -> None:
