@@ -17,7 +17,7 @@ from kubeplane.testing import Kubectl, kubectl_path
 from tests.support import eventually
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.kubectl
+pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
 
 async def start_up(

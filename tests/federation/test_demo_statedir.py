@@ -8,7 +8,11 @@ import asyncio
 import signal
 from pathlib import Path
 
+import pytest
+
 from tests.federation.test_demo import start_up, wait_ready
+
+pytestmark = pytest.mark.slow
 
 FAST = ("--cell", "dfw:DFW")  # one cell: the refusal does not need a bigger federation
 
