@@ -27,10 +27,11 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from federation import app
+from federation import app, join
 from federation.api.constants import CLUSTER_INVENTORY_GROUP, REGISTRATION_NAMESPACE
 from federation.api.crds import all_crd_manifests
-from federation.api.resources import NAMESPACES, SECRETS, WORKLOADS
+from federation.api.resources import WORKLOADS
+from federation.join import install_crds
 from federation.registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
 from federation.settings import ManagerSettings, load_settings
 from federation.statelock import StateLock
@@ -39,11 +40,9 @@ from mcruntime.client import Client
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.connection import ConnectionConfig
 from mcruntime.manager import Manager
-from mcruntime.resources import CLUSTER_PROFILES, CUSTOM_RESOURCE_DEFINITIONS
 
 FIELD_MANAGER = "federation-demo"
 SAMPLES = Path(__file__).resolve().parent.parent / "config" / "samples"
-ESTABLISH_TIMEOUT = 30.0
 SYNC_TIMEOUT = 60.0
 MANAGEMENT = "management"
 DATA_DIR = "data"  # <state-dir>/data/<cluster>/kubeplane.db: each embedded server's objects
@@ -102,20 +101,6 @@ async def _client(server: EmbeddedAPIServer) -> AsyncIterator[Client]:
     cluster = Cluster(server.name, _config(server), field_manager=FIELD_MANAGER)
     async with cluster.transport:
         yield Client(cluster.transport, None, field_manager=FIELD_MANAGER)
-
-
-async def install_crds(client: Client, crds: list[dict[str, Any]]) -> None:
-    """Server-side apply the CRDs and wait until each is Established."""
-    for crd in crds:
-        await client.apply(CUSTOM_RESOURCE_DEFINITIONS, crd, force=True)
-    with anyio.fail_after(ESTABLISH_TIMEOUT):
-        for crd in crds:
-            while True:
-                live = await client.get_live(CUSTOM_RESOURCE_DEFINITIONS, crd["metadata"]["name"])
-                conditions = (live.get("status") or {}).get("conditions") or []
-                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                    break
-                await anyio.sleep(0.02)
 
 
 def registrations(
@@ -239,7 +224,6 @@ class Demo:
         compute = [c for c in crds if c["spec"]["group"] != CLUSTER_INVENTORY_GROUP]
         async with _client(self.servers[MANAGEMENT]) as mgmt:
             await install_crds(mgmt, inventory)
-            await mgmt.apply(NAMESPACES, {"metadata": {"name": REGISTRATION_NAMESPACE}}, force=True)
             for name in self.servers:
                 if name != MANAGEMENT:
                     async with _client(self.servers[name]) as client:
@@ -247,8 +231,7 @@ class Demo:
             self.step("CRDs established (ClusterProfile in management; compute kinds in projects and cells)")
             cells = {c: self.servers[c.name] for c in self.cells}
             projects = {p: self.servers[p.name] for p in self.projects}
-            for obj in registrations(cells, projects):
-                await mgmt.apply(SECRETS if obj["kind"] == "Secret" else CLUSTER_PROFILES, obj, force=True)
+            await join.register(mgmt, registrations(cells, projects), REGISTRATION_NAMESPACE)  # as `join` does
         self.step(f"registered {_count(len(self.cells), 'cell')} and {_count(len(self.projects), 'project')} as "
                   f"ClusterProfiles in {MANAGEMENT}/{REGISTRATION_NAMESPACE}")  # fmt: skip
 
