@@ -26,7 +26,7 @@ DB_FILE = "kubeplane.db"
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
     grp TEXT NOT NULL, resource TEXT NOT NULL, namespaced INTEGER NOT NULL,
-    namespace TEXT NOT NULL, name TEXT NOT NULL, raw BLOB NOT NULL,
+    namespace TEXT NOT NULL, name TEXT NOT NULL, raw BLOB NOT NULL, rev INTEGER NOT NULL,
     PRIMARY KEY (grp, resource, namespace, name)
 );
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -71,8 +71,11 @@ class SQLiteStore:
 
     # ---------------------------------------------------------------- start
     def revision(self) -> int:
+        """The last revision written: an object's (each row keeps its own, so a create or
+        update is one statement), or a deletion's or a restart's (kept in `meta`)."""
         row = self._conn.execute("SELECT value FROM meta WHERE key = 'rev'").fetchone()
-        return int(row[0]) if row else 0
+        latest = self._conn.execute("SELECT MAX(rev) FROM objects").fetchone()
+        return max(int(row[0]) if row else 0, int(latest[0] or 0) if latest else 0)
 
     def objects(self) -> Iterator[StoredObject]:
         for grp, resource, namespaced, namespace, name, raw in self._conn.execute(
@@ -85,13 +88,12 @@ class SQLiteStore:
         self._conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('rev', ?)", (rev,))
 
     def put(self, key: tuple[str, str], namespaced: bool, namespace: str, name: str, raw: bytes, rev: int) -> None:
-        with self._transaction():
-            self._conn.execute(
-                "INSERT OR REPLACE INTO objects (grp, resource, namespaced, namespace, name, raw) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (key[0], key[1], int(namespaced), namespace, name, raw),
-            )
-            self.set_revision(rev)
+        # one statement: its own transaction in autocommit mode
+        self._conn.execute(
+            "INSERT OR REPLACE INTO objects (grp, resource, namespaced, namespace, name, raw, rev) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key[0], key[1], int(namespaced), namespace, name, raw, rev),
+        )
 
     def delete(self, key: tuple[str, str], namespace: str, name: str, rev: int) -> None:
         with self._transaction():
