@@ -32,8 +32,10 @@ NATURAL_WIDTH = 10_000
 T = TypeVar("T")
 
 
-def add_output_flag(parser: argparse.ArgumentParser, *, aliases: Mapping[str, str] | None = None) -> None:
-    """`-o/--output`; `aliases` maps former names (check's `text`) to a format."""
+def add_output_flag(
+    parser: argparse.ArgumentParser, *, wide: str = "the table", aliases: Mapping[str, str] | None = None
+) -> None:
+    """`-o/--output`; `wide`: what -o wide shows; `aliases` maps former names (check's `text`) to a format."""
     choices = [*FORMATS, *(aliases or {})]
     parser.add_argument(
         "-o",
@@ -41,7 +43,7 @@ def add_output_flag(parser: argparse.ArgumentParser, *, aliases: Mapping[str, st
         choices=choices,
         default="table",
         type=lambda text: (aliases or {}).get(text, text),
-        help="table (default), wide (more columns), json or yaml",
+        help=f"table (default), wide ({wide}), json or yaml",
     )
 
 
