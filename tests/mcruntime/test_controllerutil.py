@@ -4,6 +4,7 @@ predicate, the per-cluster event recorder and waiting until a controller is idle
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import anyio
@@ -313,7 +314,9 @@ async def test_write_status_applies_its_own_fields_or_patches_conditionally(
     """Unconditional: a server-side apply of this manager's status fields, another
     manager's left alone, whatever the object's resourceVersion. Conditional: a patch that
     a status computed from an older version of the object is refused by (409)."""
-    await install_crd(apiserver, WIDGET_CRD)
+    # a fresh copy: an earlier create in this process may have filled in the shared dict's metadata
+    crd = {**copy.deepcopy(WIDGET_CRD), "metadata": {"name": WIDGET_CRD["metadata"]["name"]}}
+    await install_crd(apiserver, crd)
     plane = Plane(apiserver)
     widget = plane.create("widgets", {"apiVersion": "example.com/v1", "kind": "Widget",
                                       "metadata": {"name": "w", "namespace": "default"}, "spec": {"n": 1}},
