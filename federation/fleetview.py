@@ -84,6 +84,14 @@ def cell_synced(cell: Cluster) -> bool:
     return cell.cache.view_of(NAMESPACES) is not None and cell.cache.informer_of(NAMESPACES).has_synced
 
 
+def cell_fresh(cell: Cluster) -> bool:
+    """The cell's views are synced and not re-syncing (the cluster is not `syncing`, as
+    after an outage until every watch follows the server again): only then does an
+    object missing from them mean it is missing in the cell. An unreachable cell's views
+    stay as last seen (the caller decides what staleness means for it)."""
+    return cell_synced(cell) and cell.state is not ClusterState.SYNCING
+
+
 async def find_copies(mgr: Manager, project: str, namespace: str, name: str) -> list[tuple[Cluster, dict[str, Any]]]:
     """Every downstream copy of the project WD (project, namespace, name) in the cells
     whose caches are synced, found through the downstream namespaces' labels (so a copy

@@ -47,6 +47,7 @@ from federation.fleetview import (
     PROJECTS,
     UPSTREAM_INDEX,
     cell_clusters,
+    cell_fresh,
     cell_synced,
     project_clusters,
     read_cell_copies,
@@ -192,7 +193,7 @@ class InstanceProjector:
                 ordinal = _ordinal(inst)
                 share = copy_ordinals(copy) or range(0)
                 sources.append(Source(cell.name, inst, wd, ordinal is not None and ordinal in share))
-        complete = all(cell_synced(c) for c in cell_clusters(self.mgr))
+        complete = all(cell_fresh(c) for c in cell_clusters(self.mgr))
         return sources, complete
 
     # ------------------------------------------------------------------ writes (one each)

@@ -42,7 +42,7 @@ from federation.fleetview import (
 )
 from federation.placement import PlacementError, Share, plan
 from federation.settings import ManagerSettings
-from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.cluster import Cluster
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
@@ -103,7 +103,8 @@ class StatusProjector:
             desired = downstream_copy(project, wd, share, namespace, include_replicas=include_replicas)["spec"]
             cell = self.mgr.clusters.get(share.cell)
             stale_since = None
-            if cell is not None and cell.state is ClusterState.UNREACHABLE:
+            # unreachable, or re-syncing after it was: not fresh until its views follow it again
+            if cell is not None and cell.unreachable_since is not None:
                 dark = cell.unreachable_for()
                 if dark >= self.stale_after:
                     stale_since = cell.unreachable_since
