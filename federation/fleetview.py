@@ -80,8 +80,11 @@ def registered_cells(mgr: Manager) -> list[CellInfo]:
 
 
 def cell_synced(cell: Cluster) -> bool:
-    """The cell's view of federated namespaces has completed its first LIST."""
-    return cell.cache.view_of(NAMESPACES) is not None and cell.cache.informer_of(NAMESPACES).has_synced
+    """Every view of the cell (federated namespaces, copies, Instances) has completed its
+    first LIST. Not just the namespaces': a reader that finds a namespace synced but the
+    Instances in it not yet listed would take "not cached" for "not there" (a manager
+    restart once deleted and recreated Instance projections that way)."""
+    return cell.cache.view_of(NAMESPACES) is not None and cell.cache.has_synced
 
 
 def cell_fresh(cell: Cluster) -> bool:
