@@ -14,6 +14,7 @@ from .api.conditions import FALSE, TRUE, find_condition_json, set_condition_json
 from .api.constants import API_VERSION, Kind, Label
 from .api.naming import workload_deployment_name
 from .api.reasons import WorkloadCondition, WorkloadDeploymentAvailableReason
+from .placement import city_key
 
 COUNTERS = ("replicas", "currentReplicas", "desiredReplicas", "readyReplicas")
 
@@ -28,7 +29,7 @@ def desired_deployments(workload: Mapping[str, Any], cities_with_cells: Iterable
     """The WorkloadDeployments (apply intents, by name) a Workload wants, given the city
     codes that have at least one registered cell. `spec.replicas` is deliberately left
     out: it belongs to the scale subresource (`kubectl scale`, an autoscaler)."""
-    served = set(cities_with_cells)
+    served = {city_key(c) for c in cities_with_cells}
     meta = workload.get("metadata") or {}
     name, namespace, uid = str(meta.get("name") or ""), str(meta.get("namespace") or ""), str(meta.get("uid") or "")
     if not (name and namespace and uid):
@@ -38,7 +39,7 @@ def desired_deployments(workload: Mapping[str, Any], cities_with_cells: Iterable
     for placement in placements(workload):
         placement_name = str(placement.get("name") or "")
         for city in placement.get("cityCodes") or []:
-            if city not in served:
+            if city_key(str(city)) not in served:
                 continue
             wd_name = workload_deployment_name(name, placement_name, str(city))
             wanted[wd_name] = {
@@ -67,10 +68,10 @@ def desired_deployments(workload: Mapping[str, Any], cities_with_cells: Iterable
 
 def unserved_cities(workload: Mapping[str, Any], cities_with_cells: Iterable[str]) -> dict[str, list[str]]:
     """Per placement, the city codes no registered cell serves."""
-    served = set(cities_with_cells)
+    served = {city_key(c) for c in cities_with_cells}
     out: dict[str, list[str]] = {}
     for placement in placements(workload):
-        missing = [str(c) for c in placement.get("cityCodes") or [] if c not in served]
+        missing = [str(c) for c in placement.get("cityCodes") or [] if city_key(str(c)) not in served]
         if missing:
             out[str(placement.get("name") or "")] = missing
     return out

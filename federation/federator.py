@@ -80,7 +80,7 @@ from .fleetview import (
     project_clusters,
     registered_cells,
 )
-from .placement import PlacementError, Share, city_code, plan
+from .placement import PlacementError, Share, city_code, city_key, plan
 from .settings import ManagerSettings
 
 log = logging.getLogger(__name__)
@@ -353,7 +353,7 @@ class Federator:
         if city:
             for project in project_clusters(self.mgr):
                 informer = project.cache.informer_of(WORKLOAD_DEPLOYMENTS)
-                for wd in informer.store.by_index(CITY_INDEX, city):
+                for wd in informer.store.by_index(CITY_INDEX, city_key(city)):
                     requests[Request(project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))] = None
         cell = self.mgr.clusters.get(event.cluster)
         if event.type is ClusterEventType.READY and cell is not None:

@@ -12,7 +12,6 @@ from typing import Any
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotReadyError
-from mcruntime.indexers import field_value
 from mcruntime.manager import Manager
 from mcruntime.objects import meta
 from mcruntime.source import ClusterFilter, engaged
@@ -20,7 +19,7 @@ from mcruntime.source import ClusterFilter, engaged
 from .api.constants import ClusterRole, Label
 from .api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
 from .downstream import upstream_identity
-from .placement import CellInfo
+from .placement import CellInfo, city_key
 
 CELLS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.CELL}")
 PROJECTS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.PROJECT}")
@@ -33,7 +32,12 @@ UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project name
 
 
 CITY_INDEX = "city"  # project WDs by spec.cityCode
-city_of_wd = field_value("spec.cityCode")
+
+
+def city_of_wd(wd: dict[str, Any]) -> list[str]:
+    """Index: a WD's city, as `city_key` (case-insensitive; query with `city_key` too)."""
+    city = (wd.get("spec") or {}).get("cityCode")
+    return [city_key(city)] if isinstance(city, str) and city else []
 
 
 def upstream_key(project: str, namespace: str) -> str:

@@ -34,7 +34,7 @@ from mcruntime.objects import Obj, meta, name_of
 from .api.constants import API_VERSION, Kind
 from .api.workloaddeployment import WorkloadDeployment
 from .downstream import cell_owns_replicas, copy_matches, copy_ordinals, downstream_copy
-from .placement import city_code, desired_replicas, plan
+from .placement import city_code, desired_replicas, moves, plan
 from .snapshot import CellCopy, Snapshot
 from .statusview import ordinals_text
 
@@ -77,6 +77,7 @@ class PlanView:
     autoscaled: bool
     deployed: bool  # a WD of this name exists in the project namespace
     cells: tuple[CellPlan, ...]  # planned cells in ordinal order, then removals by name
+    moves: tuple[str, ...] = ()  # "moves api-2 from dfw-2 to dfw-1": running Instances recreated elsewhere
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.cells if c.action is action)
@@ -142,6 +143,7 @@ def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace
     ours = {c.cell: c for c in named if uid and c.upstream_uid == uid}
     current = {cell: r for cell, c in ours.items() if (r := copy_ordinals(c.obj)) is not None}
     shares = plan(wd, snapshot.cell_infos(), current)
+    moved = tuple(m.describe(name) for m in moves(current, shares))
     autoscaled = cell_owns_replicas(wd)
     placed = {**wd, "metadata": {**dict(meta(wd)), "namespace": namespace, "uid": uid or _PLACEHOLDER_UID}}
     cells: list[CellPlan] = []
@@ -172,6 +174,7 @@ def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace
         autoscaled=autoscaled,
         deployed=deployed is not None,
         cells=tuple(cells),
+        moves=moved,
     )
 
 
@@ -202,6 +205,7 @@ def to_json(view: PlanView) -> dict[str, Any]:
             }
             for c in view.cells
         ],
+        "moves": list(view.moves),
     }
 
 
@@ -260,5 +264,6 @@ def render(view: PlanView) -> RenderableType:
     parts: list[RenderableType] = [head]
     if view.cells:
         parts.append(table)
+    parts.extend(Text(line, style="yellow") for line in view.moves)
     parts.append(Text(summary(view)))
     return Group(*parts)

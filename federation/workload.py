@@ -39,6 +39,7 @@ from .api.constants import Finalizer, Label
 from .api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
 from .deployments import desired_deployments, workload_status
 from .fleetview import CELLS, PROJECTS, project_clusters, registered_cells
+from .placement import city_key
 from .settings import ManagerSettings
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,8 @@ CITY_INDEX = "placement-city"
 
 def placement_cities(workload: dict[str, Any]) -> list[str]:
     """Index: every city code a Workload's placements name."""
-    cities = [str(c) for p in (workload.get("spec") or {}).get("placements") or [] for c in p.get("cityCodes") or []]
+    cities = [city_key(str(c)) for p in (workload.get("spec") or {}).get("placements") or []
+              for c in p.get("cityCodes") or []]  # fmt: skip
     return sorted(set(cities))
 
 
@@ -165,7 +167,7 @@ class WorkloadController:
         requests = []
         for project in project_clusters(self.mgr):
             informer = project.cache.informer_of(WORKLOADS)
-            for wl in informer.store.by_index(CITY_INDEX, city):
+            for wl in informer.store.by_index(CITY_INDEX, city_key(city)):
                 requests.append(Request(project.name, str(meta(wl).get("namespace")), str(meta(wl).get("name"))))
         return requests
 

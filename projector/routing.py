@@ -16,6 +16,7 @@ from federation.api.constants import Kind, Label
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.downstream import UpstreamRef, upstream_identity
 from federation.fleetview import CITY_INDEX, project_clusters
+from federation.placement import city_key
 from mcruntime import controllerutil
 from mcruntime.manager import Manager
 from mcruntime.objects import meta
@@ -66,6 +67,6 @@ class Routes:
             return []
         requests: list[Request] = []
         for project in project_clusters(self.mgr):
-            for wd in project.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.by_index(CITY_INDEX, city):
+            for wd in project.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.by_index(CITY_INDEX, city_key(city)):
                 requests.append(Request(project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name"))))
         return requests

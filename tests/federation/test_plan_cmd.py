@@ -99,10 +99,9 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
         (None, [], "federation-manager plan: -f {dir}/wd.yaml: no such file"),
         ("kind: Pod\n", [], "federation-manager plan: {dir}/wd.yaml: kind 'Pod' is not a WorkloadDeployment"),
         (
-            as_yaml(edited(cityCode="dfw")),
+            as_yaml(edited(cityCode="DFW 1")),
             [],
-            "federation-manager plan: {dir}/wd.yaml: spec.cityCode: 'dfw' must be "
-            "upper-case without spaces (e.g. 'DFW')",
+            "federation-manager plan: {dir}/wd.yaml: spec.cityCode: String should match pattern '^\\S+$'",
         ),
         (
             as_yaml(GOOD),
@@ -203,9 +202,20 @@ def test_unchanged_and_re_divided() -> None:
     assert cells_of(same) == [("dfw-1", 2, 0, "2@0", Action.KEEP), ("dfw-2", 1, 2, "1@2", Action.KEEP)]
     assert summary(same) == "nothing would change; 2 unchanged"
     more = plan_view(snap, "web", edited(replicas=5), "default")
-    assert cells_of(more) == [("dfw-1", 3, 0, "2@0", Action.REDIVIDE), ("dfw-2", 2, 3, "1@2", Action.REDIVIDE)]
-    assert summary(more) == "would re-divide 2"
+    # a scale-up only adds (issue 18 item 2): dfw-1 keeps api-0 and api-1, dfw-2 grows
+    assert cells_of(more) == [("dfw-1", 2, 0, "2@0", Action.KEEP), ("dfw-2", 3, 2, "1@2", Action.REDIVIDE)]
+    assert summary(more) == "would re-divide 1; 1 unchanged"
+    assert more.moves == ()
     assert (more.deployed, more.city, more.replicas) == (True, "DFW", 5)
+
+
+def test_a_joining_cell_prints_the_instances_that_move() -> None:
+    w = standard()
+    w.add_cell("dfw-3", "DFW")
+    view = plan_view(w.snapshot(), "web", GOOD, "default")
+    assert view.moves == ("moves api-1 from dfw-1 to dfw-3",)
+    assert to_json(view)["moves"] == ["moves api-1 from dfw-1 to dfw-3"]
+    assert "moves api-1 from dfw-1 to dfw-3" in [" ".join(line.split()) for line in text_of(render(view))]
 
 
 def test_a_spec_change_updates_in_place() -> None:
@@ -293,12 +303,19 @@ def test_autoscaled_copies_keep_the_cells_replica_count() -> None:
                 "action": "keep",
             }
         ],
+        "moves": [],
     }
 
 
 def test_placement_errors_come_from_placement_itself() -> None:
-    with pytest.raises(PlacementError, match=r"spec.cityCode: 'dfw' must be upper-case"):
-        plan_view(standard().snapshot(), "web", edited(cityCode="dfw"), "default")
+    with pytest.raises(PlacementError, match=r"spec.cityCode: 'DFW 1' must not contain spaces"):
+        plan_view(standard().snapshot(), "web", edited(cityCode="DFW 1"), "default")
+
+
+def test_a_lower_case_city_code_is_placed_like_the_server_accepts_it() -> None:
+    """Issue 18 item 5: `cityCode: dfw` (which the server accepts) places on the DFW cells."""
+    view = plan_view(standard().snapshot(), "web", edited(cityCode="dfw"), "default")
+    assert cells_of(view) == [("dfw-1", 2, 0, "2@0", Action.UPDATE), ("dfw-2", 1, 2, "1@2", Action.UPDATE)]
 
 
 # ---------------------------------------------------------------------- the command against a fleet
@@ -337,7 +354,7 @@ async def test_plan_shows_what_the_federator_then_does(tmp_path: Path) -> None:
         )
         before = copies_now(f, "api")
 
-        # more replicas: re-divided, the ordinals each cell holds kept
+        # more replicas: only added, the ordinals each cell holds kept (issue 18 item 2)
         (tmp_path / "wd.yaml").write_text(as_yaml(edited(replicas=5)))
         ran = await run_cli(
             "plan", "-f", str(tmp_path / "wd.yaml"), "--kubeconfig", mgmt, "--project", "web", "-o", "json"
@@ -346,9 +363,10 @@ async def test_plan_shows_what_the_federator_then_does(tmp_path: Path) -> None:
         shown = json.loads(ran.out)
         assert {c["cell"]: c["current"] for c in shown["cells"]} == before, "NOW is what the cells hold"
         assert [(c["cell"], c["replicas"], c["ordinalStart"], c["action"]) for c in shown["cells"]] == [
-            ("dfw-1", 3, 0, "re-divide"),
-            ("dfw-2", 2, 3, "re-divide"),
+            ("dfw-1", 2, 0, "keep"),
+            ("dfw-2", 3, 2, "re-divide"),
         ]
+        assert shown["moves"] == []
         await apply_and_wait(f, edited(replicas=5), shown["cells"])
 
         # another city: created there, removed here (the table, from stdin)
@@ -359,8 +377,8 @@ async def test_plan_shows_what_the_federator_then_does(tmp_path: Path) -> None:
             ["WorkloadDeployment", "web/default/api:", "5", "replicas", "in", "city", "LHR", "(deployed)"],
             ["CELL", "REPLICAS", "ORDINALS", "NOW", "ACTION"],
             ["lhr-1", "5", "0-4", "no", "copy", "create"],
-            ["dfw-1", "-", "-", "0-2", "remove"],
-            ["dfw-2", "-", "-", "3-4", "remove"],
+            ["dfw-1", "-", "-", "0-1", "remove"],
+            ["dfw-2", "-", "-", "2-4", "remove"],
             ["would", "create", "1,", "remove", "2"],
         ]
         ran = await run_cli(
