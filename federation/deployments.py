@@ -104,15 +104,20 @@ def workload_status(
         for k in COUNTERS:
             totals[k] += counts[k]
         conditions = [dict(c) for c in (previous_placements.get(pname) or {}).get("conditions") or []]
-        if any(_is_available(d) for d in mine):
+        if pname in missing:
+            # as for a WD whose city has no cell (issue 18 item 5): the placement is not
+            # what was asked for, whatever its other cities serve
+            served = (
+                f"; {sum(1 for d in mine if _is_available(d))} of {len(mine)} deployments available" if mine else ""
+            )
+            set_condition_json(conditions, WorkloadCondition.AVAILABLE, FALSE,
+                               WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION,
+                               f"no registered cell serves {', '.join(missing[pname])}{served}", now=now)  # fmt: skip
+        elif any(_is_available(d) for d in mine):
             set_condition_json(conditions, WorkloadCondition.AVAILABLE, TRUE,
                                WorkloadDeploymentAvailableReason.STABLE_INSTANCE_FOUND,
                                f"{sum(1 for d in mine if _is_available(d))} of {len(mine)} deployments available",
                                now=now)  # fmt: skip
-        elif not mine and pname in missing:
-            set_condition_json(conditions, WorkloadCondition.AVAILABLE, FALSE,
-                               WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION,
-                               f"no registered cell serves {', '.join(missing[pname])}", now=now)  # fmt: skip
         else:
             set_condition_json(conditions, WorkloadCondition.AVAILABLE, FALSE,
                                WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING,
@@ -141,3 +146,22 @@ def workload_status(
         **totals,
         "placements": list(per_placement.values()),
     }
+
+
+def newly_unplaced(previous: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, str]:
+    """Placement → message, for the placements whose Available condition becomes
+    NoMatchingLocation in `status` (the Workload controller's Warning Event, sent with
+    that status write only: a Workload left as it is costs no request)."""
+
+    def unplaced(s: Mapping[str, Any]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for p in s.get("placements") or []:
+            if not isinstance(p, Mapping):
+                continue
+            cond = find_condition_json(p.get("conditions") or [], WorkloadCondition.AVAILABLE)
+            if cond is not None and cond.get("reason") == WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION:
+                out[str(p.get("name") or "")] = str(cond.get("message") or "")
+        return out
+
+    before = unplaced(previous)
+    return {name: message for name, message in unplaced(status).items() if name not in before}

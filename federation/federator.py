@@ -80,7 +80,7 @@ from .fleetview import (
     project_clusters,
     registered_cells,
 )
-from .placement import PlacementError, Share, city_code, city_key, plan
+from .placement import PlacementError, Share, city_code, city_key, plan, same_city
 from .settings import ManagerSettings
 
 log = logging.getLogger(__name__)
@@ -299,7 +299,7 @@ class Federator:
             city = city_code(wd)
         except PlacementError:
             return []  # no valid city: no cell ever got a copy of it
-        serving = {info.name for info in registered_cells(self.mgr) if info.city_code == city}
+        serving = {info.name for info in registered_cells(self.mgr) if same_city(info.city_code, city)}
         return [cell for cell in cell_clusters(self.mgr)
                 if cell.name in serving and cell.name not in known and not cell_synced(cell)]  # fmt: skip
 

@@ -36,8 +36,9 @@ from mcruntime.source import ClusterEvent, ClusterEventType
 
 from .api.conditions import rfc3339_now
 from .api.constants import Finalizer, Label
+from .api.reasons import WorkloadDeploymentAvailableReason
 from .api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
-from .deployments import desired_deployments, workload_status
+from .deployments import desired_deployments, newly_unplaced, workload_status
 from .fleetview import CELLS, PROJECTS, project_clusters, registered_cells
 from .placement import city_key
 from .settings import ManagerSettings
@@ -151,6 +152,10 @@ class WorkloadController:
                 "metadata": {"name": meta(workload)["name"], "namespace": meta(workload)["namespace"]},
                 "status": status}  # fmt: skip
         await project.client.apply_status(WORKLOADS, body, field_manager=FIELD_MANAGER, force=True)
+        # a placement newly without a cell for one of its cities: said once, with this write
+        reason = str(WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION)
+        for placement, message in newly_unplaced(workload.get("status") or {}, status).items():
+            await self._event(project.name, workload, "Warning", reason, f"placement {placement}: {message}")
 
     async def _event(self, cluster: str, workload: dict[str, Any], type_: str, reason: str, message: str) -> None:
         recorder = self.mgr.event_recorder(cluster, FIELD_MANAGER)

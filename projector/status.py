@@ -26,7 +26,10 @@ from __future__ import annotations
 
 import datetime
 import logging
+from collections.abc import Mapping
+from typing import Any
 
+from federation.api.conditions import find_condition_json
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas, copy_ordinals, downstream_copy
@@ -49,7 +52,7 @@ from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.request import Request
 
-from .aggregate import CellReport, aggregate
+from .aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate
 from .routing import Routes
 
 log = logging.getLogger(__name__)
@@ -89,6 +92,7 @@ class StatusProjector:
         # 5. write only the difference
         if status != (wd.get("status") or {}):
             await self._write(project, wd, status)
+            await self._say_unplaced(project, wd, status)
         return Result(requeue_after=deadline)
 
     def _reports(
@@ -122,6 +126,23 @@ class StatusProjector:
             "status": status,
         }
         await project.client.apply_status(WORKLOAD_DEPLOYMENTS, body, field_manager=FIELD_MANAGER, force=True)
+
+    async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
+        """A Warning Event when the WD newly has no cell for its city (as the Workload
+        controller says of a placement): with the status write that says it, never again."""
+
+        def reason(s: Mapping[str, Any]) -> Any:
+            found = find_condition_json(s.get("conditions") or [], AVAILABLE)
+            return found.get("reason") if found is not None else None
+
+        if reason(status) == NO_MATCHING_LOCATION and reason(wd.get("status") or {}) != NO_MATCHING_LOCATION:
+            message = str((find_condition_json(status["conditions"], AVAILABLE) or {}).get("message") or "")
+            await self.mgr.event_recorder(project.name, FIELD_MANAGER).event(
+                wd,
+                "Warning",
+                NO_MATCHING_LOCATION,
+                message,
+            )
 
 
 def _last_seen(cell: Cluster | None) -> datetime.datetime | None:

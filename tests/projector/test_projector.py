@@ -153,7 +153,8 @@ async def test_projections_follow_scale_down_and_deletion(tmp_path: Path) -> Non
         settle(f, "dfw-2")
         await eventually(lambda: len(projections(f)) == 4, "4 projections")
         WDs(f, "web").edit("default", "api", lambda o: o["spec"].update(replicas=2))
-        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "1 + 1")
+        # a scale-down only removes (issue 18 item 2): api-0 and api-1 stay in dfw-1
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (0, 2)}, "2 + 0")
         settle(f, "dfw-1")
         settle(f, "dfw-2")
         await eventually(lambda: set(projections(f)) == {"api-0", "api-1"}, "exactly the remaining Instances")
@@ -171,6 +172,15 @@ async def test_no_cell_for_the_city(tmp_path: Path) -> None:
 
         await eventually(nowhere, "NoMatchingLocation")
         assert "NRT" in cond(status(f), "Available")["message"]
+
+        def warned() -> list[dict[str, Any]]:
+            events = Plane(f.server("web")).list("events", "default")
+            return [
+                e for e in events if e.get("reason") == "NoMatchingLocation" and e["involvedObject"]["name"] == "api"
+            ]
+
+        await eventually(warned, "a NoMatchingLocation Event on the WD (as on a Workload placement)")
+        assert "no registered cell serves city NRT" in warned()[0]["message"]
 
 
 @pytest.mark.parametrize("project", ["web"])
