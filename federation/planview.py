@@ -32,6 +32,7 @@ from rich.text import Text
 from mcruntime.objects import Obj, meta, name_of
 
 from .api.constants import API_VERSION, Kind
+from .api.strictfields import strict_decoding_error
 from .api.workloaddeployment import WorkloadDeployment
 from .downstream import cell_owns_replicas, copy_matches, copy_ordinals, downstream_copy
 from .placement import city_code, desired_replicas, moves, plan
@@ -112,6 +113,9 @@ def parse_workload_deployment(text: str, source: str) -> dict[str, Any]:
         raise InputError(f"{source}: apiVersion {doc.get('apiVersion')!r}: expected {API_VERSION}")
     if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
         raise InputError(f"{source}: metadata.name: required")
+    strict = strict_decoding_error(doc)  # unknown fields, as the server's strict validation reports them
+    if strict is not None:
+        raise InputError(f"{source}: {strict}")
     try:
         WorkloadDeployment.model_validate(doc)
     except ValidationError as exc:

@@ -99,6 +99,11 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
         (None, [], "federation-manager plan: -f {dir}/wd.yaml: no such file"),
         ("kind: Pod\n", [], "federation-manager plan: {dir}/wd.yaml: kind 'Pod' is not a WorkloadDeployment"),
         (
+            as_yaml(edited(replica=5)),
+            [],
+            'federation-manager plan: {dir}/wd.yaml: strict decoding error: unknown field "spec.replica"',
+        ),
+        (
             as_yaml(edited(cityCode="DFW 1")),
             [],
             "federation-manager plan: {dir}/wd.yaml: spec.cityCode: String should match pattern '^\\S+$'",
