@@ -15,11 +15,16 @@ import yaml
 from rich.console import Console
 
 from federation import cli
+from federation.api.crds import WORKLOAD_DEPLOYMENT_CRD, crd_manifest
+from federation.api.strictfields import strict_decoding_error
 from federation.placement import PlacementError
 from federation.planview import Action, InputError, parse_workload_deployment, plan_view, render, summary, to_json
 from federation.snapshot import Health
+from kubeplane import EmbeddedAPIServer
+from kubeplane.testing import Kubectl, kubectl_path
 from tests.federation.test_federator import WDs, shares, workload_deployment
 from tests.support import Fleet, eventually
+from tests.support.crds import install_crd
 
 from .inspecting import cli as run_cli
 from .inspecting import federation
@@ -403,3 +408,25 @@ async def test_plan_shows_what_the_federator_then_does(tmp_path: Path) -> None:
             f"federation-manager plan: --project nope: not registered in {f.management.url} namespace "
             "federation-system (registered: shop, web)\n"
         )
+
+
+@pytest.mark.kubectl
+async def test_unknown_fields_are_refused_offline_as_the_server_refuses_them(
+    apiserver: EmbeddedAPIServer, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    """Issue 18 item 5: one validation. `plan -f` without a cluster and the API server
+    (kubectl's strict field validation) refuse `spec.replica` with the same words."""
+    if kubectl_path() is None:
+        pytest.skip("kubectl is not installed on this machine")
+    await install_crd(apiserver, crd_manifest(WORKLOAD_DEPLOYMENT_CRD))
+    bad = as_yaml(edited(replica=5))
+    served = await kubectl.run("create", "--validate=strict", "-f", "-", stdin=bad)
+    assert served.returncode != 0
+    offline = strict_decoding_error(yaml.safe_load(bad))
+    assert offline == 'strict decoding error: unknown field "spec.replica"'
+    assert offline in served.stderr, served.stderr
+    good = await kubectl.run(
+        "create", "--validate=strict", "--dry-run=server", "-f", "-", stdin=as_yaml(edited(cityCode="dfw"))
+    )
+    assert good.returncode == 0, good.stderr
+    assert strict_decoding_error(yaml.safe_load(as_yaml(edited(cityCode="dfw")))) is None
