@@ -97,16 +97,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     crds.add_argument("--out", type=Path, metavar="DIR", help="write one file per CRD (and a kustomization) into DIR")
     crds.set_defaults(run=_crds)
-    from federation import join
-
     joiner = sub.add_parser(
         "join", parents=[common], help="register a cell or project in the management cluster (Secret + ClusterProfile)"
     )
-    join.add_arguments(joiner)
-    joiner.set_defaults(run=join.join)
     leaver = sub.add_parser("leave", parents=[common], help="remove a cell's or project's registration")
-    join.add_arguments(leaver, leaving=True)
-    leaver.set_defaults(run=join.leave)
+    if not lean:
+        from federation import join
+
+        join.add_arguments(joiner)
+        joiner.set_defaults(run=join.join)
+        join.add_arguments(leaver, leaving=True)
+        leaver.set_defaults(run=join.leave)
     completion = sub.add_parser("completion", parents=[common], help="print a shell completion script")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete in")
     completion.set_defaults(run=_completion)
