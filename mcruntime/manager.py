@@ -414,7 +414,9 @@ class Manager:
 
     async def _campaign(self) -> None:
         assert self.leader_election is not None
-        self.elector = LeaderElector(self.local.client, self.leader_election, metrics=self.metrics)
+        self.elector = LeaderElector(
+            self.local.client, self.leader_election, metrics=self.metrics, connection=self.local.transport.config
+        )
         self._healthz["leader-election"] = self.elector.healthy
         try:
             with anyio.CancelScope() as scope:
