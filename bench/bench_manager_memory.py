@@ -6,6 +6,7 @@ every cached object is a project WD (plus one namespace per project). Measured:
 
 - startup time: from `federation-manager run` until every engaged cluster is ready (all
   its views synced, per `/readyz?verbose`);
+- the manager's CPU-seconds from start until idle (its queues empty), per cached object;
 - the manager's RSS once it is idle, minus the RSS of the same manager over empty projects,
   per cached object, next to a plain-dict baseline (the same objects decoded into dicts in
   a fresh interpreter).
@@ -26,7 +27,18 @@ from pathlib import Path
 
 import aiohttp
 import orjson
-from harness import REPO, Fleet, Report, fleet, management, report, rss_bytes, wd_path, workload_deployment
+from harness import (
+    REPO,
+    Fleet,
+    Report,
+    cpu_seconds,
+    fleet,
+    management,
+    report,
+    rss_bytes,
+    wd_path,
+    workload_deployment,
+)
 
 PROJECTS = 10
 BASELINE = r"""
@@ -57,8 +69,8 @@ async def fill(f: Fleet, projects: list[str], total: int) -> bytes:
     return b"\n".join(lines)
 
 
-async def run_manager(f: Fleet, session: aiohttp.ClientSession, expected: int) -> tuple[float, int]:
-    """(seconds until every engaged cluster is ready, RSS once idle)."""
+async def run_manager(f: Fleet, session: aiohttp.ClientSession, expected: int) -> tuple[float, int, float]:
+    """(seconds until every engaged cluster is ready, RSS once idle, CPU-seconds until idle)."""
     mgr = management(f, "--workers=8")
     started = time.monotonic()
     await mgr.wait_ready(session)
@@ -79,8 +91,9 @@ async def run_manager(f: Fleet, session: aiohttp.ClientSession, expected: int) -
         last = total
         await asyncio.sleep(0.5)
     rss = rss_bytes(mgr.pid)
+    cpu = cpu_seconds(mgr.pid)
     mgr.proc.stop()
-    return synced, rss
+    return synced, rss, cpu
 
 
 async def measure(n: int, rep: Report) -> None:
@@ -90,9 +103,9 @@ async def measure(n: int, rep: Report) -> None:
             fleet(Path(tmp), projects=[f"bench/{p}" for p in projects], cells=()) as f,
             aiohttp.ClientSession() as session,
         ):
-            _, empty_rss = await run_manager(f, session, PROJECTS)
+            _, empty_rss, empty_cpu = await run_manager(f, session, PROJECTS)
             dump = await fill(f, projects, n)
-            synced, rss = await run_manager(f, session, PROJECTS)
+            synced, rss, cpu = await run_manager(f, session, PROJECTS)
             data = Path(tmp) / "objects.jsonl"
             data.write_bytes(dump)
             out = await asyncio.to_thread(
@@ -112,6 +125,8 @@ async def measure(n: int, rep: Report) -> None:
                 "s",
                 "<= 20 s" if n >= 100_000 else "",
             )
+            rep.add(f"{n:,} objects: manager CPU from start until idle", cpu, "s", "", f"{empty_cpu:.2f} s when empty")
+            rep.add(f"{n:,} objects: manager CPU per cached object", (cpu - empty_cpu) / n * 1e6, "us")
             rep.add(
                 f"{n:,} objects: manager RSS per cached object",
                 per_object,

@@ -20,14 +20,18 @@ Counters (an Instance is "deleting" when it has a deletionTimestamp):
 Conditions (observedGeneration = metadata.generation; messages carry the counts and, when
 something blocks, the most blocking Instance's Ready reason and message, by
 `ready_reason_priority`, ties to the lowest ordinal). An Instance "waits on quota" when its
-Ready reason is PendingQuota (the Instance controller's verdict).
-- `Available`: True/StableInstanceFound when at least one Instance is ready; else
-  False/QuotaNotGranted when an Instance waits on quota; else False/InstancesProvisioning.
-  With 0 desired replicas nothing serves, so it is False/InstancesProvisioning with a
-  message saying no Instances are desired (the API has no dedicated reason for it).
+Ready reason is PendingQuota (the Instance controller's verdict). When not True, a
+condition's reason is the headline a user reads in `kubectl get wd` (and, carried up by
+the projector's worst-wins rollup, in the project): the most blocking Instance's own
+Ready reason when it is a failure (ImageUnavailable, InstanceCrashing, ConfigurationError,
+NetworkFailedToCreate: `blocking_reason`), else the quota reason when an Instance waits on
+quota, else InstancesProvisioning (issue 18 item 1).
+- `Available`: True/StableInstanceFound when at least one Instance is ready; True/
+  ScaledToZero when no Instances are desired (nothing is missing); else False with the
+  headline reason (quota: QuotaNotGranted).
 - `ReplicasReady`: True/ReplicasAvailable when readyReplicas >= desiredReplicas (>=: during
   a scale-down the surplus is on its way out and every desired replica is ready); else
-  False/QuotaExceeded when an Instance waits on quota; else False/InstancesProvisioning.
+  False with the headline reason (quota: QuotaExceeded).
 
 `rejected_status(wd, instances, problem, *, now)` is the status of a WD whose spec this
 cell cannot act on (a name or label that cannot be an Instance label, say): observed —
@@ -89,6 +93,19 @@ def _most_blocking(not_ready: Sequence[Mapping[str, Any]]) -> str:
     return ": ".join(parts)
 
 
+# Ready reasons that are failures of the Instance itself: shown as the WD's reason, not
+# hidden behind "provisioning" (priority >= this one's, DESIGN.md §2).
+_FAILURE_PRIORITY = ready_reason_priority(InstanceReadyReason.IMAGE_UNAVAILABLE.value)
+
+
+def blocking_reason(not_ready: Sequence[Mapping[str, Any]]) -> str | None:
+    """The most blocking not-ready Instance's Ready reason when it is a failure
+    (ImageUnavailable, InstanceCrashing, ...), else None; ties as in `_most_blocking`."""
+    reasons = (str(_ready_condition(i).get("reason") or "") for i in not_ready)
+    worst = max(reasons, key=ready_reason_priority, default="")
+    return worst if worst and ready_reason_priority(worst) >= _FAILURE_PRIORITY else None
+
+
 def _joined(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
 
@@ -115,6 +132,7 @@ def wd_status(
     counts = f"{len(ready)} of {desired} Instances ready"
     quota_note = f"{len(quota_waiting)} waiting for quota" if quota_waiting else ""
     blocking = _most_blocking(not_ready)
+    failure = blocking_reason(not_ready)
 
     status = copy.deepcopy(dict(get_mapping(wd, "status")))
     conds: list[dict[str, Any]] = copy.deepcopy(get_list(wd, "status.conditions"))
@@ -132,14 +150,24 @@ def wd_status(
             observed_generation=gen,
             now=now,
         )
-    else:
-        reason = (
-            WorkloadDeploymentAvailableReason.QUOTA_NOT_GRANTED
-            if quota_waiting
-            else WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING
+    elif not desired:
+        set_condition_json(
+            conds,
+            available,
+            TRUE,
+            WorkloadDeploymentAvailableReason.SCALED_TO_ZERO.value,
+            "no Instances desired (replicas is 0)",
+            observed_generation=gen,
+            now=now,
         )
-        message = _joined(counts, quota_note, blocking) if desired else "no Instances desired (replicas is 0)"
-        set_condition_json(conds, available, FALSE, reason.value, message, observed_generation=gen, now=now)
+    else:
+        reason = failure or (
+            WorkloadDeploymentAvailableReason.QUOTA_NOT_GRANTED.value
+            if quota_waiting
+            else WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING.value
+        )
+        message = _joined(counts, quota_note, blocking)
+        set_condition_json(conds, available, FALSE, reason, message, observed_generation=gen, now=now)
 
     replicas_ready = WorkloadDeploymentCondition.REPLICAS_READY.value
     if len(ready) >= desired:
@@ -153,7 +181,7 @@ def wd_status(
             now=now,
         )
     else:
-        reason_value = (
+        reason_value = failure or (
             ReplicasReadyReason.QUOTA_EXCEEDED.value
             if quota_waiting
             else WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING.value

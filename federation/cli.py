@@ -25,9 +25,11 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from kubeplane import cli as apiserver_cli
-
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole CLI; with `command="run"` the other subcommands are listed without their
+    arguments, so a manager process imports neither kubeplane (the embedded API server,
+    ~20 MiB) nor the inspection views."""
+    lean = command == "run"
     parser = argparse.ArgumentParser(prog="federation-manager", description=__doc__)
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     parser.add_argument(
@@ -40,28 +42,34 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     apiserver = sub.add_parser("apiserver", parents=[common], help="run one embedded Kubernetes API server")
-    apiserver_cli.add_arguments(apiserver)
-    apiserver.set_defaults(run=apiserver_cli.serve)
+    if not lean:
+        from kubeplane import cli as apiserver_cli
+
+        apiserver_cli.add_arguments(apiserver)
+        apiserver.set_defaults(run=apiserver_cli.serve)
     run = sub.add_parser(
         "run", parents=[common], help="run the manager (settings: flags, FEDERATION_* environment, --config file)"
     )
     settings_module.add_arguments(run)
     run.set_defaults(run=_run)
     # read-only operator commands over one read of the federation (federation/ops/inspection.py)
-    from federation.ops import inspection
-
+    if not lean:
+        from federation.ops import inspection
     status = sub.add_parser(
         "status", parents=[common], help="project WorkloadDeployments by cell: replicas, freshness and the worst reason"
     )
-    inspection.add_status_arguments(status)
+    if not lean:
+        inspection.add_status_arguments(status)
     status.set_defaults(run=_status)
     plan = sub.add_parser("plan", parents=[common], help="where a WorkloadDeployment would land and what would change")
-    inspection.add_plan_arguments(plan)
+    if not lean:
+        inspection.add_plan_arguments(plan)
     plan.set_defaults(run=_plan)
     check = sub.add_parser(
         "check", parents=[common], help="check the federation's invariants (exit 1 on any violation)"
     )
-    inspection.add_check_arguments(check)
+    if not lean:
+        inspection.add_check_arguments(check)
     check.set_defaults(run=_check)
     up = sub.add_parser("up", parents=[common], help="all-in-one demo on embedded API servers")
     up.add_argument("--state-dir", default=".demo", help="where kubeconfigs go; one up per directory (default .demo)")
@@ -89,16 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crds.add_argument("--out", type=Path, metavar="DIR", help="write one file per CRD (and a kustomization) into DIR")
     crds.set_defaults(run=_crds)
-    from federation import join
-
     joiner = sub.add_parser(
         "join", parents=[common], help="register a cell or project in the management cluster (Secret + ClusterProfile)"
     )
-    join.add_arguments(joiner)
-    joiner.set_defaults(run=join.join)
     leaver = sub.add_parser("leave", parents=[common], help="remove a cell's or project's registration")
-    join.add_arguments(leaver, leaving=True)
-    leaver.set_defaults(run=join.leave)
+    if not lean:
+        from federation import join
+
+        join.add_arguments(joiner)
+        joiner.set_defaults(run=join.join)
+        join.add_arguments(leaver, leaving=True)
+        leaver.set_defaults(run=join.leave)
     completion = sub.add_parser("completion", parents=[common], help="print a shell completion script")
     completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete in")
     completion.set_defaults(run=_completion)
@@ -193,8 +202,9 @@ async def _up(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(next((a for a in arguments if not a.startswith("-")), None))
+    args = parser.parse_args(arguments)
     if args.log_level is None:
         # `up` prints its own progress; the controllers' INFO lines would drown it
         args.log_level = "WARNING" if args.command == "up" else "INFO"

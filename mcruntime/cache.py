@@ -105,6 +105,7 @@ class InformerCache:
             )
             self._views[view.resource] = view
             self._informers[view] = informer
+            informer.on_currency_change(self._currency_changed)
             if self._tg is not None:
                 self._start(self._tg, informer)
         for name, func in (indexers or {}).items():
@@ -137,9 +138,29 @@ class InformerCache:
     def has_synced(self) -> bool:
         return all(inf.has_synced for inf in self._informers.values())
 
+    @property
+    def current(self) -> bool:
+        """Every informer follows its server now (see `Informer.current`)."""
+        return all(inf.current for inf in self._informers.values())
+
+    @property
+    def waiting_for_server(self) -> bool:
+        """Some informer backs off after a failure the server did not answer."""
+        return any(inf.waiting_for_server for inf in self._informers.values())
+
+    def retry_now(self) -> None:
+        """The server answers again: every informer waiting for it retries at once."""
+        for informer in self._informers.values():
+            informer.retry_now()
+
     def on_synced(self, callback: Callable[[], None]) -> None:
-        """Call `callback` whenever one of the informers completes its first LIST."""
+        """Call `callback` whenever one of the informers completes its first LIST, or
+        starts or stops following its server (`current`)."""
         self._on_synced.append(callback)
+
+    def _currency_changed(self) -> None:
+        for callback in list(self._on_synced):
+            callback()
 
     async def wait_for_sync(self, within: float | None = None) -> bool:
         with anyio.move_on_after(within):

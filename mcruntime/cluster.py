@@ -7,16 +7,23 @@ in `/readyz?verbose` and as the `mcruntime_cluster_ready` metric:
 
 | state | meaning |
 | --- | --- |
-| `syncing` | engaged; some declared view has not completed its first LIST |
-| `ready` | every declared view is synced and the cluster answers |
+| `syncing` | engaged; a declared view has not listed yet, or is not following its server again yet |
+| `ready` | every declared view is synced and current (`Informer.current`) and the cluster answers |
 | `unreachable` | the last attempt to reach it failed (reads of unsynced views and all writes fail fast) |
 
-`last_contact` is the wall-clock time of its last answer."""
+`last_contact` is the wall-clock time of its last answer. While it is unreachable, or an
+informer backs off after a failure that got no answer (a broken watch), the cluster
+probes it (`GET /version` every `probe_interval`), and the moment it answers every such
+informer retries at once with its back-off reset (issue 18 item 3): without that, a
+cluster away for a minute was re-watched only after a back-off grown to 30-60 s, while it
+already looked ready. `unreachable_since` stays set through the re-sync (`syncing`) and
+clears once the cluster is `ready`: its cached views are not fresh before that."""
 
 from __future__ import annotations
 
 import datetime
 import enum
+import logging
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
@@ -28,8 +35,11 @@ import anyio.abc
 from .cache import CacheOptions, InformerCache
 from .client import Client
 from .connection import ConnectionConfig
+from .errors import APIError, TransportError
 from .metrics import RuntimeMetrics
 from .transport import Transport
+
+log = logging.getLogger(__name__)
 
 
 class ClusterState(enum.StrEnum):
@@ -95,6 +105,7 @@ class Cluster:
         self._bound = False
         self._state = ClusterState.SYNCING
         self._unreachable_since: float | None = None
+        self._changed = anyio.Event()  # set (and replaced) by every state refresh
         self._listeners: list[StateListener] = []
         self.transport.contact.on_change(self._refresh_state)
         self.cache.on_synced(self._refresh_state)
@@ -114,12 +125,13 @@ class Cluster:
 
     @property
     def unreachable_since(self) -> datetime.datetime | None:
-        """When the cluster became unreachable (None while it is not)."""
+        """When the cluster became unreachable (None once it is ready again: kept while
+        its views re-sync, since until then they may still show the time it was away)."""
         at = self._unreachable_since
         return datetime.datetime.fromtimestamp(at, datetime.UTC) if at is not None else None
 
     def unreachable_for(self) -> float:
-        """Seconds the cluster has been unreachable (0 while it is not)."""
+        """Seconds since the cluster became unreachable (0 once it is ready again)."""
         return time.time() - self._unreachable_since if self._unreachable_since is not None else 0.0
 
     @property
@@ -146,7 +158,7 @@ class Cluster:
     def _compute_state(self) -> ClusterState:
         if self.transport.contact.reachable is False:
             return ClusterState.UNREACHABLE
-        if self._bound and self._running and self.cache.has_synced:
+        if self._bound and self._running and self.cache.has_synced and self.cache.current:
             return ClusterState.READY
         return ClusterState.SYNCING
 
@@ -154,9 +166,16 @@ class Cluster:
         new = self._compute_state()
         old, self._state = self._state, new
         if new is not old:
-            self._unreachable_since = time.time() if new is ClusterState.UNREACHABLE else None
+            if new is ClusterState.UNREACHABLE:
+                self._unreachable_since = self._unreachable_since or time.time()
+            elif new is ClusterState.READY:
+                self._unreachable_since = None
+            if old is ClusterState.UNREACHABLE:
+                self.cache.retry_now()  # it answers again: re-watch now, not after the back-off
             for listener in list(self._listeners):
                 listener(self, old, new)
+        self._changed.set()  # wakes the prober, which decides whether to probe
+        self._changed = anyio.Event()
 
     # ------------------------------------------------------------------ running
     @property
@@ -170,11 +189,39 @@ class Cluster:
         self._running = True
         try:
             await self.transport.open()
-            await self.cache.run(task_status=task_status)
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._probe_while_unreachable, name=f"probe {self.name}")
+                await self.cache.run(task_status=task_status)
         finally:
             await self.transport.aclose()
             self._running = False
             self._stopped.set()
+
+    def _needs_probe(self) -> bool:
+        return self._state is ClusterState.UNREACHABLE or (self._bound and self.cache.waiting_for_server)
+
+    async def _probe_while_unreachable(self) -> None:
+        """While unreachable or waiting for the server, ask it every `probe_interval`
+        whether it answers (informers in back-off would notice only after their delay);
+        an answer wakes every informer waiting for it."""
+        contact = self.transport.contact
+        while True:
+            if not self._needs_probe():
+                await self._changed.wait()
+                continue
+            await anyio.sleep(contact.probe_interval)
+            if not self._needs_probe():
+                continue
+            try:
+                await self.transport.request(
+                    "GET", "/version", verb="probe", within=max(contact.probe_interval, 1.0), fail_fast=False
+                )
+            except APIError as exc:
+                log.debug("cluster %s: probe answered %s", self.name, exc)  # an answer all the same
+            except TransportError as exc:
+                log.debug("cluster %s: probe: %s", self.name, exc)
+                continue
+            self.cache.retry_now()
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()

@@ -18,16 +18,18 @@ from typing import Any, Protocol
 
 import orjson
 import yaml
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import ConfigException
-from kubernetes_asyncio.config.incluster_config import (
-    SERVICE_CERT_FILENAME,
-    SERVICE_TOKEN_FILENAME,
-    InClusterConfigLoader,
-)
-from kubernetes_asyncio.config.kube_config import KubeConfigLoader, KubeConfigMerger, _is_expired
 
 from .errors import ConfigError
+from .k8sconfig import (
+    SERVICE_CERT_FILENAME,
+    SERVICE_TOKEN_FILENAME,
+    ConfigException,
+    Configuration,
+    InClusterConfigLoader,
+    KubeConfigLoader,
+    KubeConfigMerger,
+    is_expired,
+)
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +67,7 @@ class _KubeconfigAuth:
 
     async def authorization(self) -> str | None:
         expiry = getattr(self._loader, "exec_plugin_expiry", None)
-        if self._exec and expiry is not None and _is_expired(expiry):
+        if self._exec and expiry is not None and is_expired(expiry):
             await self._reload()
         return self._header
 

@@ -8,6 +8,15 @@ the differences are delivered: adds, updates, and deletes for objects that vanis
 while the informer was not looking. Failures back off with jitter; a stream that stays
 silent longer than the read timeout is treated as dead.
 
+`current` says whether the informer is following the server right now: True once a LIST
+completed or a WATCH was established, False from a failed LIST or WATCH until the next
+one succeeds (its store may then lag the server). `waiting_for_server` says it is backing
+off after a failure that got no answer (connection refused, stream broken, timeout);
+`retry_now()` then cuts the sleep short and resets the delay. The cluster calls it when
+the server answers again (its probe), so a cluster that comes back is re-watched at once,
+not after a back-off grown while it was away. A refusal the server did answer (403, 500)
+keeps its back-off: answering again changes nothing for it.
+
 Listeners (event handlers) each get their own buffer and task, like client-go's
 processorListener, so a slow handler never stalls the informer or the other handlers.
 A listener added to a synced informer first receives an ADDED event for every cached
@@ -216,6 +225,10 @@ class Informer:
         # fast with it instead of waiting for a sync that needs someone to grant access
         self.access_error: APIError | None = None
         self._synced = anyio.Event()
+        self._current = False
+        self._wake = anyio.Event()  # set by retry_now: ends a back-off sleep early
+        self._unanswered = False  # the last failure got no answer from the server
+        self._currency_listeners: list[Callable[[], None]] = []
         self._listeners: list[_Listener] = []
         self._tg: anyio.abc.TaskGroup | None = None
         self._running = False
@@ -237,6 +250,42 @@ class Informer:
     @property
     def running(self) -> bool:
         return self._running
+
+    @property
+    def current(self) -> bool:
+        """Following the server now: the last LIST or WATCH attempt succeeded."""
+        return self._current
+
+    def on_currency_change(self, callback: Callable[[], None]) -> None:
+        """Call `callback` whenever `current` changes."""
+        self._currency_listeners.append(callback)
+
+    def _set_current(self, value: bool) -> None:
+        if value is not self._current:
+            self._current = value
+            for callback in list(self._currency_listeners):
+                callback()
+
+    @property
+    def waiting_for_server(self) -> bool:
+        """Not following the server because the last attempt got no answer from it."""
+        return not self._current and self._unanswered
+
+    def retry_now(self) -> None:
+        """The server answers again: if this informer is waiting for it, reset the
+        back-off and end the back-off sleep now."""
+        if self.waiting_for_server:
+            self.backoff.reset()
+            self._wake.set()
+
+    def _failed(self, unanswered: bool) -> None:
+        self._unanswered = unanswered
+        self._set_current(False)
+
+    async def _back_off(self, delay: float) -> None:
+        with anyio.move_on_after(delay):
+            await self._wake.wait()
+        self._wake = anyio.Event()
 
     async def wait_for_sync(self, within: float | None = None) -> bool:
         with anyio.move_on_after(within):
@@ -308,10 +357,11 @@ class Informer:
                 except (APIError, TransportError) as exc:
                     if isinstance(exc, APIError) and exc.status in (401, 403):
                         self.access_error = exc
+                    self._failed(unanswered=isinstance(exc, TransportError))
                     self.stats.errors += 1
                     delay = self.backoff.next()
                     log.warning("%r: LIST failed, retrying in %.1fs: %s", self, delay, exc)
-                    await anyio.sleep(delay)
+                    await self._back_off(delay)
                     continue
                 if listed_before:
                     self.stats.relists += 1
@@ -324,10 +374,12 @@ class Informer:
             outcome = await self._watch_once()
             if outcome == "expired":
                 log.info("%r: resourceVersion %s expired (410); re-listing", self, self.resource_version)
+                self._failed(unanswered=False)
                 need_list = True
-            elif outcome == "failed":
+            elif outcome in ("failed", "unanswered"):
+                self._failed(unanswered=outcome == "unanswered")
                 self.stats.errors += 1
-                await anyio.sleep(self.backoff.next())
+                await self._back_off(self.backoff.next())
 
     # ------------------------------------------------------------------ LIST
     async def _list_and_replace(self) -> None:
@@ -370,6 +422,8 @@ class Informer:
         self.resource_version = list_rv
         self.stats.lists += 1
         self.metrics.informer_lists.add(1, self._attrs)
+        self._unanswered = False
+        self._set_current(True)
         if not self._synced.is_set():
             self._synced.set()
             for listener in self._listeners:
@@ -409,7 +463,9 @@ class Informer:
 
     # ------------------------------------------------------------------ WATCH
     async def _watch_once(self) -> str:
-        """One WATCH stream: "ended" (resume), "expired" (re-list) or "failed" (back off, resume)."""
+        """One WATCH stream: "ended" (resume), "expired" (re-list), "failed" (back off,
+        resume) or "unanswered" (no answer, or the stream broke: back off until the
+        server answers again, resume)."""
         assert self.resource_version is not None
         query = self._selector_query()
         query["resourceVersion"] = self.resource_version
@@ -420,6 +476,8 @@ class Informer:
         received = 0
         try:
             async with self.transport.watch(self._path, query, read_timeout=self.read_timeout) as lines:
+                self._unanswered = False
+                self._set_current(True)  # established: events since our resourceVersion follow
                 async for line in lines:
                     received += 1
                     outcome = self._handle_line(line)
@@ -432,7 +490,7 @@ class Informer:
             return "failed"
         except TransportError as exc:
             log.info("%r: WATCH interrupted, resuming from %s: %s", self, self.resource_version, exc)
-            return "failed"
+            return "unanswered"
         finally:
             self._report_events()
         if received == 0 and time.monotonic() - started < 1.0:

@@ -8,15 +8,25 @@
 - on shutdown the leader releases the lease (empty holder, 1 s duration) so the next
   leader need not wait out the lease.
 
-Writes are optimistic (resourceVersion), so two candidates never both win."""
+Writes are optimistic (resourceVersion), so two candidates never both win.
+
+Renewals never wait behind reconcile work: given the cluster's `ConnectionConfig`, the
+leader renews from a dedicated thread running its own event loop and its own HTTP client
+(`_RenewalLoop`), so a main loop saturated by CPU-bound reconciles (or a full connection
+pool) cannot make the lease lapse; Python's thread switch interval (5 ms) bounds how long
+the renewal thread waits for the interpreter. Without a config (a bare Client) renewals
+run on the caller's loop."""
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import datetime
 import logging
 import random
+import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,9 +34,11 @@ import anyio
 import anyio.abc
 
 from .client import Client
+from .connection import ConnectionConfig
 from .errors import APIError, TransportError, is_already_exists, is_conflict, is_not_found
 from .metrics import RuntimeMetrics, default_metrics
 from .resources import LEASES
+from .transport import Transport
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +75,48 @@ def _now() -> datetime.datetime:
     return datetime.datetime.now(datetime.UTC)
 
 
+class _RenewalLoop:
+    """A daemon thread running its own asyncio event loop, for work that must not queue
+    behind the main loop's."""
+
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, coro: Coroutine[Any, Any, bool]) -> concurrent.futures.Future[bool]:
+        return asyncio.run_coroutine_threadsafe(coro, self._loop)
+
+    def close(self, within: float) -> None:
+        """Cancel what still runs there, let it finish (its client closes), stop the thread."""
+
+        async def drain() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(drain(), self._loop).result(within)
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join()
+            self._loop.close()
+
+
 class LeaderElector:
-    def __init__(self, client: Client, config: LeaderElectionConfig, *, metrics: RuntimeMetrics | None = None):
+    def __init__(
+        self,
+        client: Client,
+        config: LeaderElectionConfig,
+        *,
+        metrics: RuntimeMetrics | None = None,
+        connection: ConnectionConfig | None = None,
+    ):
         self.client = client
         self.config = config
         self.metrics = metrics or default_metrics()
+        self.connection = connection  # renew from a dedicated thread, with a client of its own
         self._observed: dict[str, Any] | None = None  # the lease spec last seen
         self._observed_at = 0.0  # monotonic time it last changed
         self._lease_rv: str | None = None
@@ -76,12 +125,13 @@ class LeaderElector:
         self.transitions_seen = 0
 
     # ------------------------------------------------------------------ one attempt
-    async def try_acquire_or_renew(self) -> bool:
+    async def try_acquire_or_renew(self, client: Client | None = None) -> bool:
         cfg = self.config
+        client = client or self.client
         now = _now()
         lease: dict[str, Any] | None
         try:
-            lease = await self.client.get_live(LEASES, cfg.name, namespace=cfg.namespace)
+            lease = await client.get_live(LEASES, cfg.name, namespace=cfg.namespace)
         except APIError as exc:
             if not is_not_found(exc):
                 raise
@@ -96,7 +146,7 @@ class LeaderElector:
             }
             body = {"metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
             try:
-                created = await self.client.create(LEASES, body)
+                created = await client.create(LEASES, body)
             except APIError as exc:
                 if is_already_exists(exc):
                     return False
@@ -124,7 +174,7 @@ class LeaderElector:
             "spec": new_spec,
         }
         try:
-            updated = await self.client.update(LEASES, body)
+            updated = await client.update(LEASES, body)
         except APIError as exc:
             if is_conflict(exc):
                 return False
@@ -139,10 +189,10 @@ class LeaderElector:
             self._observed_at = time.monotonic()
         self._lease_rv = (lease.get("metadata") or {}).get("resourceVersion")
 
-    async def _attempt(self) -> bool:
+    async def _attempt(self, client: Client | None = None) -> bool:
         try:
             with anyio.fail_after(self.config.renew_deadline):
-                return await self.try_acquire_or_renew()
+                return await self.try_acquire_or_renew(client)
         except (APIError, TransportError, TimeoutError) as exc:
             log.warning("leader election %s/%s: %s", self.config.namespace, self.config.name, exc)
             return False
@@ -175,7 +225,7 @@ class LeaderElector:
                     tg.cancel_scope.cancel()
 
                 tg.start_soon(lead_then_stop, name="leader work")
-                lost = await self._renew_until_lost()
+                lost = await (self._renew_in_own_thread() if self.connection else self._renew_until_lost())
                 tg.cancel_scope.cancel()
         finally:
             self._stopped_leading()
@@ -187,7 +237,24 @@ class LeaderElector:
                 f"lost lease {cfg.namespace}/{cfg.name}: could not renew within {cfg.renew_deadline}s"
             )
 
-    async def _renew_until_lost(self) -> bool:
+    async def _renew_in_own_thread(self) -> bool:
+        """`_renew_until_lost` on a dedicated thread and loop; cancelling this cancels it there."""
+        assert self.connection is not None
+        renewals = _RenewalLoop(f"lease-renewal-{self.config.name}")
+        try:
+            # cancelling this wait cancels the renewal task in its own loop
+            return await asyncio.wrap_future(renewals.submit(self._renew_with_own_client(self.connection)))
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(renewals.close, self.config.renew_deadline)
+
+    async def _renew_with_own_client(self, connection: ConnectionConfig) -> bool:
+        async with Transport(
+            connection, cluster=self.client.transport.cluster, metrics=self.metrics, user_agent="mcruntime-lease"
+        ) as transport:
+            return await self._renew_until_lost(Client(transport))
+
+    async def _renew_until_lost(self, client: Client | None = None) -> bool:
         cfg = self.config
         while True:
             await anyio.sleep(cfg.retry_period)
@@ -195,7 +262,7 @@ class LeaderElector:
             renewed = False
             while time.monotonic() < deadline:
                 with anyio.move_on_after(max(0.0, deadline - time.monotonic())):
-                    renewed = await self._attempt()
+                    renewed = await self._attempt(client)
                 if renewed:
                     break
                 await anyio.sleep(min(cfg.retry_period / 4, max(0.0, deadline - time.monotonic())))

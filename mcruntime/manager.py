@@ -42,6 +42,9 @@ class _Engaged:
     cluster: Cluster
     scope: anyio.CancelScope | None = None
     done: anyio.Event = field(default_factory=anyio.Event)
+    # every controller has declared its views in the cluster: until then the cluster is
+    # not in `Manager.clusters`, so no map function meets a cluster without its views
+    bound: bool = False
 
 
 class Manager:
@@ -112,8 +115,13 @@ class Manager:
 
     @property
     def clusters(self) -> dict[str, Cluster]:
-        """The clusters providers engaged (not the local one)."""
-        return {name: e.cluster for name, e in self._clusters.items()}
+        """The clusters providers engaged (not the local one) whose controllers have
+        declared their views. A cluster still starting (its pool opening, between the
+        engage and the controllers' binding) is left out: a map function looping over the
+        clusters would otherwise meet one without its views (NoCacheViewError) and lose
+        the event's work for every other cluster. Nothing is lost by leaving it out: its
+        informers list everything once they start, and its ENGAGED event follows."""
+        return {name: e.cluster for name, e in self._clusters.items() if e.bound}
 
     def get_cluster(self, name: str) -> Cluster:
         """The cluster a request names. An empty or unknown name is an error: a request
@@ -168,6 +176,7 @@ class Manager:
                 raise
             for controller in self.controllers:
                 controller.engage(cluster)
+            engaged.bound = True
             self.metrics.engaged_clusters.add(1)
             self.metrics.cluster_state.add(1, {"cluster": name, "state": str(cluster.state)})
             cluster.on_state_change(self._on_cluster_state)
@@ -405,7 +414,9 @@ class Manager:
 
     async def _campaign(self) -> None:
         assert self.leader_election is not None
-        self.elector = LeaderElector(self.local.client, self.leader_election, metrics=self.metrics)
+        self.elector = LeaderElector(
+            self.local.client, self.leader_election, metrics=self.metrics, connection=self.local.transport.config
+        )
         self._healthz["leader-election"] = self.elector.healthy
         try:
             with anyio.CancelScope() as scope:

@@ -31,6 +31,7 @@ from federation.fleet.fleetview import (
     PROJECTS,
     UPSTREAM_INDEX,
     cell_clusters,
+    cell_fresh,
     cell_synced,
     read_cell_copies,
     upstream_key,
@@ -113,7 +114,7 @@ class InstanceProjector:
                 if (meta(copy).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) != meta(wd).get("uid"):
                     continue  # an Instance of an earlier WD of the same name
                 sources.append(Source(cell.name, inst, wd, holds_ordinal(copy, inst)))
-        complete = all(cell_synced(c) for c in cell_clusters(self.mgr))
+        complete = all(cell_fresh(c) for c in cell_clusters(self.mgr))
         return sources, complete
 
     # ------------------------------------------------------------------ writes (one each)

@@ -23,9 +23,10 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from federation.api.conditions import find_condition_json
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.fleet.aggregate import CellReport, aggregate
+from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate
 from federation.fleet.downstream import cell_owns_replicas, downstream_copy, own_copies, planned_shares
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
@@ -41,11 +42,12 @@ from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
-from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.cluster import Cluster
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
+from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 
 log = logging.getLogger(__name__)
@@ -57,6 +59,7 @@ class StatusProjector:
     def __init__(self, mgr: Manager, *, stale_after: float) -> None:
         self.mgr = mgr
         self.stale_after = stale_after
+        self.events = ControllerEvents(mgr, FIELD_MANAGER)
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
@@ -81,6 +84,7 @@ class StatusProjector:
         # 5. write only the difference
         if status != (wd.get("status") or {}):
             await self._write(project, wd, status)
+            await self._say_unplaced(project, wd, status)
         return Result(requeue_after=deadline)
 
     def _reports(
@@ -95,7 +99,8 @@ class StatusProjector:
             desired = downstream_copy(project, wd, share, namespace, include_replicas=include_replicas)["spec"]
             cell = self.mgr.clusters.get(share.cell)
             stale_since = None
-            if cell is not None and cell.state is ClusterState.UNREACHABLE:
+            # unreachable, or re-syncing after it was: not fresh until its views follow it again
+            if cell is not None and cell.unreachable_since is not None:
                 dark = cell.unreachable_for()
                 if dark >= self.stale_after:
                     stale_since = cell.unreachable_since
@@ -107,6 +112,18 @@ class StatusProjector:
 
     async def _write(self, project: Cluster, wd: Obj, status: Obj) -> None:
         await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status, field_manager=FIELD_MANAGER)
+
+    async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
+        """A Warning Event when the WD newly has no cell for its city (as the Workload
+        controller says of a placement): with the status write that says it, never again."""
+
+        def reason(s: Mapping[str, Any]) -> Any:
+            found = find_condition_json(s.get("conditions") or [], AVAILABLE)
+            return found.get("reason") if found is not None else None
+
+        if reason(status) == NO_MATCHING_LOCATION and reason(wd.get("status") or {}) != NO_MATCHING_LOCATION:
+            message = str((find_condition_json(status["conditions"], AVAILABLE) or {}).get("message") or "")
+            await self.events.event(project, wd, "Warning", str(NO_MATCHING_LOCATION), message)
 
 
 def _last_seen(cell: Cluster | None) -> datetime.datetime | None:

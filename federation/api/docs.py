@@ -284,7 +284,7 @@ def _registration_section() -> list[str]:
         "- `metadata.name` is the cluster name; for a project, the bare project name (the name every request carries).",
         f"- Label `{Label.CLUSTER_ROLE.value}`: `{ClusterRole.CELL.value}` or `{ClusterRole.PROJECT.value}`.",
         f"- Cells carry `{Label.TOPOLOGY_CITY_CODE.value}: <CITY>`; the federator places a WorkloadDeployment "
-        "in every cell whose city code equals `spec.cityCode`.",
+        "in every cell whose city code equals `spec.cityCode` (case-insensitively: `dfw` is DFW).",
         f"- Projects carry `{Label.UPSTREAM_CLUSTER_NAME.value}: cluster-<org>_<project>` (the project path "
         "with `/` turned into `_`; a single-segment path `p` is `cluster-p`). Decoding gives the bare project name.",
         f"- Credentials: a Secret in the profile's namespace, named by annotation "

@@ -68,6 +68,7 @@ class WorkloadDeploymentCondition(DocumentedStr):
 
 class WorkloadDeploymentAvailableReason(DocumentedStr):
     STABLE_INSTANCE_FOUND = "StableInstanceFound", "Available=True: at least one Instance is ready."
+    SCALED_TO_ZERO = "ScaledToZero", "Available=True: no Instances are desired (replicas is 0), so none is missing."
     NO_MATCHING_LOCATION = "NoMatchingLocation", "No registered cell serves spec.cityCode."
     INSTANCES_PROVISIONING = "InstancesProvisioning", "Instances exist but none is ready yet."
     QUOTA_NOT_GRANTED = "QuotaNotGranted", "Instances are held back because quota was not granted."

@@ -13,7 +13,7 @@ from .instance import Conditions, InstanceTemplateSpec
 from .markers import Int32, ListType
 from .workloaddeployment import HorizontalScaleSettings
 
-CityCode = Annotated[str, Field(min_length=1)]
+CityCode = Annotated[str, Field(min_length=1, pattern=r"^\S+$")]
 
 
 class WorkloadPlacement(KubeModel):

@@ -66,7 +66,11 @@ class WorkloadDeploymentSpec(KubeModel):
 
     workload_ref: WorkloadReference = Field(description="The Workload this deployment belongs to.")
     placement_name: str = Field(description="The Workload placement that produced this deployment.")
-    city_code: str = Field(min_length=1, description="City the deployment runs in; cells serving it get a copy.")
+    city_code: str = Field(
+        min_length=1,
+        pattern=r"^\S+$",  # placement cannot act on a city code with spaces: refused here, with the field named
+        description="City the deployment runs in (matched case-insensitively); cells serving it get a copy.",
+    )
     template: InstanceTemplateSpec = Field(description="Template of every Instance.")
     scale_settings: HorizontalScaleSettings = Field(description="Replica bounds and autoscaling.")
     replicas: NonNegativeInt32 | None = Field(

@@ -14,6 +14,7 @@ from federation.api.conditions import FALSE, TRUE, find_condition_json, set_cond
 from federation.api.constants import API_VERSION, Kind, Label
 from federation.api.naming import workload_deployment_name
 from federation.api.reasons import WorkloadCondition, WorkloadDeploymentAvailableReason
+from federation.fleet.placement import city_key
 
 COUNTERS = ("replicas", "currentReplicas", "desiredReplicas", "readyReplicas")
 
@@ -28,7 +29,7 @@ def desired_deployments(workload: Mapping[str, Any], cities_with_cells: Iterable
     """The WorkloadDeployments (apply intents, by name) a Workload wants, given the city
     codes that have at least one registered cell. `spec.replicas` is deliberately left
     out: it belongs to the scale subresource (`kubectl scale`, an autoscaler)."""
-    served = set(cities_with_cells)
+    served = {city_key(c) for c in cities_with_cells}
     meta = workload.get("metadata") or {}
     name, namespace, uid = str(meta.get("name") or ""), str(meta.get("namespace") or ""), str(meta.get("uid") or "")
     if not (name and namespace and uid):
@@ -38,7 +39,7 @@ def desired_deployments(workload: Mapping[str, Any], cities_with_cells: Iterable
     for placement in placements(workload):
         placement_name = str(placement.get("name") or "")
         for city in placement.get("cityCodes") or []:
-            if city not in served:
+            if city_key(str(city)) not in served:
                 continue
             wd_name = workload_deployment_name(name, placement_name, str(city))
             wanted[wd_name] = {
@@ -67,10 +68,10 @@ def desired_deployments(workload: Mapping[str, Any], cities_with_cells: Iterable
 
 def unserved_cities(workload: Mapping[str, Any], cities_with_cells: Iterable[str]) -> dict[str, list[str]]:
     """Per placement, the city codes no registered cell serves."""
-    served = set(cities_with_cells)
+    served = {city_key(c) for c in cities_with_cells}
     out: dict[str, list[str]] = {}
     for placement in placements(workload):
-        missing = [str(c) for c in placement.get("cityCodes") or [] if c not in served]
+        missing = [str(c) for c in placement.get("cityCodes") or [] if city_key(str(c)) not in served]
         if missing:
             out[str(placement.get("name") or "")] = missing
     return out
@@ -103,15 +104,20 @@ def workload_status(
         for k in COUNTERS:
             totals[k] += counts[k]
         conditions = [dict(c) for c in (previous_placements.get(pname) or {}).get("conditions") or []]
-        if any(_is_available(d) for d in mine):
+        if pname in missing:
+            # as for a WD whose city has no cell (issue 18 item 5): the placement is not
+            # what was asked for, whatever its other cities serve
+            served = (
+                f"; {sum(1 for d in mine if _is_available(d))} of {len(mine)} deployments available" if mine else ""
+            )
+            set_condition_json(conditions, WorkloadCondition.AVAILABLE, FALSE,
+                               WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION,
+                               f"no registered cell serves {', '.join(missing[pname])}{served}", now=now)  # fmt: skip
+        elif any(_is_available(d) for d in mine):
             set_condition_json(conditions, WorkloadCondition.AVAILABLE, TRUE,
                                WorkloadDeploymentAvailableReason.STABLE_INSTANCE_FOUND,
                                f"{sum(1 for d in mine if _is_available(d))} of {len(mine)} deployments available",
                                now=now)  # fmt: skip
-        elif not mine and pname in missing:
-            set_condition_json(conditions, WorkloadCondition.AVAILABLE, FALSE,
-                               WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION,
-                               f"no registered cell serves {', '.join(missing[pname])}", now=now)  # fmt: skip
         else:
             set_condition_json(conditions, WorkloadCondition.AVAILABLE, FALSE,
                                WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING,
@@ -140,3 +146,22 @@ def workload_status(
         **totals,
         "placements": list(per_placement.values()),
     }
+
+
+def newly_unplaced(previous: Mapping[str, Any], status: Mapping[str, Any]) -> dict[str, str]:
+    """Placement → message, for the placements whose Available condition becomes
+    NoMatchingLocation in `status` (the Workload controller's Warning Event, sent with
+    that status write only: a Workload left as it is costs no request)."""
+
+    def unplaced(s: Mapping[str, Any]) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for p in s.get("placements") or []:
+            if not isinstance(p, Mapping):
+                continue
+            cond = find_condition_json(p.get("conditions") or [], WorkloadCondition.AVAILABLE)
+            if cond is not None and cond.get("reason") == WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION:
+                out[str(p.get("name") or "")] = str(cond.get("message") or "")
+        return out
+
+    before = unplaced(previous)
+    return {name: message for name, message in unplaced(status).items() if name not in before}

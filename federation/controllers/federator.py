@@ -59,7 +59,7 @@ from federation.fleet.fleetview import (
     registered_cells,
 )
 from federation.fleet.options import ManagementOptions
-from federation.fleet.placement import PlacementError, Share, city_code
+from federation.fleet.placement import PlacementError, Share, city_code, same_city
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
@@ -286,7 +286,7 @@ class Federator:
             city = city_code(wd)
         except PlacementError:
             return []  # no valid city: no cell ever got a copy of it
-        serving = {info.name for info in registered_cells(self.mgr) if info.city_code == city}
+        serving = {info.name for info in registered_cells(self.mgr) if same_city(info.city_code, city)}
         return [cell for cell in cell_clusters(self.mgr)
                 if cell.name in serving and cell.name not in known and not cell_synced(cell)]  # fmt: skip
 

@@ -25,8 +25,9 @@ from typing import Any
 
 from federation.api.conditions import rfc3339_now
 from federation.api.constants import Finalizer
+from federation.api.reasons import WorkloadDeploymentAvailableReason
 from federation.api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
-from federation.controllers.deployments import desired_deployments, workload_status
+from federation.controllers.deployments import desired_deployments, newly_unplaced, workload_status
 from federation.fleet.fleetview import CELLS, PROJECTS, registered_cells
 from federation.fleet.options import ManagementOptions
 from federation.fleet.routing import PLACEMENT_CITY_INDEX, Routes, placement_cities
@@ -129,6 +130,10 @@ class WorkloadController:
         if status == (workload.get("status") or {}):
             return
         await controllerutil.write_status(project.client, WORKLOADS, workload, status, field_manager=FIELD_MANAGER)
+        # a placement newly without a cell for one of its cities: said once, with this write
+        reason = str(WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION)
+        for placement, message in newly_unplaced(workload.get("status") or {}, status).items():
+            await self.events.event(project.name, workload, "Warning", reason, f"placement {placement}: {message}")
 
 
 def register(mgr: Manager, options: ManagementOptions) -> None:

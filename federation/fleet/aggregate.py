@@ -84,6 +84,7 @@ REASON_ORDER: tuple[str, ...] = (
     WorkloadDeploymentAvailableReason.INSTANCES_PROVISIONING,
     InstanceReadyReason.PROVISIONING,
     WorkloadDeploymentAvailableReason.STABLE_INSTANCE_FOUND,
+    WorkloadDeploymentAvailableReason.SCALED_TO_ZERO,
     ReplicasReadyReason.REPLICAS_AVAILABLE,
 )
 _REASON_RANK = {str(reason): 2 * i for i, reason in enumerate(REASON_ORDER)}

@@ -191,8 +191,12 @@ def planned_shares(
 ) -> list[Share]:
     """`plan(wd, cells, current)` with `current` read from the `(cell, copy)` pairs found
     in the cells: the ordinals each of this WD's own copies holds now. Raises PlacementError."""
-    current = {cell: r for cell, copy in own_copies(wd, copies).items() if (r := copy_ordinals(copy)) is not None}
-    return plan(wd, cells, current)
+    return plan(wd, cells, current_ordinals(wd, copies))
+
+
+def current_ordinals(wd: Mapping[str, Any], copies: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, range]:
+    """cell → the ordinals this WD's own copy there holds now (`plan`'s `current` hint)."""
+    return {cell: r for cell, copy in own_copies(wd, copies).items() if (r := copy_ordinals(copy)) is not None}
 
 
 def upstream_identity(copy: Mapping[str, Any] | None, namespace: Mapping[str, Any] | None) -> UpstreamRef | None:

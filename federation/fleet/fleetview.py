@@ -12,11 +12,10 @@ from typing import Any
 from federation.api.constants import ClusterRole, Label
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import upstream_identity
-from federation.fleet.placement import CellInfo
+from federation.fleet.placement import CellInfo, city_key
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotReadyError
-from mcruntime.indexers import field_value
 from mcruntime.manager import Manager
 from mcruntime.objects import meta
 from mcruntime.source import ClusterFilter, engaged
@@ -32,7 +31,12 @@ UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project name
 
 
 CITY_INDEX = "city"  # project WDs by spec.cityCode
-city_of_wd = field_value("spec.cityCode")
+
+
+def city_of_wd(wd: dict[str, Any]) -> list[str]:
+    """Index: a WD's city, as `city_key` (case-insensitive; query with `city_key` too)."""
+    city = (wd.get("spec") or {}).get("cityCode")
+    return [city_key(city)] if isinstance(city, str) and city else []
 
 
 def upstream_key(project: str, namespace: str) -> str:
@@ -79,8 +83,19 @@ def registered_cells(mgr: Manager) -> list[CellInfo]:
 
 
 def cell_synced(cell: Cluster) -> bool:
-    """The cell's view of federated namespaces has completed its first LIST."""
-    return cell.cache.view_of(NAMESPACES) is not None and cell.cache.informer_of(NAMESPACES).has_synced
+    """Every view of the cell (federated namespaces, copies, Instances) has completed its
+    first LIST. Not just the namespaces': a reader that finds a namespace synced but the
+    Instances in it not yet listed would take "not cached" for "not there" (a manager
+    restart once deleted and recreated Instance projections that way)."""
+    return cell.cache.view_of(NAMESPACES) is not None and cell.cache.has_synced
+
+
+def cell_fresh(cell: Cluster) -> bool:
+    """The cell's views are synced and not re-syncing (the cluster is not `syncing`, as
+    after an outage until every watch follows the server again): only then does an
+    object missing from them mean it is missing in the cell. An unreachable cell's views
+    stay as last seen (the caller decides what staleness means for it)."""
+    return cell_synced(cell) and cell.state is not ClusterState.SYNCING
 
 
 async def find_copies(mgr: Manager, project: str, namespace: str, name: str) -> list[tuple[Cluster, dict[str, Any]]]:

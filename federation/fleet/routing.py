@@ -25,6 +25,7 @@ from federation.fleet.fleetview import (
     project_clusters,
     upstream_key,
 )
+from federation.fleet.placement import city_key
 from federation.fleet.projection import CELL_ANNOTATION
 from mcruntime import controllerutil
 from mcruntime.indexers import CONTROLLER_UID
@@ -40,7 +41,8 @@ PROJECTED_FROM_INDEX = "projected-from"  # Instance projections by the cell they
 
 def placement_cities(workload: dict[str, Any]) -> list[str]:
     """Index: every city code a Workload's placements name."""
-    cities = [str(c) for p in (workload.get("spec") or {}).get("placements") or [] for c in p.get("cityCodes") or []]
+    cities = [city_key(str(c)) for p in (workload.get("spec") or {}).get("placements") or []
+              for c in p.get("cityCodes") or []]  # fmt: skip
     return sorted(set(cities))
 
 
@@ -108,7 +110,7 @@ class Routes:
 
     def wds_of_city(self, city: str) -> list[Request]:
         """Every project WD placed in `city`."""
-        return self._in_projects(WORKLOAD_DEPLOYMENTS, CITY_INDEX, city) if city else []
+        return self._in_projects(WORKLOAD_DEPLOYMENTS, CITY_INDEX, city_key(city)) if city else []
 
     # ------------------------------------------------------------------ cell lifecycle
     def wds_of_cell(self, event: ClusterEvent) -> Iterable[Request]:
@@ -137,7 +139,7 @@ class Routes:
         if event.type not in (ClusterEventType.ENGAGED, ClusterEventType.DISENGAGED):
             return []
         city = event.labels.get(Label.TOPOLOGY_CITY_CODE)
-        return self._in_projects(WORKLOADS, PLACEMENT_CITY_INDEX, city) if city else []
+        return self._in_projects(WORKLOADS, PLACEMENT_CITY_INDEX, city_key(city)) if city else []
 
     def projections_of_cell(self, event: ClusterEvent) -> Iterable[Request]:
         """A cell removed or ready again: the projections it fed are checked."""

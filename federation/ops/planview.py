@@ -30,9 +30,16 @@ from rich.table import Table
 from rich.text import Text
 
 from federation.api.constants import API_VERSION, Kind
+from federation.api.strictfields import strict_decoding_error
 from federation.api.workloaddeployment import WorkloadDeployment
-from federation.fleet.downstream import cell_owns_replicas, copy_ordinals, downstream_copy, planned_shares
-from federation.fleet.placement import city_code, desired_replicas
+from federation.fleet.downstream import (
+    cell_owns_replicas,
+    copy_ordinals,
+    current_ordinals,
+    downstream_copy,
+    planned_shares,
+)
+from federation.fleet.placement import city_code, desired_replicas, moves
 from federation.ops.snapshot import CellCopy, Snapshot
 from federation.ops.statusview import ordinals_text
 from mcruntime.controllerutil import is_subset
@@ -77,6 +84,7 @@ class PlanView:
     autoscaled: bool
     deployed: bool  # a WD of this name exists in the project namespace
     cells: tuple[CellPlan, ...]  # planned cells in ordinal order, then removals by name
+    moves: tuple[str, ...] = ()  # "moves api-2 from dfw-2 to dfw-1": running Instances recreated elsewhere
 
     def count(self, action: Action) -> int:
         return sum(1 for c in self.cells if c.action is action)
@@ -111,6 +119,9 @@ def parse_workload_deployment(text: str, source: str) -> dict[str, Any]:
         raise InputError(f"{source}: apiVersion {doc.get('apiVersion')!r}: expected {API_VERSION}")
     if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
         raise InputError(f"{source}: metadata.name: required")
+    strict = strict_decoding_error(doc)  # unknown fields, as the server's strict validation reports them
+    if strict is not None:
+        raise InputError(f"{source}: {strict}")
     try:
         WorkloadDeployment.model_validate(doc)
     except ValidationError as exc:
@@ -141,7 +152,9 @@ def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace
     named = snapshot.copies_of(project, namespace, name)
     ours = {c.cell: c for c in named if uid and c.upstream_uid == uid}
     placed = {**wd, "metadata": {**dict(meta(wd)), "namespace": namespace, "uid": uid or _PLACEHOLDER_UID}}
-    shares = planned_shares(placed, snapshot.cell_infos(), ((c.cell, c.obj) for c in named))
+    pairs = [(c.cell, c.obj) for c in named]
+    shares = planned_shares(placed, snapshot.cell_infos(), pairs)
+    moved = tuple(m.describe(name) for m in moves(current_ordinals(placed, pairs), shares))
     autoscaled = cell_owns_replicas(wd)
     cells: list[CellPlan] = []
     for share in shares:
@@ -171,6 +184,7 @@ def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace
         autoscaled=autoscaled,
         deployed=deployed is not None,
         cells=tuple(cells),
+        moves=moved,
     )
 
 
@@ -201,6 +215,7 @@ def to_json(view: PlanView) -> dict[str, Any]:
             }
             for c in view.cells
         ],
+        "moves": list(view.moves),
     }
 
 
@@ -259,5 +274,6 @@ def render(view: PlanView) -> RenderableType:
     parts: list[RenderableType] = [head]
     if view.cells:
         parts.append(table)
+    parts.extend(Text(line, style="yellow") for line in view.moves)
     parts.append(Text(summary(view)))
     return Group(*parts)

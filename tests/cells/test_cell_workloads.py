@@ -380,7 +380,7 @@ async def test_bad_images_surface_on_instance_and_deployment(
         assert ready()["status"] == "False" and "container api: " in ready()["message"]
         assert message in ready()["message"], "the container's own message"
         await eventually(lambda: reason in available().get("message", ""), "the WorkloadDeployment reflecting it")
-        assert (available()["status"], available()["reason"]) == ("False", "InstancesProvisioning")
+        assert (available()["status"], available()["reason"]) == ("False", reason), "the headline is the real reason"
         assert f"api-0: {reason}: container api: " in available()["message"]
         row = await c.kubectl("get", "instance", "api-0", "-n", NS, "--no-headers")
         assert row.split()[2:4] == ["False", reason], row

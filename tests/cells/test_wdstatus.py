@@ -117,12 +117,12 @@ CASES: list[tuple[str, int, list[dict[str, Any]], tuple[int, ...], dict[str, tup
         {
             "Available": (
                 "False",
-                "InstancesProvisioning",
+                "ImageUnavailable",
                 "0 of 2 Instances ready; web-edge-dfw-1: ImageUnavailable: container web: Back-off pulling image",
             ),
             "ReplicasReady": (
                 "False",
-                "InstancesProvisioning",
+                "ImageUnavailable",
                 "0 of 2 Instances ready; web-edge-dfw-1: ImageUnavailable: container web: Back-off pulling image",
             ),
         },
@@ -138,12 +138,12 @@ CASES: list[tuple[str, int, list[dict[str, Any]], tuple[int, ...], dict[str, tup
         {
             "Available": (
                 "False",
-                "InstancesProvisioning",
+                "ImageUnavailable",
                 "0 of 3 Instances ready; web-edge-dfw-9: ImageUnavailable: a",
             ),
             "ReplicasReady": (
                 "False",
-                "InstancesProvisioning",
+                "ImageUnavailable",
                 "0 of 3 Instances ready; web-edge-dfw-9: ImageUnavailable: a",
             ),
         },
@@ -170,7 +170,7 @@ CASES: list[tuple[str, int, list[dict[str, Any]], tuple[int, ...], dict[str, tup
         },
     ),
     (
-        "quota blocks some, crash is more specific for the message",
+        "quota blocks some, a crash is more blocking: its reason is the headline",
         3,
         [
             inst(0),
@@ -182,8 +182,43 @@ CASES: list[tuple[str, int, list[dict[str, Any]], tuple[int, ...], dict[str, tup
             "Available": ("True", "StableInstanceFound", "1 of 3 Instances ready"),
             "ReplicasReady": (
                 "False",
-                "QuotaExceeded",
+                "InstanceCrashing",
                 "1 of 3 Instances ready; 1 waiting for quota; web-edge-dfw-2: InstanceCrashing: x",
+            ),
+        },
+    ),
+    (
+        "crashing with some ready: Available stays True, ReplicasReady names the crash",
+        2,
+        [inst(0), inst(1, ready=False, reason="InstanceCrashing", message="exit 1")],
+        (2, 2, 2, 1, 2),
+        {
+            "Available": ("True", "StableInstanceFound", "1 of 2 Instances ready"),
+            "ReplicasReady": (
+                "False",
+                "InstanceCrashing",
+                "1 of 2 Instances ready; web-edge-dfw-1: InstanceCrashing: exit 1",
+            ),
+        },
+    ),
+    (
+        "network failure outranks a crash",
+        2,
+        [
+            inst(0, ready=False, reason="InstanceCrashing", message="exit 1"),
+            inst(1, ready=False, reason="NetworkFailedToCreate", message="no subnet"),
+        ],
+        (2, 2, 2, 0, 2),
+        {
+            "Available": (
+                "False",
+                "NetworkFailedToCreate",
+                "0 of 2 Instances ready; web-edge-dfw-1: NetworkFailedToCreate: no subnet",
+            ),
+            "ReplicasReady": (
+                "False",
+                "NetworkFailedToCreate",
+                "0 of 2 Instances ready; web-edge-dfw-1: NetworkFailedToCreate: no subnet",
             ),
         },
     ),
@@ -203,7 +238,7 @@ CASES: list[tuple[str, int, list[dict[str, Any]], tuple[int, ...], dict[str, tup
         [],
         (0, 0, 0, 0, 0),
         {
-            "Available": ("False", "InstancesProvisioning", "no Instances desired (replicas is 0)"),
+            "Available": ("True", "ScaledToZero", "no Instances desired (replicas is 0)"),
             "ReplicasReady": ("True", "ReplicasAvailable", "0 of 0 Instances ready"),
         },
     ),

@@ -75,10 +75,10 @@ def hostile() -> tuple[list[dict[str, Any]], dict[str, Callable[[Mapping[str, An
 
     expectations: dict[str, Callable[[Mapping[str, Any]], str]] = {
         "nowhere-": says("Available", "False", "NoMatchingLocation", "Q"),
-        "zero-": says("Available", "False", "InstancesProvisioning", "replicas is 0"),
+        "zero-": says("Available", "True", "ScaledToZero", "replicas is 0"),
         "big": says("ReplicasReady", "False", None, "of 1000"),
-        "pull-": says("Available", "False", None, "ImageUnavailable", "cell dfw-"),
-        "crash-": says("Available", "False", None, "InstanceCrashing", "cell lhr-1"),
+        "pull-": says("Available", "False", "ImageUnavailable", "cell dfw-"),
+        "crash-": says("Available", "False", "InstanceCrashing", "cell lhr-1"),
         "long-": says("Available", "False", "ConfigurationError", "label value"),
         "labels-": says("ReplicasReady", "True", "ReplicasAvailable"),
     }

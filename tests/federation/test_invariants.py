@@ -396,12 +396,12 @@ def test_an_unreachable_project_leaves_the_copies_that_name_it_unchecked() -> No
 
 def test_an_unplaceable_wd_is_unchecked() -> None:
     w = standard()
-    w.add_wd("web", "bad", "dfw", 1)  # not upper-case: the federator refuses it with an Event
+    w.add_wd("web", "bad", "DFW 1", 1)  # stored before the CRD refused spaces: the federator refuses it with an Event
     report = check(w.snapshot())
     assert report.violations == ()
     assert report.unchecked == (
-        "project web: WorkloadDeployment default/bad: cannot be placed (spec.cityCode: 'dfw' must be upper-case "
-        "without spaces (e.g. 'DFW')); its copies are not checked",
+        "project web: WorkloadDeployment default/bad: cannot be placed (spec.cityCode: 'DFW 1' must not contain "
+        "spaces (e.g. 'DFW')); its copies are not checked",
     )
 
 

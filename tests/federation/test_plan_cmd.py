@@ -15,11 +15,16 @@ import yaml
 from rich.console import Console
 
 from federation import cli
+from federation.api.crds import WORKLOAD_DEPLOYMENT_CRD, crd_manifest
+from federation.api.strictfields import strict_decoding_error
 from federation.fleet.placement import PlacementError
 from federation.ops.planview import Action, InputError, parse_workload_deployment, plan_view, render, summary, to_json
 from federation.ops.snapshot import Health
+from kubeplane import EmbeddedAPIServer
+from kubeplane.testing import Kubectl, kubectl_path
 from tests.federation.test_federator import WDs, shares, workload_deployment
 from tests.support import Fleet, eventually
+from tests.support.crds import install_crd
 
 from .inspecting import cli as run_cli
 from .inspecting import federation
@@ -99,10 +104,14 @@ def run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, 
         (None, [], "federation-manager plan: -f {dir}/wd.yaml: no such file"),
         ("kind: Pod\n", [], "federation-manager plan: {dir}/wd.yaml: kind 'Pod' is not a WorkloadDeployment"),
         (
-            as_yaml(edited(cityCode="dfw")),
+            as_yaml(edited(replica=5)),
             [],
-            "federation-manager plan: {dir}/wd.yaml: spec.cityCode: 'dfw' must be "
-            "upper-case without spaces (e.g. 'DFW')",
+            'federation-manager plan: {dir}/wd.yaml: strict decoding error: unknown field "spec.replica"',
+        ),
+        (
+            as_yaml(edited(cityCode="DFW 1")),
+            [],
+            "federation-manager plan: {dir}/wd.yaml: spec.cityCode: String should match pattern '^\\S+$'",
         ),
         (
             as_yaml(GOOD),
@@ -203,9 +212,20 @@ def test_unchanged_and_re_divided() -> None:
     assert cells_of(same) == [("dfw-1", 2, 0, "2@0", Action.KEEP), ("dfw-2", 1, 2, "1@2", Action.KEEP)]
     assert summary(same) == "nothing would change; 2 unchanged"
     more = plan_view(snap, "web", edited(replicas=5), "default")
-    assert cells_of(more) == [("dfw-1", 3, 0, "2@0", Action.REDIVIDE), ("dfw-2", 2, 3, "1@2", Action.REDIVIDE)]
-    assert summary(more) == "would re-divide 2"
+    # a scale-up only adds (issue 18 item 2): dfw-1 keeps api-0 and api-1, dfw-2 grows
+    assert cells_of(more) == [("dfw-1", 2, 0, "2@0", Action.KEEP), ("dfw-2", 3, 2, "1@2", Action.REDIVIDE)]
+    assert summary(more) == "would re-divide 1; 1 unchanged"
+    assert more.moves == ()
     assert (more.deployed, more.city, more.replicas) == (True, "DFW", 5)
+
+
+def test_a_joining_cell_prints_the_instances_that_move() -> None:
+    w = standard()
+    w.add_cell("dfw-3", "DFW")
+    view = plan_view(w.snapshot(), "web", GOOD, "default")
+    assert view.moves == ("moves api-1 from dfw-1 to dfw-3",)
+    assert to_json(view)["moves"] == ["moves api-1 from dfw-1 to dfw-3"]
+    assert "moves api-1 from dfw-1 to dfw-3" in [" ".join(line.split()) for line in text_of(render(view))]
 
 
 def test_a_spec_change_updates_in_place() -> None:
@@ -293,12 +313,19 @@ def test_autoscaled_copies_keep_the_cells_replica_count() -> None:
                 "action": "keep",
             }
         ],
+        "moves": [],
     }
 
 
 def test_placement_errors_come_from_placement_itself() -> None:
-    with pytest.raises(PlacementError, match=r"spec.cityCode: 'dfw' must be upper-case"):
-        plan_view(standard().snapshot(), "web", edited(cityCode="dfw"), "default")
+    with pytest.raises(PlacementError, match=r"spec.cityCode: 'DFW 1' must not contain spaces"):
+        plan_view(standard().snapshot(), "web", edited(cityCode="DFW 1"), "default")
+
+
+def test_a_lower_case_city_code_is_placed_like_the_server_accepts_it() -> None:
+    """Issue 18 item 5: `cityCode: dfw` (which the server accepts) places on the DFW cells."""
+    view = plan_view(standard().snapshot(), "web", edited(cityCode="dfw"), "default")
+    assert cells_of(view) == [("dfw-1", 2, 0, "2@0", Action.UPDATE), ("dfw-2", 1, 2, "1@2", Action.UPDATE)]
 
 
 # ---------------------------------------------------------------------- the command against a fleet
@@ -338,7 +365,7 @@ async def test_plan_shows_what_the_federator_then_does(tmp_path: Path) -> None:
         )
         before = copies_now(f, "api")
 
-        # more replicas: re-divided, the ordinals each cell holds kept
+        # more replicas: only added, the ordinals each cell holds kept (issue 18 item 2)
         (tmp_path / "wd.yaml").write_text(as_yaml(edited(replicas=5)))
         ran = await run_cli(
             "plan", "-f", str(tmp_path / "wd.yaml"), "--kubeconfig", mgmt, "--project", "web", "-o", "json"
@@ -347,9 +374,10 @@ async def test_plan_shows_what_the_federator_then_does(tmp_path: Path) -> None:
         shown = json.loads(ran.out)
         assert {c["cell"]: c["current"] for c in shown["cells"]} == before, "NOW is what the cells hold"
         assert [(c["cell"], c["replicas"], c["ordinalStart"], c["action"]) for c in shown["cells"]] == [
-            ("dfw-1", 3, 0, "re-divide"),
-            ("dfw-2", 2, 3, "re-divide"),
+            ("dfw-1", 2, 0, "keep"),
+            ("dfw-2", 3, 2, "re-divide"),
         ]
+        assert shown["moves"] == []
         await apply_and_wait(f, edited(replicas=5), shown["cells"])
 
         # another city: created there, removed here (the table, from stdin)
@@ -360,8 +388,8 @@ async def test_plan_shows_what_the_federator_then_does(tmp_path: Path) -> None:
             ["WorkloadDeployment", "web/default/api:", "5", "replicas", "in", "city", "LHR", "(deployed)"],
             ["CELL", "REPLICAS", "ORDINALS", "NOW", "ACTION"],
             ["lhr-1", "5", "0-4", "no", "copy", "create"],
-            ["dfw-1", "-", "-", "0-2", "remove"],
-            ["dfw-2", "-", "-", "3-4", "remove"],
+            ["dfw-1", "-", "-", "0-1", "remove"],
+            ["dfw-2", "-", "-", "2-4", "remove"],
             ["would", "create", "1,", "remove", "2"],
         ]
         ran = await run_cli(
@@ -380,3 +408,25 @@ async def test_plan_shows_what_the_federator_then_does(tmp_path: Path) -> None:
             f"federation-manager plan: --project nope: not registered in {f.management.url} namespace "
             "federation-system (registered: shop, web)\n"
         )
+
+
+@pytest.mark.kubectl
+async def test_unknown_fields_are_refused_offline_as_the_server_refuses_them(
+    apiserver: EmbeddedAPIServer, kubectl: Kubectl, tmp_path: Path
+) -> None:
+    """Issue 18 item 5: one validation. `plan -f` without a cluster and the API server
+    (kubectl's strict field validation) refuse `spec.replica` with the same words."""
+    if kubectl_path() is None:
+        pytest.skip("kubectl is not installed on this machine")
+    await install_crd(apiserver, crd_manifest(WORKLOAD_DEPLOYMENT_CRD))
+    bad = as_yaml(edited(replica=5))
+    served = await kubectl.run("create", "--validate=strict", "-f", "-", stdin=bad)
+    assert served.returncode != 0
+    offline = strict_decoding_error(yaml.safe_load(bad))
+    assert offline == 'strict decoding error: unknown field "spec.replica"'
+    assert offline in served.stderr, served.stderr
+    good = await kubectl.run(
+        "create", "--validate=strict", "--dry-run=server", "-f", "-", stdin=as_yaml(edited(cityCode="dfw"))
+    )
+    assert good.returncode == 0, good.stderr
+    assert strict_decoding_error(yaml.safe_load(as_yaml(edited(cityCode="dfw")))) is None

@@ -119,10 +119,10 @@ def test_a_missing_copy_and_one_not_yet_observed() -> None:
 
 def test_a_wd_that_cannot_be_placed_says_why() -> None:
     w = standard()
-    w.add_wd("web", "bad", "dfw", 1)
+    w.add_wd("web", "bad", "DFW 1", 1)
     row = next(r for r in status_view(w.snapshot()).workload_deployments if r.name == "bad")
     assert row.cells == ()
-    assert row.problem == "spec.cityCode: 'dfw' must be upper-case without spaces (e.g. 'DFW')"
+    assert row.problem == "spec.cityCode: 'DFW 1' must not contain spaces (e.g. 'DFW')"
     assert any("cannot be placed: spec.cityCode" in line for line in text_of(render(status_view(w.snapshot()))))
 
 

@@ -61,11 +61,27 @@ async def test_wds_follow_placements_and_registered_cells(tmp_path: Path) -> Non
             return wl.get("status") or {}
 
         await eventually(lambda: status().get("deployments") == 2, "status counts the deployments")
+        # NRT has no cell: the placement says so, as a WD of a city without cells does
+        # (issue 18 item 5), with a Warning Event
         placement = status()["placements"][0]
-        assert placement["conditions"][0]["type"] == "Available"
+        (available,) = placement["conditions"]
+        assert (available["type"], available["status"], available["reason"]) == (
+            "Available",
+            "False",
+            "NoMatchingLocation",
+        )
+        assert available["message"].startswith("no registered cell serves NRT; ")
+
+        def warned() -> list[dict[str, Any]]:
+            return [e for e in project.list("events", "default") if e.get("reason") == "NoMatchingLocation"
+                    and e["involvedObject"]["name"] == "api"]  # fmt: skip
+
+        await eventually(warned, "a NoMatchingLocation Event on the Workload")
+        assert "placement edge: no registered cell serves NRT" in warned()[0]["message"]
         # a cell registered later for NRT gets its WD without a restart
         await f.add_cell("nrt-1", "NRT")
         await eventually(lambda: "api-edge-nrt" in names(), "the NRT deployment")
+        await eventually(lambda: status()["placements"][0]["conditions"][0]["reason"] != "NoMatchingLocation", "served")
         # a city dropped from the placement loses its WD
         (wl,) = workloads(project)
         wl["spec"]["placements"][0]["cityCodes"] = ["DFW"]

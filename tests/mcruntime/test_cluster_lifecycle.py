@@ -13,19 +13,25 @@ from prometheus_client import generate_latest
 
 from kubeplane import EmbeddedAPIServer
 from mcruntime import (
+    Cluster,
     ClusterEvent,
     ClusterEventType,
+    ClusterOptions,
     ClusterState,
     ConnectionConfig,
     Manager,
     Request,
     Result,
     TemporaryError,
+    TransportOptions,
     controllerutil,
     engaged,
 )
+from mcruntime.backoff import Backoff
+from mcruntime.cache import CacheOptions, InformerOptions
 from mcruntime.resources import CONFIGMAPS
 from mcruntime.source import LOCAL
+from mcruntime.view import View
 from tests.support import Plane, config_for, configmap, eventually
 
 TARGETS = "role=target"
@@ -195,3 +201,32 @@ async def test_a_failing_cluster_does_not_slow_retries_for_another(
             assert time.monotonic() - started < 3
             assert not any(k.startswith("failing/") for k in done)
             mgr.stop()
+
+
+async def test_a_cluster_that_answers_again_is_rewatched_at_once(apiserver: EmbeddedAPIServer) -> None:
+    """Issue 18 item 3: the informers' back-off grows while a cluster is away (client-go's
+    reaches 30-60 s); when the cluster answers again they retry at once, so a change made
+    then is seen without waiting out that delay. The back-off here starts at 10 minutes:
+    without the reset, nothing after the outage would be seen for that long. Meanwhile the
+    cluster says `syncing` (its views do not follow the server yet), never `ready`."""
+    slow = InformerOptions(backoff=lambda: Backoff(initial=600.0, maximum=600.0))
+    options = ClusterOptions(transport=TransportOptions(probe_interval=0.2), cache=CacheOptions(informer=slow))
+    cluster = Cluster("cell", config_for(apiserver), options=options)
+    informer = cluster.cache.declare(View(CONFIGMAPS, namespace="default"))
+    states: list[ClusterState] = []
+    cluster.on_state_change(lambda _c, _old, new: states.append(new))
+    async with cluster.started():
+        assert await informer.wait_for_sync(within=10)
+        await eventually(lambda: cluster.state is ClusterState.READY, "ready")
+        await apiserver.pause()
+        await eventually(lambda: cluster.state is ClusterState.UNREACHABLE, "unreachable")
+        await eventually(lambda: not informer.current, "the informer stops following the server")
+        assert cluster.unreachable_since is not None
+        await apiserver.resume()
+        Plane(apiserver).create("configmaps", configmap("after-the-outage"))
+        await eventually(lambda: informer.get("after-the-outage", namespace="default") is not None,
+                         "the change made after the outage, seen without waiting out the back-off")  # fmt: skip
+        await eventually(lambda: cluster.state is ClusterState.READY, "ready again")
+        assert cluster.unreachable_since is None
+    back = states[states.index(ClusterState.UNREACHABLE) :]
+    assert back[:3] == [ClusterState.UNREACHABLE, ClusterState.SYNCING, ClusterState.READY], states

@@ -8,6 +8,7 @@ from typing import Any
 
 import aiohttp
 import anyio
+import anyio.lowlevel
 import pytest
 import yaml
 
@@ -289,4 +290,40 @@ async def test_kubeconfig_secret_provider(apiserver: EmbeddedAPIServer, second_s
         assert mgr.clusters["cell-1"].labels == {"fleet": "yes", "role": "cell"}
         plane.delete("secrets", "default", "cell-1")
         await eventually(lambda: not mgr.clusters, what="disengagement after the Secret is deleted")
+        mgr.stop()
+
+
+async def test_a_cluster_is_listed_only_once_its_views_are_declared(
+    apiserver: EmbeddedAPIServer, second_server: EmbeddedAPIServer
+) -> None:
+    """Issue 18 item 4: a map function looping over `mgr.clusters` while another cluster is
+    being engaged never meets it without its views (NoCacheViewError dropped the whole
+    event's work), however the engage interleaves with it."""
+    mgr = Manager(config_for(apiserver), local_cluster_name="mgmt")
+
+    async def reconcile(req: Request) -> Result:
+        return Result()
+
+    mgr.new_controller("views", reconcile).for_(CONFIGMAPS, clusters=ENGAGED)
+    missing: list[str] = []
+    seen = 0
+    async with anyio.create_task_group() as tg:
+        await tg.start(mgr.run)
+        await mgr.elected.wait()
+        stop = anyio.Event()
+
+        async def look() -> None:
+            nonlocal seen
+            while not stop.is_set():
+                for name, cluster in mgr.clusters.items():
+                    seen += 1
+                    if cluster.cache.view_of(CONFIGMAPS) is None:
+                        missing.append(name)
+                await anyio.lowlevel.checkpoint()
+
+        tg.start_soon(look)
+        for i in range(20):
+            await mgr.engage(f"cell-{i}", config_for(second_server), {"role": "cell"})
+        stop.set()
+        assert seen > 0 and not missing, f"listed before their views were declared: {sorted(set(missing))}"
         mgr.stop()

@@ -13,9 +13,11 @@ from typing import Any
 import pytest
 
 from federation.api.constants import Label
-from mcruntime import Manager
+from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
+from mcruntime import Manager, Request
 from tests.federation.test_federator import WDs, shares, workload_deployment
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, running
+from tests.support.manager import controller, record
 
 from .cellsim import GROUP, VERSION, settle
 
@@ -113,10 +115,11 @@ async def test_a_crash_in_one_cell_is_named(tmp_path: Path) -> None:
 
         await eventually(crashed, "the projection shows InstanceCrashing")
         assert "back-off restarting" in cond(projections(f)["api-1"]["status"], "Ready")["message"]
-        # the status projector may first show the cells' earlier AwaitingPropagation: wait for the crash
-        await eventually(lambda: cond(status(f), "Available").get("reason") == "InstanceCrashing", "WD crashing")
+        # the status projector may aggregate a moment after the Instance projector: False
+        # alone can still be the AwaitingPropagation from before the cells reported
+        await eventually(lambda: cond(status(f), "Available").get("reason") == "InstanceCrashing", "WD names the crash")
         available = cond(status(f), "Available")
-        assert available["status"] == "False" and "dfw-2" in available["message"]
+        assert available["status"] == "False" and "dfw-2" in available["message"], available["message"]
 
 
 async def test_a_dark_cell_turns_unknown_and_recovers(tmp_path: Path) -> None:
@@ -150,7 +153,8 @@ async def test_projections_follow_scale_down_and_deletion(tmp_path: Path) -> Non
         settle(f, "dfw-2")
         await eventually(lambda: len(projections(f)) == 4, "4 projections")
         WDs(f, "web").edit("default", "api", lambda o: o["spec"].update(replicas=2))
-        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "1 + 1")
+        # a scale-down only removes (issue 18 item 2): api-0 and api-1 stay in dfw-1
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (0, 2)}, "2 + 0")
         settle(f, "dfw-1")
         settle(f, "dfw-2")
         await eventually(lambda: set(projections(f)) == {"api-0", "api-1"}, "exactly the remaining Instances")
@@ -168,6 +172,15 @@ async def test_no_cell_for_the_city(tmp_path: Path) -> None:
 
         await eventually(nowhere, "NoMatchingLocation")
         assert "NRT" in cond(status(f), "Available")["message"]
+
+        def warned() -> list[dict[str, Any]]:
+            events = Plane(f.server("web")).list("events", "default")
+            return [
+                e for e in events if e.get("reason") == "NoMatchingLocation" and e["involvedObject"]["name"] == "api"
+            ]
+
+        await eventually(warned, "a NoMatchingLocation Event on the WD (as on a Workload placement)")
+        assert "no registered cell serves city NRT" in warned()[0]["message"]
 
 
 @pytest.mark.parametrize("project", ["web"])
@@ -256,3 +269,40 @@ async def test_kubectl_get_wd_shows_a_dark_cell(tmp_path: Path) -> None:
         _header, row = (await kubectl("get", "wd", "api")).splitlines()
         assert row.split()[2:] == ["Unknown", "CellUnreachable", "2", "2", "4", "2"]
         await f.cells["dfw-2"].resume()
+
+
+async def test_a_restart_before_a_cells_instances_are_listed_removes_no_projection(tmp_path: Path) -> None:
+    """Issue 18 item 6: a manager that starts while a cell's downstream namespaces are
+    listed but its Instances are not yet (here the cell refuses to list Instances) must not
+    take the Instances for gone: no projection is deleted, none recreated."""
+    async with fleet(tmp_path, projects=("acme/web", "acme/shop"), cells=CELLS) as f:
+        async with running(management_settings(tmp_path / "management.kubeconfig")):
+            WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+            await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+            settle(f, "dfw-1")
+            settle(f, "dfw-2")
+            await eventually(lambda: set(projections(f)) == {"api-0", "api-1", "api-2", "api-3"}, "4 projections")
+        uids = {name: p["metadata"]["uid"] for name, p in projections(f).items()}
+        cell = f.cells["dfw-2"]
+        cell.plane.faults.configure(error_rate=1.0, error_code=500, methods=["GET"], path_contains="/instances")
+        deletes = f.projects["web"].plane.counters.get("delete", "instances.compute.datumapis.com")
+        async with running(management_settings(tmp_path / "management.kubeconfig")) as mgr:
+            projector = controller(mgr, "instance-projector")
+            recorded = record(mgr, "instance-projector")
+            await eventually(lambda: mgr.clusters.get("dfw-2") is not None, "dfw-2 engaged")
+            dfw2 = mgr.clusters["dfw-2"]
+            await eventually(lambda: dfw2.cache.informer_of(NAMESPACES).has_synced, "dfw-2 namespaces listed")
+            await eventually(lambda: dfw2.cache.informer_of(WORKLOAD_DEPLOYMENTS).has_synced, "dfw-2 copies listed")
+            assert not dfw2.cache.informer_of(INSTANCES).has_synced, "the cell's Instances cannot be listed"
+            # every projection reconciled now, while dfw-2's Instances are not listed
+            seen = len(recorded.requests)
+            for name in uids:
+                projector.enqueue(Request("web", "default", name))
+            await eventually(lambda: {r.name for r in recorded.requests[seen:]} >= set(uids), "reconciled again")
+            await eventually(lambda: len(projector.queue) == 0 and projector.in_flight == 0, "nothing in flight")
+            assert {name: p["metadata"]["uid"] for name, p in projections(f).items()} == uids
+            cell.plane.faults.clear()
+            await eventually(lambda: dfw2.state.value == "ready", "dfw-2 listed")
+            assert await projector.wait_idle(within=30)
+        assert {name: p["metadata"]["uid"] for name, p in projections(f).items()} == uids, "recreated"
+        assert f.projects["web"].plane.counters.get("delete", "instances.compute.datumapis.com") == deletes
