@@ -25,8 +25,8 @@ from rich.console import Console
 from rich.table import Table
 
 from federation import app
-from federation.api.constants import CLUSTER_INVENTORY_GROUP, REGISTRATION_NAMESPACE
-from federation.api.crds import all_crd_manifests
+from federation.api.constants import REGISTRATION_NAMESPACE
+from federation.api.crds import MANAGEMENT_CRDS, all_crd_manifests
 from federation.api.resources import NAMESPACES, SECRETS, WORKLOADS
 from federation.registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
 from federation.settings import ManagerSettings, load_settings
@@ -188,8 +188,9 @@ class Demo:
 
     async def install(self) -> None:
         crds = all_crd_manifests()
-        inventory = [c for c in crds if c["spec"]["group"] == CLUSTER_INVENTORY_GROUP]
-        compute = [c for c in crds if c["spec"]["group"] != CLUSTER_INVENTORY_GROUP]
+        management_names = {c.name for c in MANAGEMENT_CRDS}
+        inventory = [c for c in crds if c["metadata"]["name"] in management_names]
+        compute = [c for c in crds if c["metadata"]["name"] not in management_names]
         async with _client(self.servers[MANAGEMENT]) as mgmt:
             await install_crds(mgmt, inventory)
             await mgmt.apply(NAMESPACES, {"metadata": {"name": REGISTRATION_NAMESPACE}}, force=True)
@@ -197,7 +198,7 @@ class Demo:
                 if name != MANAGEMENT:
                     async with _client(self.servers[name]) as client:
                         await install_crds(client, compute)
-            self.step("CRDs established (ClusterProfile in management; compute kinds in projects and cells)")
+            self.step("CRDs established (ClusterProfile, Location in management; compute kinds in projects and cells)")
             cells = {c: self.servers[c.name] for c in self.cells}
             projects = {p: self.servers[p.name] for p in self.projects}
             for obj in registrations(cells, projects):

@@ -35,7 +35,7 @@ MODE_FLAGS = {
     "all-in-one": {"--enable-management-controllers", "--enable-cell-controllers", "--feature-gates=PodRuntime=true"},
 }
 CRDS = {
-    "management": {"clusterprofiles.multicluster.x-k8s.io"},
+    "management": {"clusterprofiles.multicluster.x-k8s.io", "locations.networking.datumapis.com"},
     "cell-dfw": {
         "instances.compute.datumapis.com",
         "workloaddeployments.compute.datumapis.com",
@@ -45,6 +45,7 @@ CRDS = {
     },
     "all-in-one": {
         "clusterprofiles.multicluster.x-k8s.io",
+        "locations.networking.datumapis.com",
         "instances.compute.datumapis.com",
         "workloaddeployments.compute.datumapis.com",
         "workloads.compute.datumapis.com",
