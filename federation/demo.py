@@ -15,6 +15,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,9 @@ from mcruntime.manager import Manager
 from mcruntime.resources import CLUSTER_PROFILES, CUSTOM_RESOURCE_DEFINITIONS
 
 FIELD_MANAGER = "federation-demo"
-SAMPLES = Path(__file__).resolve().parent.parent / "config" / "samples"
+# config/samples, shipped in the package (federation/samples links to it), so an installed
+# wheel finds them too.
+SAMPLES = files("federation") / "samples"
 ESTABLISH_TIMEOUT = 30.0
 SYNC_TIMEOUT = 60.0
 MANAGEMENT = "management"
