@@ -28,7 +28,7 @@ from rich.table import Table
 from federation import app
 from federation.api.constants import REGISTRATION_NAMESPACE
 from federation.api.crds import MANAGEMENT_CRDS, all_crd_manifests
-from federation.api.resources import NAMESPACES, SECRETS, WORKLOADS
+from federation.api.resources import LOCATIONS, NAMESPACES, SECRETS, WORKLOADS
 from federation.registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
 from federation.settings import ManagerSettings, load_settings
 from kubeplane import EmbeddedAPIServer
@@ -134,6 +134,14 @@ def sample(name: str) -> dict[str, Any]:
     return loaded
 
 
+def sample_objects(name: str) -> list[dict[str, Any]]:
+    """Every object of a multi-document sample."""
+    docs = [d for d in yaml.safe_load_all((SAMPLES / name).read_text()) if d is not None]
+    if not docs or not all(isinstance(d, dict) for d in docs):
+        raise ValueError(f"{SAMPLES / name} does not hold objects")
+    return docs
+
+
 def management_settings(state_dir: Path) -> ManagerSettings:
     return load_settings(
         kubeconfig=state_dir / f"{MANAGEMENT}.kubeconfig",
@@ -197,11 +205,16 @@ class Demo:
         async with _client(self.servers[MANAGEMENT]) as mgmt:
             await install_crds(mgmt, inventory)
             await mgmt.apply(NAMESPACES, {"metadata": {"name": REGISTRATION_NAMESPACE}}, force=True)
+            for location in sample_objects("networking_v1alpha_location.yaml"):
+                await mgmt.apply(LOCATIONS, location, force=True)
             for name in self.servers:
                 if name != MANAGEMENT:
                     async with _client(self.servers[name]) as client:
                         await install_crds(client, compute)
-            self.step("CRDs established (ClusterProfile, Location in management; compute kinds in projects and cells)")
+            self.step(
+                "CRDs established (ClusterProfile, Location in management; compute kinds in projects and cells); "
+                "sample Locations applied"
+            )
             cells = {c: self.servers[c.name] for c in self.cells}
             projects = {p: self.servers[p.name] for p in self.projects}
             for obj in registrations(cells, projects):

@@ -89,6 +89,11 @@ async def test_up_applies_the_shipped_samples(installed: Path, tmp_path: Path) -
         assert [w["metadata"]["name"] for w in workloads] == ["web"]  # config/samples/compute_v1alpha_workload.yaml
         mgmt = Kubectl(state / "management.kubeconfig", tmp_path / "c2")
         assert "locations.networking.datumapis.com" in await mgmt("get", "crd", "-o", "name")
+        # config/samples/networking_v1alpha_location.yaml, a multi-document sample
+        assert (await mgmt("get", "locations", "-o", "name")).split() == [
+            "location.networking.datumapis.com/dfw",
+            "location.networking.datumapis.com/lhr",
+        ]
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGINT)

@@ -146,6 +146,7 @@ async def test_samples_are_accepted_next_to_the_all_in_one_install(
         "ClusterProfile",
         "Secret",
         "ResourceBudget",
+        "Location",
     }
     out = await kubectl("apply", "--server-side", "-f", "-", stdin=dump_docs(samples))
     assert out.count("serverside-applied") == len(samples)
