@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,6 +23,7 @@ from tests.support import eventually
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = [pytest.mark.package, pytest.mark.kubectl, pytest.mark.timeout(600)]
+BUILD_LEFTOVERS = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".demo", "bench")
 
 
 def _clean_env() -> dict[str, str]:
@@ -40,9 +42,13 @@ def _run(argv: list[str], cwd: Path, timeout: float = 300) -> subprocess.Complet
 def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """bin/ of a fresh venv holding the wheel and its dependencies from PyPI."""
     root = tmp_path_factory.mktemp("wheel")
+    # Build from a clean copy: an in-tree build reuses build/lib, where files since removed
+    # from the tree would linger and ship. Links are kept (federation/samples is one).
+    source = root / "src"
+    shutil.copytree(REPO, source, symlinks=True, ignore=shutil.ignore_patterns(*BUILD_LEFTOVERS))
     wheels = root / "dist"
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
-    _run([*pip, "wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), str(REPO)], cwd=root)
+    _run([*pip, "wheel", "--no-deps", "--quiet", "--wheel-dir", str(wheels), str(source)], cwd=root)
     (wheel,) = wheels.glob("federation_manager-*.whl")
     venv.create(root / "venv", with_pip=True, system_site_packages=False)
     bin_dir = root / "venv" / "bin"
