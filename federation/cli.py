@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
     inspection.add_check_arguments(check)
     check.set_defaults(run=_check)
     up = sub.add_parser("up", parents=[common], help="all-in-one demo on embedded API servers")
-    up.add_argument("--state-dir", type=Path, default=Path(".demo"), help="where kubeconfigs go (default .demo)")
+    up.add_argument("--state-dir", default=".demo", help="where kubeconfigs go; one up per directory (default .demo)")
     up.add_argument(
         "--cell",
         action="append",
@@ -76,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORG/PROJECT",
         help="a project control plane (repeatable; default acme/web)",
     )
+    up.add_argument(
+        "--ephemeral",
+        action="store_true",
+        help="keep the objects in memory only (default: in SQLite under STATE_DIR/data, back after a restart)",
+    )
     up.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (default: until Ctrl-C)")
     up.set_defaults(run=_up)
     crds = sub.add_parser(
@@ -83,7 +89,29 @@ def build_parser() -> argparse.ArgumentParser:
     )
     crds.add_argument("--out", type=Path, metavar="DIR", help="write one file per CRD (and a kustomization) into DIR")
     crds.set_defaults(run=_crds)
+    from federation import join
+
+    joiner = sub.add_parser(
+        "join", parents=[common], help="register a cell or project in the management cluster (Secret + ClusterProfile)"
+    )
+    join.add_arguments(joiner)
+    joiner.set_defaults(run=join.join)
+    leaver = sub.add_parser("leave", parents=[common], help="remove a cell's or project's registration")
+    join.add_arguments(leaver, leaving=True)
+    leaver.set_defaults(run=join.leave)
+    completion = sub.add_parser("completion", parents=[common], help="print a shell completion script")
+    completion.add_argument("shell", choices=("bash", "zsh", "fish"), help="the shell to complete in")
+    completion.set_defaults(run=_completion)
+    from federation import clihelp
+
+    clihelp.finish(sub.choices, {a.dest: a.help or "" for a in sub._choices_actions})
     return parser
+
+
+async def _completion(args: argparse.Namespace) -> None:
+    from federation import completion
+
+    sys.stdout.write(completion.script(args.shell, build_parser()))
 
 
 async def _crds(args: argparse.Namespace) -> None:
@@ -149,8 +177,16 @@ async def _up(args: argparse.Namespace) -> None:
         raise SystemExit(f"federation-manager up: {exc}") from None
     if args.duration is not None and args.duration <= 0:
         raise SystemExit("federation-manager up: --duration must be a positive number of seconds")
+    from federation.statelock import StateDirInUse
+
     try:
-        await demo.up(args.state_dir, cells, projects, args.duration)
+        await demo.up(
+            Path(args.state_dir), cells, projects, args.duration, shown=args.state_dir, ephemeral=args.ephemeral
+        )
+    except StateDirInUse as exc:
+        raise SystemExit(str(exc)) from None
+    except sqlite3.Error as exc:
+        raise SystemExit(f"federation-manager up: cannot use the state in {args.state_dir}/data: {exc}") from None
     except OSError as exc:
         where = f" {exc.filename}" if exc.filename else ""
         raise SystemExit(f"federation-manager up: cannot use{where}: {exc.strerror or exc}") from None

@@ -6,7 +6,10 @@ cluster the way a platform team would (ClusterProfile + kubeconfig Secret), then
 management-mode controllers and one set of cell-mode controllers per cell, built by
 `federation/app.py` from the same settings `run` reads, and applies the sample Workload.
 `<state-dir>/<cluster>.kubeconfig` is written for every cluster and `<state-dir>/ready`
-once every controller's caches have synced; both are removed on exit."""
+once every controller's caches have synced; both are removed on exit. Unless `--ephemeral`,
+each server keeps its objects in `<state-dir>/data/<cluster>/` (SQLite, kubeplane/persist.py)
+and its port: a restart brings the same objects and UIDs back, the controllers find them
+converged, and the sample is applied only to a new project."""
 
 from __future__ import annotations
 
@@ -25,26 +28,27 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
-from federation import app
+from federation import app, join
 from federation.api.constants import REGISTRATION_NAMESPACE
-from federation.api.crds import MANAGEMENT_CRDS, all_crd_manifests
-from federation.api.resources import LOCATIONS, NAMESPACES, SECRETS, WORKLOADS
+from federation.api.resources import LOCATIONS, WORKLOADS
+from federation.join import install_crds
 from federation.registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
 from federation.settings import ManagerSettings, load_settings
+from federation.statelock import StateLock
 from kubeplane import EmbeddedAPIServer
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.connection import ConnectionConfig
 from mcruntime.manager import Manager
-from mcruntime.resources import CLUSTER_PROFILES, CUSTOM_RESOURCE_DEFINITIONS
 
 FIELD_MANAGER = "federation-demo"
 # config/samples, shipped in the package (federation/samples links to it), so an installed
 # wheel finds them too.
 SAMPLES = files("federation") / "samples"
-ESTABLISH_TIMEOUT = 30.0
 SYNC_TIMEOUT = 60.0
 MANAGEMENT = "management"
+DATA_DIR = "data"  # <state-dir>/data/<cluster>/kubeplane.db: each embedded server's objects
+PORT_FILE = "port"  # <state-dir>/data/<cluster>/port: the port it last served on
 
 
 @dataclass(frozen=True)
@@ -99,20 +103,6 @@ async def _client(server: EmbeddedAPIServer) -> AsyncIterator[Client]:
     cluster = Cluster(server.name, _config(server), field_manager=FIELD_MANAGER)
     async with cluster.transport:
         yield Client(cluster.transport, None, field_manager=FIELD_MANAGER)
-
-
-async def install_crds(client: Client, crds: list[dict[str, Any]]) -> None:
-    """Server-side apply the CRDs and wait until each is Established."""
-    for crd in crds:
-        await client.apply(CUSTOM_RESOURCE_DEFINITIONS, crd, force=True)
-    with anyio.fail_after(ESTABLISH_TIMEOUT):
-        for crd in crds:
-            while True:
-                live = await client.get_live(CUSTOM_RESOURCE_DEFINITIONS, crd["metadata"]["name"])
-                conditions = (live.get("status") or {}).get("conditions") or []
-                if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
-                    break
-                await anyio.sleep(0.02)
 
 
 def registrations(
@@ -178,33 +168,70 @@ def synced(manager: Manager, expected_clusters: set[str]) -> bool:
 
 
 class Demo:
-    def __init__(self, state_dir: Path, cells: list[Cell], projects: list[Project], console: Console) -> None:
+    def __init__(
+        self, state_dir: Path, cells: list[Cell], projects: list[Project], console: Console, *, persistent: bool = True
+    ) -> None:
         self.state_dir = state_dir
         self.cells = cells
         self.projects = projects
         self.console = console
+        self.persistent = persistent
+        self.restored: list[str] = []  # servers whose objects came back from a previous run
         self.servers: dict[str, EmbeddedAPIServer] = {}
         self.managers: dict[str, Manager] = {}
+
+    def data_dir(self, name: str) -> Path:
+        return self.state_dir / DATA_DIR / name
 
     def step(self, text: str) -> None:
         self.console.print(f"[green]✓[/green] {text}", highlight=False)
 
     async def start_servers(self, stack: AsyncExitStack) -> None:
         for name in [MANAGEMENT, *(p.name for p in self.projects), *(c.name for c in self.cells)]:
-            server = EmbeddedAPIServer(name=name, kubeconfig=self.state_dir / f"{name}.kubeconfig")
-            self.servers[name] = await stack.enter_async_context(server)
+            server = await self._start_server(name)
+            stack.push_async_callback(server.stop)
+            self.servers[name] = server
             stack.callback(_unlink, self.state_dir / f"{name}.kubeconfig")
         self.step(f"{len(self.servers)} API servers up (1 management, {_count(len(self.projects), 'project')}, "
                   f"{_count(len(self.cells), 'cell')})")  # fmt: skip
+        if not self.persistent:
+            self.step("state: in memory (--ephemeral): it goes when up stops")
+        elif self.restored:
+            self.step(f"state: restored from {self.state_dir / DATA_DIR} (SQLite per server; {len(self.restored)} "
+                      f"with objects from the last run)")  # fmt: skip
+        else:
+            self.step(f"state: persisted in {self.state_dir / DATA_DIR} (SQLite per server; kept across restarts)")
+
+    async def _start_server(self, name: str) -> EmbeddedAPIServer:
+        """Start one server; persistent ones keep their data and, when it is free, their port
+        (the registrations and kubeconfigs from the last run stay true: nothing is rewritten)."""
+        kubeconfig = self.state_dir / f"{name}.kubeconfig"
+        if not self.persistent:
+            server = EmbeddedAPIServer(name=name, kubeconfig=kubeconfig)
+            await server.start()
+            return server
+        data = self.data_dir(name)
+        port_file = data / PORT_FILE
+        saved = port_file.read_text().strip() if port_file.exists() else ""
+        saved = saved if saved.isdigit() else ""
+        server = EmbeddedAPIServer(name=name, kubeconfig=kubeconfig, data_dir=data, port=int(saved or 0))
+        if server.plane.db.history_floor > 0:  # a revision stored by an earlier run
+            self.restored.append(name)
+        try:
+            await server.start()
+        except OSError:
+            if not saved:
+                raise
+            # the last run's port is taken now: a new one (the registration is rewritten to match)
+            server = EmbeddedAPIServer(name=name, kubeconfig=kubeconfig, data_dir=data)
+            await server.start()
+        port_file.write_text(f"{server.port}\n")
+        return server
 
     async def install(self) -> None:
-        crds = all_crd_manifests()
-        management_names = {c.name for c in MANAGEMENT_CRDS}
-        inventory = [c for c in crds if c["metadata"]["name"] in management_names]
-        compute = [c for c in crds if c["metadata"]["name"] not in management_names]
+        inventory, compute = join.inventory_crds(), join.compute_crds()
         async with _client(self.servers[MANAGEMENT]) as mgmt:
             await install_crds(mgmt, inventory)
-            await mgmt.apply(NAMESPACES, {"metadata": {"name": REGISTRATION_NAMESPACE}}, force=True)
             for location in sample_objects("networking_v1alpha_location.yaml"):
                 await mgmt.apply(LOCATIONS, location, force=True)
             for name in self.servers:
@@ -217,8 +244,7 @@ class Demo:
             )
             cells = {c: self.servers[c.name] for c in self.cells}
             projects = {p: self.servers[p.name] for p in self.projects}
-            for obj in registrations(cells, projects):
-                await mgmt.apply(SECRETS if obj["kind"] == "Secret" else CLUSTER_PROFILES, obj, force=True)
+            await join.register(mgmt, registrations(cells, projects), REGISTRATION_NAMESPACE)  # as `join` does
         self.step(f"registered {_count(len(self.cells), 'cell')} and {_count(len(self.projects), 'project')} as "
                   f"ClusterProfiles in {MANAGEMENT}/{REGISTRATION_NAMESPACE}")  # fmt: skip
 
@@ -242,6 +268,11 @@ class Demo:
         self.step(f"controllers synced: {controllers} controllers in {len(self.managers)} managers "
                   f"(management mode + cell mode per cell)")  # fmt: skip
 
+    def project_restored(self) -> bool:
+        """The first project came back from storage: what the user did there (the sample
+        deleted, say) stays as it was."""
+        return self.projects[0].name in self.restored
+
     async def apply_sample(self) -> dict[str, Any]:
         workload = sample("compute_v1alpha_workload.yaml")
         workload["metadata"].setdefault("namespace", "default")
@@ -263,7 +294,11 @@ class Demo:
                           str(self.state_dir / f"{c.name}.kubeconfig"))  # fmt: skip
         self.console.print(table)
         mgmt = self.managers[MANAGEMENT]
-        kc = f"--kubeconfig {self.state_dir}"
+        # absolute paths: the commands work pasted in a new terminal, from any directory,
+        # without the virtualenv on PATH
+        state = self.state_dir.resolve()
+        kc = f"--kubeconfig {state}"
+        fm = cli_command()
         project = self.projects[0].name
         cell = self.cells[0].name
         lines = [
@@ -274,14 +309,21 @@ class Demo:
             f"  kubectl {kc}/{project}.kubeconfig get workloads,wd,instances",
             f"  kubectl {kc}/{cell}.kubeconfig get wd,instances,pods -A",
             f"  kubectl {kc}/{MANAGEMENT}.kubeconfig get clusterprofiles -n {REGISTRATION_NAMESPACE} --show-labels",
-            f"  federation-manager status --state-dir {self.state_dir}",
+            f"  {fm} status --state-dir {state}",
             "",
-            f"Run your own manager against these clusters: federation-manager run --kubeconfig "
-            f"{self.state_dir}/{MANAGEMENT}.kubeconfig --enable-management-controllers (it finds the cells and "
+            f"Run your own manager against these clusters: {fm} run --kubeconfig "
+            f"{state}/{MANAGEMENT}.kubeconfig --enable-management-controllers (it finds the cells and "
             f"projects through the ClusterProfiles in {REGISTRATION_NAMESPACE}).",
             "Stop with Ctrl-C.",
         ]
         self.console.print("\n".join(lines), highlight=False, soft_wrap=True)
+
+
+def cli_command() -> str:
+    """How to run this same `federation-manager` from a new terminal: by its full path (the
+    virtualenv's bin is on this process's PATH under ./taskw, rarely on a new terminal's)."""
+    beside = Path(sys.executable).parent / "federation-manager"
+    return str(beside) if beside.exists() else "federation-manager"
 
 
 def _count(n: int, noun: str) -> str:
@@ -292,25 +334,44 @@ def _unlink(path: Path) -> None:
     path.unlink(missing_ok=True)
 
 
-async def up(state_dir: Path, cells: list[Cell], projects: list[Project], duration: float | None) -> None:
-    """Bring the federation up, keep it running until SIGINT/SIGTERM (or `duration`), and
-    take it down cleanly: managers stop first, then the servers; kubeconfigs and `ready`
-    are removed. A signal during start-up stops after the step in progress."""
+async def up(
+    state_dir: Path,
+    cells: list[Cell],
+    projects: list[Project],
+    duration: float | None,
+    *,
+    shown: str | None = None,
+    ephemeral: bool = False,
+) -> None:
+    """Bring the federation up, keep it running until SIGINT/SIGTERM/SIGHUP (or `duration`),
+    and take it down cleanly: managers stop first, then the servers; kubeconfigs and `ready`
+    are removed. A signal during start-up stops after the step in progress. One `up` per
+    state dir (federation/statelock.py; `shown`: the dir as the user typed it)."""
     console = Console(file=sys.stdout, highlight=False)
     if not console.is_terminal:
         console.width = max(console.width, 200)  # logs and pipes: do not fold paths and URLs
     await anyio.Path(state_dir).mkdir(parents=True, exist_ok=True)
+    with StateLock(state_dir, shown if shown is not None else str(state_dir)) as lock:
+        # whatever a previous process left: it is dead (we hold its lock), its `ready` is a lie
+        _unlink(state_dir / "ready")
+        if lock.took_over_from is not None:
+            console.print(f"took over --state-dir {lock.shown} from pid {lock.took_over_from} (no longer running)")
+        await _run_until_stopped(Demo(state_dir, cells, projects, console, persistent=not ephemeral), duration)
+    console.print("federation-manager up: stopped", highlight=False)
+
+
+async def _run_until_stopped(demo: Demo, duration: float | None) -> None:
+    console = demo.console
     stop = anyio.Event()
-    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM, signal.SIGHUP) as signals:
         async with anyio.create_task_group() as tg:
             tg.start_soon(_stop_on_signal, signals, stop, console)
             if duration is not None:
                 tg.start_soon(_stop_after, duration, stop)
             try:
-                await _serve(Demo(state_dir, cells, projects, console), stop)
+                await _serve(demo, stop)
             finally:
                 tg.cancel_scope.cancel()
-    console.print("federation-manager up: stopped", highlight=False)
 
 
 async def _serve(demo: Demo, stop: anyio.Event) -> None:
@@ -327,7 +388,10 @@ async def _serve(demo: Demo, stop: anyio.Event) -> None:
             try:
                 await demo.start_managers(tg, stop)
                 if not stop.is_set():
-                    await demo.apply_sample()
+                    if demo.project_restored():
+                        demo.step("the project's objects are back from the last run (the sample is not re-applied)")
+                    else:
+                        await demo.apply_sample()
                     ready.write_text("ready\n")
                     demo.summary()
                     await stop.wait()

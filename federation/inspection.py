@@ -7,15 +7,15 @@ writes; DIR/management.kubeconfig is read) or `--kubeconfig MGMT` (the managemen
 cluster); either way cells and projects are found through the ClusterProfiles and
 kubeconfig Secrets in `--registration-namespace`, as the manager finds them.
 
-Exit codes: 0 done (`check`: no violation); 1 `check` found violations; 2 the command
-could not do its job (bad flag or input, no usable kubeconfig, management cluster
-unreadable, a WD that cannot be placed), with one line on stderr naming the problem.
-An unreachable project or cell is not an error: it is reported in the output."""
+Output formats, `--wait` and exit codes: federation/output.py (0 done; 1 `check` found
+violations or a `--wait` ran out; 2 the command could not do its job: bad flag or input,
+no usable kubeconfig, management cluster unreadable, a WD that cannot be placed, and for
+`check` a project or cell it could not read), with one line on stderr naming the problem.
+For `status` and `plan` an unreachable project or cell is reported in the output."""
 
 from __future__ import annotations
 
 import argparse
-import json
 import signal
 import sys
 import time
@@ -31,14 +31,12 @@ from rich.text import Text
 from mcruntime.connection import ConnectionConfig
 from mcruntime.errors import ConfigError
 
-from . import invariants, planview, statusview
+from . import invariants, output, planview, statusview
 from .api.constants import REGISTRATION_NAMESPACE
 from .placement import PlacementError, city_code, desired_replicas
 from .snapshot import DEFAULT_TIMEOUT, Snapshot, SnapshotSourceError, load_snapshot, management_config
 
 DEFAULT_INTERVAL = 2.0
-# Without a terminal there is nothing to fit: tables get room instead of cut-off names.
-UNBOUNDED_WIDTH = 250
 
 
 class CommandError(Exception):
@@ -92,7 +90,8 @@ def add_status_arguments(parser: argparse.ArgumentParser) -> None:
     _add_source(parser)
     parser.add_argument("-n", "--namespace", metavar="NS", help="only WorkloadDeployments of this project namespace")
     parser.add_argument("--project", metavar="NAME", help="only this project (its cluster name)")
-    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="table (default) or json")
+    output.add_output_flag(parser, wide="adds each WD's condition MESSAGE")
+    output.add_wait_flag(parser, "every WD is converged (ready and up to date in every cell, all observed)")
     parser.add_argument("-w", "--watch", action="store_true", help="refresh the table until Ctrl-C")
     parser.add_argument(
         "--interval",
@@ -121,18 +120,13 @@ def add_plan_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NS",
         help="the project namespace (default: the file's metadata.namespace, else default)",
     )
-    parser.add_argument("-o", "--output", choices=("table", "json"), default="table", help="table (default) or json")
+    output.add_output_flag(parser)
 
 
 def add_check_arguments(parser: argparse.ArgumentParser) -> None:
     _add_source(parser)
-    parser.add_argument(
-        "-o",
-        "--output",
-        choices=("text", "json"),
-        default="text",
-        help="text (default: one line per violation) or json",
-    )
+    output.add_output_flag(parser, aliases={"text": "table"})  # text: its former name
+    output.add_wait_flag(parser, "no invariant is broken and every cluster could be read")
 
 
 # ---------------------------------------------------------------------- shared
@@ -144,25 +138,15 @@ def fail(command: str, message: str) -> NoReturn:
 
 
 def console() -> Console:
-    found = Console(highlight=False)
-    return found if found.is_terminal else Console(highlight=False, width=UNBOUNDED_WIDTH)
+    return output.console()
 
 
 def show(out: Console, renderable: RenderableType) -> None:
-    """Print to a terminal as rich does; elsewhere (a pipe, a file) without the padding
-    that table cells carry to their column's width, so lines end where their text does."""
-    if out.is_terminal:
-        out.print(renderable)
-        return
-    with out.capture() as captured:
-        out.print(renderable)
-    out.file.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
-    out.file.flush()
+    output.show(out, renderable)
 
 
 def print_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
-    sys.stdout.flush()
+    output.print_data("json", data)
 
 
 async def _config(args: argparse.Namespace) -> ConnectionConfig:
@@ -190,7 +174,8 @@ async def load(args: argparse.Namespace) -> Snapshot:
 
 
 def status_frame(args: argparse.Namespace, snapshot: Snapshot) -> RenderableType:
-    return statusview.render(statusview.status_view(snapshot, namespace=args.namespace, project=args.project))
+    view = statusview.status_view(snapshot, namespace=args.namespace, project=args.project)
+    return statusview.render(view, wide=args.output == "wide")
 
 
 async def watch(frame: Callable[[], Awaitable[RenderableType]], out: Console, interval: float) -> None:
@@ -218,17 +203,30 @@ async def _cancel_on_signal(scope: anyio.CancelScope) -> None:
 
 
 async def status(args: argparse.Namespace) -> None:
-    if args.watch and args.output == "json":
-        fail("status", "--watch refreshes the table; use --output json without --watch")
+    if args.watch and args.output in ("json", "yaml"):
+        fail("status", f"--watch refreshes the table; use --output {args.output} without --watch")
+    if args.watch and args.wait is not None:
+        fail("status", "--watch refreshes until Ctrl-C, --wait until converged: choose one")
     try:
         config = await _config(args)
         if not args.watch:
-            snapshot = await _read(args, config)
-            if args.output == "json":
+
+            async def read() -> Snapshot:
+                return await _read(args, config)
+
+            def done(snapshot: Snapshot) -> bool:
                 view = statusview.status_view(snapshot, namespace=args.namespace, project=args.project)
-                print_json(statusview.to_json(view))
+                return output.converged(statusview.to_json(view))
+
+            snapshot, converged = await output.wait_for(read, done, args.wait)
+            if args.output in ("json", "yaml"):
+                view = statusview.status_view(snapshot, namespace=args.namespace, project=args.project)
+                output.print_data(args.output, statusview.to_json(view))
             else:
                 show(console(), status_frame(args, snapshot))
+            if args.wait is not None and not converged:
+                sys.stderr.write(f"federation-manager status: not converged after {args.wait:g}s\n")
+                raise SystemExit(output.EXIT_NO)
             return
     except CommandError as exc:
         fail("status", str(exc))
@@ -302,8 +300,8 @@ async def plan(args: argparse.Namespace) -> None:
             raise CommandError(f"{source}: {exc}") from None
     except (CommandError, planview.InputError) as exc:
         fail("plan", str(exc))
-    if args.output == "json":
-        print_json(planview.to_json(view))
+    if args.output in ("json", "yaml"):
+        output.print_data(args.output, planview.to_json(view))
     else:
         show(console(), planview.render(view))
 
@@ -312,27 +310,38 @@ async def plan(args: argparse.Namespace) -> None:
 
 
 async def check(args: argparse.Namespace) -> None:
-    try:
+    def done(found: tuple[Snapshot, invariants.Report]) -> bool:
+        return not found[1].violations and not found[1].unchecked
+
+    async def read() -> tuple[Snapshot, invariants.Report]:
         snapshot = await load(args)
+        return snapshot, invariants.check(snapshot)
+
+    try:
+        (snapshot, report), _ = await output.wait_for(read, done, args.wait)
     except CommandError as exc:
         fail("check", str(exc))
-    report = invariants.check(snapshot)
-    if args.output == "json":
-        print_json(
+    if args.output in ("json", "yaml"):
+        output.print_data(
+            args.output,
             {
                 "violations": [{"kind": str(v.kind), "message": v.message} for v in report.violations],
                 "unchecked": list(report.unchecked),
-            }
+            },
         )
     else:
         lines = [str(v) for v in report.violations] + [f"not checked: {u}" for u in report.unchecked]
         n = len(report.violations)
-        read = f"{_plural(len(snapshot.projects), 'project')}, {_plural(len(snapshot.cells), 'cell')}"
-        lines.append(f"{n} violation{'s' if n != 1 else ''} ({read})" if n else f"no violations ({read})")
+        read_ = f"{_plural(len(snapshot.projects), 'project')}, {_plural(len(snapshot.cells), 'cell')}"
+        lines.append(f"{n} violation{'s' if n != 1 else ''} ({read_})" if n else f"no violations ({read_})")
         sys.stdout.write("\n".join(lines) + "\n")
         sys.stdout.flush()
     if report.violations:
-        raise SystemExit(1)
+        raise SystemExit(output.EXIT_NO)
+    if report.unchecked:
+        sys.stderr.write(f"federation-manager check: could not check {_plural(len(report.unchecked), 'part')} of "
+                         f"the federation (see 'not checked')\n")  # fmt: skip
+        raise SystemExit(output.EXIT_FAILED)
 
 
 def _plural(n: int, noun: str) -> str:

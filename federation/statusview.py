@@ -278,7 +278,8 @@ _FRESHNESS = {
 }
 
 
-def render(view: StatusView) -> RenderableType:
+def render(view: StatusView, *, wide: bool = False) -> RenderableType:
+    """The table; `wide` (-o wide) adds the condition's MESSAGE."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in (
         "WORKLOADDEPLOYMENT",
@@ -290,8 +291,9 @@ def render(view: StatusView) -> RenderableType:
         "UP-TO-DATE",
         "FRESHNESS",
         "REASON",
+        *(("MESSAGE",) if wide else ()),
     ):
-        table.add_column(column, no_wrap=column != "REASON")
+        table.add_column(column, no_wrap=True)  # never folded: the console is as wide as the table
     for r in view.workload_deployments:
         cond = r.condition
         reason = (
@@ -311,6 +313,7 @@ def render(view: StatusView) -> RenderableType:
             Text(_number(r.updated)),
             Text(""),
             reason,
+            *((Text(" ".join((cond.message if cond else "").split())),) if wide else ()),
         )
         for c in r.cells:
             table.add_row(
@@ -323,6 +326,7 @@ def render(view: StatusView) -> RenderableType:
                 Text(_number(c.updated)),
                 _FRESHNESS[c.copy],
                 Text(""),
+                *((Text(""),) if wide else ()),
             )
     parts: list[RenderableType] = [table if view.workload_deployments else Text("no WorkloadDeployments found")]
     for cluster in view.clusters:

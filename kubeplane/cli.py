@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sqlite3
 from pathlib import Path
 
 import anyio
 
 from .auth import TokenFileError
+from .persist import DB_FILE, DataDirInUse
 from .server import ALWAYS_ALLOW, AUTHORIZATION_MODES, RBAC, EmbeddedAPIServer, positive_seconds
 
 log = logging.getLogger(__name__)
@@ -33,6 +35,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=ALWAYS_ALLOW,
         help="AlwaysAllow (default) or RBAC: enforce Roles and bindings for every request (needs --tls); "
         "the kubeconfig carries an admin token (system:masters)",
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        help="keep the objects in SQLite under DIR (DIR/kubeplane.db, WAL mode): a restart brings them back "
+        "(default: in memory, gone with the process)",
     )
     parser.add_argument(
         "--token-auth-file",
@@ -67,18 +75,29 @@ async def serve(args: argparse.Namespace) -> None:
             bookmark_interval=args.bookmark_interval,
             authorization=args.authorization_mode,
             token_auth_file=args.token_auth_file,
+            data_dir=args.data_dir,
         )
     except TokenFileError as exc:
         raise SystemExit(f"--token-auth-file: {exc}") from None
+    except DataDirInUse as exc:
+        raise SystemExit(f"--data-dir: {exc}") from None
+    except (OSError, sqlite3.Error) as exc:
+        raise SystemExit(f"--data-dir: cannot use {args.data_dir}: {exc}") from None
     try:
         await server.start()
     except OSError as exc:
         if exc.filename is not None:  # the kubeconfig could not be written
             raise SystemExit(f"--kubeconfig: cannot write {exc.filename}: {exc.strerror or exc}") from None
         raise SystemExit(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from None
-    print(f"embedded API server {args.name!r} serving at {server.url}; kubeconfig: {args.kubeconfig}", flush=True)
+    where = "in memory (--data-dir keeps it)" if args.data_dir is None else f"persisted in {args.data_dir / DB_FILE}"
     try:
+        # the handlers first, then the banner: a signal sent as soon as it is read stops cleanly
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            print(
+                f"embedded API server {args.name!r} serving at {server.url}; kubeconfig: {args.kubeconfig}; "
+                f"state: {where}",
+                flush=True,
+            )
             async for signum in signals:
                 log.info("received %s, shutting down", signal.Signals(signum).name)
                 break

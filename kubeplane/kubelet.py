@@ -194,7 +194,7 @@ class Kubelet:
         now = time.monotonic()
         record = self._records.get(key)
         if record is None:
-            record = self._records[key] = _PodRecord(seen_at=now, pod_ip=str(next(self._ips)))
+            record = self._records[key] = self._adopt(pod, now) or _PodRecord(seen_at=now, pod_ip=str(next(self._ips)))
         if meta.get("deletionTimestamp"):
             self._stop(key, entry, record, now)
             return
@@ -205,6 +205,18 @@ class Kubelet:
             new = entry.copy()
             new["status"] = status
             self.api.commit_internal(self.pods_rt, entry, new, self.MANAGER, subresource="status")
+
+    def _adopt(self, pod: Obj, now: float) -> _PodRecord | None:
+        """A pod this node already runs, seen first after a restart of the server with its
+        objects kept (--data-dir): its containers kept running, as they do when a real
+        kubelet restarts, so its IP and start time stay and nothing is rewritten."""
+        status = pod.get("status") or {}
+        if not status.get("podIP"):
+            return None
+        started = ""
+        for c in status.get("containerStatuses") or []:
+            started = ((c.get("state") or {}).get("running") or {}).get("startedAt") or started
+        return _PodRecord(seen_at=now - self.settings.start_delay, pod_ip=str(status["podIP"]), started_at=started)
 
     def _schedule(self, entry: Entry) -> None:
         pod = entry.obj

@@ -40,6 +40,7 @@ from .kubelet import Kubelet, KubeletSettings
 from .limits import COMPACTION_INTERVAL, IDLE_TIMEOUT, REQUEST_TIMEOUT
 from .namespaces import NamespaceController, install_namespace_semantics
 from .objectapi import ObjectAPI, WriteOptions
+from .persist import SQLiteStore
 from .rbac import RBACAuthorizer
 from .rbac_bootstrap import bootstrap_objects
 from .registry import Registry
@@ -78,6 +79,7 @@ class ControlPlane:
         compaction_interval: float = COMPACTION_INTERVAL,
         authorization: str = ALWAYS_ALLOW,
         token_auth_file: str | Path | None = None,
+        data_dir: str | Path | None = None,
     ) -> None:
         if authorization not in AUTHORIZATION_MODES:
             raise ValueError(f"authorization must be one of {', '.join(AUTHORIZATION_MODES)}, got {authorization!r}")
@@ -93,7 +95,9 @@ class ControlPlane:
         self.registry.add(crd_resource_type())
         install_namespace_semantics(self.registry)
         register_review_types(self.registry)
-        self.db = Database(history)
+        # data_dir: objects in SQLite there (kubeplane/persist.py), back after a restart; else memory only
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        self.db = Database(history, SQLiteStore(self.data_dir) if self.data_dir is not None else None)
         self.api = ObjectAPI(self.db, self.registry)
         self.discovery = Discovery(self.registry)
         self.counters = RequestCounters()
@@ -119,13 +123,16 @@ class ControlPlane:
             self.api.delete_hooks[self.kubelet.pods_rt.storage_key] = self.kubelet.graceful_delete
         ns_rt = self.registry.get("", "v1", "namespaces")
         assert ns_rt is not None
+        # what kube-apiserver creates at start, unless a restart brought it back from storage
         for name in INITIAL_NAMESPACES:
-            self.api.create(ns_rt, "", {"metadata": {"name": name}}, WriteOptions(field_manager="kube-apiserver"))
+            if self.api.store_for(ns_rt).get("", name) is None:
+                self.api.create(ns_rt, "", {"metadata": {"name": name}}, WriteOptions(field_manager="kube-apiserver"))
         if self.authorizer is not None:
             for plural, obj in bootstrap_objects():
                 rt = self.registry.get("rbac.authorization.k8s.io", "v1", plural)
                 assert rt is not None
-                self.api.create(rt, "", obj, WriteOptions(field_manager="kube-apiserver"))
+                if self.api.store_for(rt).get("", obj["metadata"]["name"]) is None:
+                    self.api.create(rt, "", obj, WriteOptions(field_manager="kube-apiserver"))
 
     @property
     def token(self) -> str | None:
@@ -181,6 +188,10 @@ class ControlPlane:
             raise RuntimeError("the control plane's controllers are not running")
         self._task_group.start_soon(job)
 
+    def close_storage(self) -> None:
+        """Close the data directory's database (after the controllers and the listener stopped)."""
+        self.db.close()
+
     def stop_controllers(self) -> None:
         self.crds.close()
         self.namespaces.close()
@@ -211,6 +222,7 @@ class EmbeddedAPIServer:
         compaction_interval: float = COMPACTION_INTERVAL,
         authorization: str = ALWAYS_ALLOW,
         token_auth_file: str | Path | None = None,
+        data_dir: str | Path | None = None,
     ) -> None:
         self.idle_timeout = positive_seconds("idle_timeout", idle_timeout)
         self.name = name
@@ -231,6 +243,7 @@ class EmbeddedAPIServer:
             compaction_interval=compaction_interval,
             authorization=authorization,
             token_auth_file=token_auth_file,
+            data_dir=data_dir,
         )
         self.front = HTTPFront(self.plane)
         self.front.admin = AdminEndpoints(self, self.plane.spawn).handle
@@ -308,6 +321,7 @@ class EmbeddedAPIServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._supervisor
             self._supervisor = None
+        self.plane.close_storage()
 
     # ------------------------------------------------------------------ client config
     @property

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import sqlite3
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
 
+from .errors import internal
 from .limits import encode_for_storage
+from .persist import SQLiteStore
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace or "", name)
@@ -175,19 +178,47 @@ class ResourceStore:
 
 
 class Database:
-    """All resource stores of one API server and their shared revision counter."""
+    """All resource stores of one API server and their shared revision counter. With
+    `persistence` (kubeplane/persist.py) every commit and delete is written there before it
+    is applied here, and the stored objects are loaded at construction."""
 
-    def __init__(self, history: int = 10_000) -> None:
+    def __init__(self, history: int = 10_000, persistence: SQLiteStore | None = None) -> None:
         self.rev = 1
         self.history = history
         self.stores: dict[tuple[str, str], ResourceStore] = {}
         # wakers subscribed to every store, including stores created later (garbage collector)
         self.global_wakers: set[Waker] = set()
+        self.persistence = persistence
+        self.history_floor = 0  # no watch history before this revision (a restart's: 410 from before it)
+        if persistence is not None:
+            self._restore(persistence)
+
+    def _restore(self, persistence: SQLiteStore) -> None:
+        stored_rev = persistence.revision()
+        for row in persistence.objects():
+            st = self.store((row.group, row.resource), row.namespaced)
+            st._put(row.namespace, row.name, Entry(orjson.loads(row.raw), row.raw))
+        if stored_rev == 0:
+            return  # a new data directory
+        # one above the last stored revision: resourceVersions keep increasing, and every
+        # revision a client saw before the restart is older than the (empty) history
+        self.rev = stored_rev + 1
+        self.history_floor = self.rev
+        persistence.set_revision(self.rev)
+        for st in self.stores.values():
+            st.last_rev = self.rev
+            st.log.compacted_rev = self.rev
+
+    def close(self) -> None:
+        if self.persistence is not None:
+            self.persistence.close()
+            self.persistence = None
 
     def store(self, key: tuple[str, str], namespaced: bool) -> ResourceStore:
         st = self.stores.get(key)
         if st is None:
             st = self.stores[key] = ResourceStore(key, namespaced, self.history)
+            st.log.compacted_rev = self.history_floor
             for waker in self.global_wakers:
                 st.subscribe(waker)
                 waker.wake.set()
@@ -207,6 +238,8 @@ class Database:
         return self.stores.get(key)
 
     def drop_store(self, key: tuple[str, str]) -> None:
+        if self.persistence is not None:
+            self._durably(self.persistence.drop, key)
         st = self.stores.pop(key, None)
         if st is not None:
             st.dropped = True
@@ -219,19 +252,24 @@ class Database:
         meta = obj["metadata"]
         meta["resourceVersion"] = str(self.rev + 1)
         raw = encode_for_storage(obj)
+        ns = meta.get("namespace") or ""
+        if self.persistence is not None:  # durable before anyone can see it
+            self._durably(self.persistence.put, store.key, store.namespaced, ns, meta["name"], raw, self.rev + 1)
         self.rev += 1
         store.last_rev = self.rev
         entry = Entry(obj, raw)
-        store._put(meta.get("namespace") or "", meta["name"], entry)
+        store._put(ns, meta["name"], entry)
         store.log.append(Event(self.rev, ADDED if prev is None else MODIFIED, entry, prev))
         store._notify()
         return entry
 
     def delete(self, store: ResourceStore, prev: Entry) -> Entry:
         """Remove an object; the DELETED event carries its last state at the deletion revision."""
+        meta = prev.obj["metadata"]
+        if self.persistence is not None:
+            self._durably(self.persistence.delete, store.key, meta.get("namespace") or "", meta["name"], self.rev + 1)
         self.rev += 1
         store.last_rev = self.rev
-        meta = prev.obj["metadata"]
         store._drop(meta.get("namespace") or "", meta["name"])
         last = dict(prev.obj)
         last["metadata"] = dict(meta, resourceVersion=str(self.rev))
@@ -239,6 +277,14 @@ class Database:
         store.log.append(Event(self.rev, DELETED, gone, prev))
         store._notify()
         return gone
+
+    @staticmethod
+    def _durably(write: Any, *args: Any) -> None:
+        """A storage write; its failure (disk full, file removed) refuses the API write (500)."""
+        try:
+            write(*args)
+        except sqlite3.Error as exc:
+            raise internal(f"storage: {exc}") from None
 
     def compact_all(self) -> None:
         """Discard all watch history up to now (what etcd compaction does)."""

@@ -22,7 +22,7 @@ from kubeplane.testing import Kubectl, kubectl_path
 from tests.support import eventually
 
 REPO = Path(__file__).resolve().parents[1]
-pytestmark = [pytest.mark.package, pytest.mark.kubectl, pytest.mark.timeout(600)]
+pytestmark = [pytest.mark.package, pytest.mark.slow, pytest.mark.kubectl, pytest.mark.timeout(600)]
 BUILD_LEFTOVERS = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".demo", "bench")
 
 

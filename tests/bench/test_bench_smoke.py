@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow
+
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 SCRIPTS = sorted(p.name for p in BENCH.glob("bench_*.py"))
 

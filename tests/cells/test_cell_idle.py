@@ -6,10 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import pytest
 
 from tests.support import all_idle
 
 from .cellbed import NS, QUOTA_GROUP, VERSION, cell, workload_deployment
+
+pytestmark = pytest.mark.slow
 
 IDLE_WINDOW = 30.0  # seconds: longer than any requeue tier a converged Instance could still be on
 

@@ -21,6 +21,8 @@ from tests.support import eventually
 
 from .cellbed import workload_deployment
 
+pytestmark = pytest.mark.slow
+
 REPO = Path(__file__).resolve().parents[2]
 
 

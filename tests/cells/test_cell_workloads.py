@@ -83,6 +83,7 @@ def _roll_is_orderly(seen: History) -> None:
     assert min(seen.updated_replicas) < 3, f"updatedReplicas dips during the roll: {seen.updated_replicas}"
 
 
+@pytest.mark.slow
 async def test_template_edit_and_restart_roll_one_at_a_time_from_the_top(tmp_path: Path) -> None:
     async with cell(tmp_path) as c:
         c.create_wd(workload_deployment("api", 3))

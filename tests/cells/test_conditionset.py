@@ -63,6 +63,7 @@ status = st.sampled_from(["True", "False", "Unknown"])
 reason = st.sampled_from(["Pending", "Available", "Provisioning"])
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(status, reason, st.text(max_size=5)), min_size=1, max_size=3))
 def test_storing_the_result_then_merging_again_changes_nothing(wants: list[tuple[str, str, str]]) -> None:
     desired = [want(f"T{i}", s, r, m) for i, (s, r, m) in enumerate(wants)]

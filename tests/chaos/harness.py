@@ -46,7 +46,7 @@ IDLE_WINDOW = 10.0
 QUIET = 2.0  # seconds without a manager write that, with a clean federation, count as converged
 REPORT_ENV = "CHAOS_REPORT"  # where rows go (tests/conftest.py sets it for the run)
 # every scenario: marked, kubectl-driven, and given room (each brings up a whole federation)
-CHAOS = [pytest.mark.chaos, pytest.mark.kubectl, pytest.mark.timeout(600)]
+CHAOS = [pytest.mark.chaos, pytest.mark.kubectl, pytest.mark.slow, pytest.mark.timeout(600)]
 
 
 # ---------------------------------------------------------------------- objects

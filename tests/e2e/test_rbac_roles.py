@@ -12,7 +12,7 @@ import pytest
 from kubeplane.testing import Kubectl, kubectl_path
 from tests.support.processes import deployed_fleet
 
-pytestmark = pytest.mark.kubectl
+pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
 WD = "workloaddeployments.compute.datumapis.com"
 INST = "instances.compute.datumapis.com"

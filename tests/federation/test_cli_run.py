@@ -8,9 +8,12 @@ from pathlib import Path
 
 import aiohttp
 import anyio
+import pytest
 
 from kubeplane import EmbeddedAPIServer
 from tests.support import Plane, eventually
+
+pytestmark = pytest.mark.slow
 
 
 def free_port() -> int:

@@ -17,26 +17,28 @@ from kubeplane.testing import Kubectl, kubectl_path
 from tests.support import eventually
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.kubectl
+pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
 
-async def start_up(state: Path, *args: str, command: tuple[str, ...] | None = None) -> asyncio.subprocess.Process:
+async def start_up(
+    state: Path | str, *args: str, command: tuple[str, ...] | None = None, cwd: Path = REPO
+) -> asyncio.subprocess.Process:
     argv = command or (sys.executable, "-m", "federation.cli", "up")
     return await asyncio.create_subprocess_exec(
         *argv, "--state-dir", str(state), *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=REPO,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=cwd,
         env={**os.environ, "FEDERATION_VENV": sys.prefix},
     )  # fmt: skip
 
 
-async def wait_ready(proc: asyncio.subprocess.Process, state: Path) -> None:
+async def wait_ready(proc: asyncio.subprocess.Process, state: Path, within: float = 90) -> None:
     async def ready() -> bool:
         if proc.returncode is not None:
             out, err = await proc.communicate()
             raise AssertionError(f"up exited early ({proc.returncode}):\n{out.decode()}\n{err.decode()}")
         return (state / "ready").exists()
 
-    await eventually(ready, "the ready file", within=90)
+    await eventually(ready, "the ready file", within=within)
 
 
 async def test_up_runs_the_federation_and_stops_cleanly(tmp_path: Path) -> None:
@@ -87,14 +89,58 @@ async def test_up_runs_the_federation_and_stops_cleanly(tmp_path: Path) -> None:
         profiles = json.loads(await mgmt("get", "clusterprofiles", "-A", "-o", "json"))["items"]
         cities = {p["metadata"]["name"]: p["metadata"]["labels"].get("topology.datum.net/city-code") for p in profiles}
         assert cities["cell-dfw"] == "DFW" and cities["cell-lhr"] == "LHR", "the demo's registrations kept"
+        banner = await try_this_works_in_a_new_terminal(proc, state, tmp_path)
     finally:
         if proc.returncode is None:
             proc.send_signal(signal.SIGINT)
-        out, err = await asyncio.wait_for(proc.communicate(), 30)
+        _, err = await asyncio.wait_for(proc.communicate(), 30)
     assert proc.returncode == 0, err.decode()
     assert "Traceback" not in err.decode()
-    assert sorted(p.name for p in state.iterdir()) == [], "kubeconfigs and ready are removed on exit"
-    assert "Try this:" in out.decode()
+    left = sorted(p.name for p in state.iterdir() if p.suffix == ".kubeconfig" or p.name == "ready")
+    assert left == [], "kubeconfigs and ready are removed on exit"
+    assert "Try this:" in banner
+
+
+def new_terminal() -> dict[str, str]:
+    """A fresh shell's environment: no virtualenv on PATH (kubectl where the system has it)."""
+    kubectl = kubectl_path()
+    system = ["/usr/local/bin", "/usr/bin", "/bin"] + ([str(Path(kubectl).parent)] if kubectl else [])
+    return {"PATH": ":".join(system), "HOME": os.environ.get("HOME", "/tmp")}
+
+
+async def bash(script: str, cwd: Path) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        "bash", "-euc", script, cwd=cwd, env=new_terminal(), stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
+    return proc.returncode or 0, out.decode()
+
+
+async def try_this_works_in_a_new_terminal(proc: asyncio.subprocess.Process, state: Path, tmp_path: Path) -> str:
+    """The banner's "Try this" commands, pasted in a new terminal somewhere else, and the
+    README walk-through's first block (which puts .venv/bin on PATH) run from the repo."""
+    assert proc.stdout is not None
+    banner = ""
+    while "Stop with Ctrl-C." not in banner:
+        banner += (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+    commands = [line.strip() for line in banner.split("Try this:")[1].splitlines()[1:] if line.startswith("  ")]
+    assert len(commands) == 4 and any("status --state-dir" in c for c in commands), banner
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    for command in commands:
+        code, out = await bash(command, elsewhere)
+        assert code == 0, f"pasted in a new terminal, {command!r} failed:\n{out}"
+    readme = (REPO / "README.md").read_text()
+    first = readme.split("## A walk through the demo")[1].split("```sh\n")[1].split("```")[0]
+    assert first.startswith('export PATH="$PWD/.venv/bin:$PATH"'), first
+    first = first.replace("$PWD/.demo/", f"{state}/").replace(".demo", str(state))
+    if not (REPO / ".venv" / "bin" / "federation-manager").exists():  # a venv elsewhere (FEDERATION_VENV)
+        first = first.replace("$PWD/.venv/bin", f"{Path(sys.executable).parent}")
+    code, out = await bash(first, REPO)
+    assert code == 0, f"the README walk-through's first block failed:\n{out}"
+    assert "web-edge-dfw" in out, out
+    return banner
 
 
 async def test_a_signal_to_taskw_demo_reaches_the_demo(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from kubeplane.testing import kubectl_path
 from tests.support import eventually
 from tests.support.processes import REPO, deployed_fleet
 
-pytestmark = pytest.mark.kubectl
+pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
 
 async def test_run_in_management_mode_fans_a_wd_out_to_registered_cells(tmp_path: Path) -> None:

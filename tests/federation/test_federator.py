@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 
 from federation.api.constants import Annotation, Finalizer, Label
 from federation.federator import Federator
@@ -211,6 +212,7 @@ async def test_deletion_and_the_orphan_sweep(tmp_path: Path) -> None:
         await eventually(lambda: WDs(f, "dfw-2").list() == [], "the orphan swept", within=60)
 
 
+@pytest.mark.slow
 async def test_a_cell_that_never_synced_holds_a_deletion_for_the_grace(tmp_path: Path) -> None:
     """The manager restarts while dfw-2 is down: it never sees dfw-2's copy, yet that cell
     may hold one. The deletion waits the grace for it, then completes with the Warning,

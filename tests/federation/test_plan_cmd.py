@@ -138,7 +138,7 @@ def test_the_command_refuses_bad_input_in_one_line(
             ["status", "--state-dir", "{dir}", "--timeout", "0"],
             "argument --timeout: '0': must be a positive number of seconds",
         ),
-        (["check", "--state-dir", "{dir}", "--output", "yaml"], "argument -o/--output: invalid choice: 'yaml'"),
+        (["check", "--state-dir", "{dir}", "--output", "xml"], "argument -o/--output: invalid choice: 'xml'"),
     ],
 )
 def test_bad_flags_are_usage_errors(
@@ -327,6 +327,7 @@ async def apply_and_wait(f: Fleet, wd: dict[str, Any], planned: list[dict[str, A
     await eventually(lambda: copies_now(f, wd["metadata"]["name"]) == want, f"the copies planned: {want}", within=30)
 
 
+@pytest.mark.slow
 async def test_plan_shows_what_the_federator_then_does(tmp_path: Path) -> None:
     mgmt = str(tmp_path / "management.kubeconfig")
     async with federation(tmp_path) as (f, _mgr):

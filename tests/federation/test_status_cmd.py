@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from rich.console import Console
 from rich.text import Text
 
@@ -275,6 +276,7 @@ async def test_status_json_matches_the_clusters(tmp_path: Path) -> None:
         assert next(r for r in rows if r["name"] == "nowhere")["cells"] == []
 
 
+@pytest.mark.slow
 async def test_status_table_and_an_unreachable_cell(tmp_path: Path) -> None:
     async with federation(tmp_path) as (f, _mgr):
         await converged(f)

@@ -6,11 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
+import pytest
 
 from tests.support import Plane, all_idle, eventually, fleet, management_settings, running
 
 from .test_federator import WDs, shares, workload_deployment
 from .test_workload_controller import GROUP, VERSION, workload
+
+pytestmark = pytest.mark.slow
 
 IDLE_WINDOW = 30.0
 

@@ -17,6 +17,8 @@ from kubernetes_asyncio import config as k8s_config
 from kubeplane import EmbeddedAPIServer
 from kubeplane.testing import Kubectl, kubectl_path
 
+pytestmark = pytest.mark.slow
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -190,3 +192,42 @@ def _admin_token(kubeconfig: Path) -> str:
     import yaml
 
     return str(yaml.safe_load(kubeconfig.read_text())["users"][0]["user"]["token"])
+
+
+async def test_apiserver_data_dir_keeps_what_kubectl_applied_across_a_sigkill(tmp_path: Path) -> None:
+    if kubectl_path() is None:
+        pytest.skip("kubectl is not installed on this machine; kubectl-driven checks cannot run")
+    kubeconfig, data = tmp_path / "kc.yaml", tmp_path / "data"
+    kubectl = Kubectl(kubeconfig, tmp_path / "cache")
+    proc = await _start("--port", "0", "--kubeconfig", str(kubeconfig), "--data-dir", str(data))
+    try:
+        assert proc.stdout is not None
+        banner = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+        assert f"state: persisted in {data / 'kubeplane.db'}" in banner
+        await kubectl("apply", "-f", "-", stdin="apiVersion: v1\nkind: ConfigMap\nmetadata: {name: kept}\n")
+        uid = await kubectl("get", "configmap", "kept", "-o", "jsonpath={.metadata.uid}")
+        # a second server on the same data dir is refused while the first holds it
+        second = await _start("--port", "0", "--kubeconfig", str(tmp_path / "kc2"), "--data-dir", str(data))
+        _, err = await asyncio.wait_for(second.communicate(), 30)
+        assert second.returncode != 0 and "--data-dir:" in err.decode() and "in use" in err.decode(), err.decode()
+    finally:
+        proc.kill()  # SIGKILL: nothing is flushed on the way out
+        await proc.wait()
+    proc = await _start("--port", "0", "--kubeconfig", str(kubeconfig), "--data-dir", str(data))
+    try:
+        assert proc.stdout is not None
+        await asyncio.wait_for(proc.stdout.readline(), 30)
+        assert await kubectl("get", "configmap", "kept", "-o", "jsonpath={.metadata.uid}") == uid
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0
+
+
+async def test_apiserver_without_a_data_dir_says_its_state_is_in_memory(tmp_path: Path) -> None:
+    proc = await _start("--port", "0", "--kubeconfig", str(tmp_path / "kc"))
+    try:
+        assert proc.stdout is not None
+        assert "state: in memory" in (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 20) == 0

@@ -11,6 +11,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import pytest
+
 from kubeplane import EmbeddedAPIServer
 from kubeplane.testing import Kubectl
 
@@ -123,6 +125,7 @@ async def test_get_watch_single_object_and_all_namespaces(kubectl: Kubectl, apis
     assert [e[:3] for e in events] == [["ADDED", "ns2", "elsewhere"], ["DELETED", "default", "target"]]
 
 
+@pytest.mark.slow
 async def test_raw_watch_resume_initial_state_expiry_bookmarks_and_timeout(
     kubectl: Kubectl, apiserver: EmbeddedAPIServer
 ) -> None:

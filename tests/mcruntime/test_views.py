@@ -36,6 +36,7 @@ def labelled(name: str, **data: str) -> dict[str, Any]:
     return cm
 
 
+@pytest.mark.slow
 async def test_a_narrowed_watch_and_cached_reads_share_one_list_and_watch(apiserver: EmbeddedAPIServer) -> None:
     """The watch narrows by label; `client.get` reads the same view. Exactly one LIST and
     one WATCH of configmaps reach the server, and after watch drops and failing GETs every

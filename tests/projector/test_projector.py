@@ -233,6 +233,7 @@ async def test_an_instance_moving_between_cells_keeps_its_projection(tmp_path: P
         assert WDs(f, "web").get("default", "api")["metadata"]["uid"] == created["metadata"]["uid"]  # type: ignore[index]
 
 
+@pytest.mark.slow
 @pytest.mark.kubectl
 async def test_kubectl_get_wd_shows_a_dark_cell(tmp_path: Path) -> None:
     from kubeplane.testing import Kubectl, kubectl_path
