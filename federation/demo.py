@@ -18,6 +18,7 @@ import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,8 @@ from rich.console import Console
 from rich.table import Table
 
 from federation import app, join
-from federation.api.constants import CLUSTER_INVENTORY_GROUP, REGISTRATION_NAMESPACE
-from federation.api.crds import all_crd_manifests
-from federation.api.resources import WORKLOADS
+from federation.api.constants import REGISTRATION_NAMESPACE
+from federation.api.resources import LOCATIONS, WORKLOADS
 from federation.join import install_crds
 from federation.registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
 from federation.settings import ManagerSettings, load_settings
@@ -42,7 +42,9 @@ from mcruntime.connection import ConnectionConfig
 from mcruntime.manager import Manager
 
 FIELD_MANAGER = "federation-demo"
-SAMPLES = Path(__file__).resolve().parent.parent / "config" / "samples"
+# config/samples, shipped in the package (federation/samples links to it), so an installed
+# wheel finds them too.
+SAMPLES = files("federation") / "samples"
 SYNC_TIMEOUT = 60.0
 MANAGEMENT = "management"
 DATA_DIR = "data"  # <state-dir>/data/<cluster>/kubeplane.db: each embedded server's objects
@@ -120,6 +122,14 @@ def sample(name: str) -> dict[str, Any]:
     if not isinstance(loaded, dict):
         raise ValueError(f"{SAMPLES / name} does not hold one object")
     return loaded
+
+
+def sample_objects(name: str) -> list[dict[str, Any]]:
+    """Every object of a multi-document sample."""
+    docs = [d for d in yaml.safe_load_all((SAMPLES / name).read_text()) if d is not None]
+    if not docs or not all(isinstance(d, dict) for d in docs):
+        raise ValueError(f"{SAMPLES / name} does not hold objects")
+    return docs
 
 
 def management_settings(state_dir: Path) -> ManagerSettings:
@@ -219,16 +229,19 @@ class Demo:
         return server
 
     async def install(self) -> None:
-        crds = all_crd_manifests()
-        inventory = [c for c in crds if c["spec"]["group"] == CLUSTER_INVENTORY_GROUP]
-        compute = [c for c in crds if c["spec"]["group"] != CLUSTER_INVENTORY_GROUP]
+        inventory, compute = join.inventory_crds(), join.compute_crds()
         async with _client(self.servers[MANAGEMENT]) as mgmt:
             await install_crds(mgmt, inventory)
+            for location in sample_objects("networking_v1alpha_location.yaml"):
+                await mgmt.apply(LOCATIONS, location, force=True)
             for name in self.servers:
                 if name != MANAGEMENT:
                     async with _client(self.servers[name]) as client:
                         await install_crds(client, compute)
-            self.step("CRDs established (ClusterProfile in management; compute kinds in projects and cells)")
+            self.step(
+                "CRDs established (ClusterProfile, Location in management; compute kinds in projects and cells); "
+                "sample Locations applied"
+            )
             cells = {c: self.servers[c.name] for c in self.cells}
             projects = {p: self.servers[p.name] for p in self.projects}
             await join.register(mgmt, registrations(cells, projects), REGISTRATION_NAMESPACE)  # as `join` does

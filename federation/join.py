@@ -27,8 +27,8 @@ from mcruntime.errors import APIError, ConfigError, TransportError
 from mcruntime.resources import CLUSTER_PROFILES, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, SECRETS
 from mcruntime.transport import Transport
 
-from .api.constants import CLUSTER_INVENTORY_GROUP, KUBECONFIG_SECRET_SUFFIX, REGISTRATION_NAMESPACE
-from .api.crds import all_crd_manifests
+from .api.constants import KUBECONFIG_SECRET_SUFFIX, REGISTRATION_NAMESPACE
+from .api.crds import MANAGEMENT_CRDS, all_crd_manifests
 from .registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
 
 FIELD_MANAGER = "federation-manager-join"
@@ -42,11 +42,15 @@ class JoinError(Exception):
 
 
 def compute_crds() -> list[dict[str, Any]]:
-    return [c for c in all_crd_manifests() if c["spec"]["group"] != CLUSTER_INVENTORY_GROUP]
+    """What cells and projects serve: everything but the management cluster's kinds."""
+    management = {c.name for c in MANAGEMENT_CRDS}
+    return [c for c in all_crd_manifests() if c["metadata"]["name"] not in management]
 
 
 def inventory_crds() -> list[dict[str, Any]]:
-    return [c for c in all_crd_manifests() if c["spec"]["group"] == CLUSTER_INVENTORY_GROUP]
+    """What the management cluster serves: ClusterProfile and the Location registry."""
+    management = {c.name for c in MANAGEMENT_CRDS}
+    return [c for c in all_crd_manifests() if c["metadata"]["name"] in management]
 
 
 def registration(

@@ -19,6 +19,11 @@ API_VERSION: Final = f"{GROUP}/{VERSION}"
 QUOTA_GROUP: Final = f"quota.{GROUP}"
 QUOTA_API_VERSION: Final = f"{QUOTA_GROUP}/{VERSION}"
 
+# Datum's location registry (network-services-operator): Locations name a city through
+# their topology; the management cluster serves them.
+NETWORKING_GROUP: Final = "networking.datumapis.com"
+NETWORKING_API_VERSION: Final = f"{NETWORKING_GROUP}/{VERSION}"
+
 CLUSTER_INVENTORY_GROUP: Final = "multicluster.x-k8s.io"
 CLUSTER_INVENTORY_VERSION: Final = "v1alpha1"
 CLUSTER_INVENTORY_API_VERSION: Final = f"{CLUSTER_INVENTORY_GROUP}/{CLUSTER_INVENTORY_VERSION}"
@@ -52,6 +57,7 @@ class Kind(DocumentedStr):
     CLUSTER_PROFILE = "ClusterProfile", "Registration of a cell or project cluster (SIG Multicluster)."
     RESOURCE_CLAIM = "ResourceClaim", "Request for quota on behalf of one Instance (QuotaGate feature)."
     RESOURCE_BUDGET = "ResourceBudget", "Quota of one namespace in a cell: what granted claims may add up to."
+    LOCATION = "Location", "A place Datum runs workloads (networking.datumapis.com); its topology names its city."
 
 
 class Plural(DocumentedStr):
@@ -61,6 +67,7 @@ class Plural(DocumentedStr):
     CLUSTER_PROFILES = "clusterprofiles", "Resource name of ClusterProfile."
     RESOURCE_CLAIMS = "resourceclaims", "Resource name of ResourceClaim."
     RESOURCE_BUDGETS = "resourcebudgets", "Resource name of ResourceBudget."
+    LOCATIONS = "locations", "Resource name of Location."
 
 
 class Label(DocumentedStr):

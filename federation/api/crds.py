@@ -12,8 +12,16 @@ from typing import Any
 
 from .base import KubeModel
 from .clusterprofile import ClusterProfile
-from .constants import CLUSTER_INVENTORY_GROUP, CLUSTER_INVENTORY_VERSION, GROUP, QUOTA_GROUP, VERSION
+from .constants import (
+    CLUSTER_INVENTORY_GROUP,
+    CLUSTER_INVENTORY_VERSION,
+    GROUP,
+    NETWORKING_GROUP,
+    QUOTA_GROUP,
+    VERSION,
+)
 from .instance import Instance
+from .location import Location
 from .openapi import object_schema
 from .quota import ResourceBudget, ResourceClaim
 from .workload import Workload
@@ -95,6 +103,7 @@ WORKLOAD_DEPLOYMENT_CRD = CRDDefinition(
         PrinterColumn("Ready", ".status.readyReplicas"),
         PrinterColumn("Desired", ".status.desiredReplicas"),
         PrinterColumn("Up-to-date", ".status.updatedReplicas"),
+        PrinterColumn("Location", ".spec.locationRef.name"),
     ),
     scale=Scale(".spec.replicas", ".status.replicas", ".status.selector"),
 )
@@ -188,9 +197,29 @@ RESOURCE_BUDGET_CRD = CRDDefinition(
     ),
 )
 
+# Datum's location registry, served in the management cluster (where placement reads it).
+LOCATION_CRD = CRDDefinition(
+    model=Location,
+    group=NETWORKING_GROUP,
+    version=VERSION,
+    kind="Location",
+    plural="locations",
+    scope="Cluster",
+    printer_columns=(
+        PrinterColumn("Class", ".spec.locationClassName"),
+        PrinterColumn("City", ".spec.topology.topology\\.datum\\.net/city-code"),
+        AGE,
+        PrinterColumn("Ready", _condition("Ready", "status")),
+        PrinterColumn("Reason", _condition("Ready", "reason")),
+    ),
+    bundle="locations",
+)
+
 QUOTA_CRDS: tuple[CRDDefinition, ...] = (RESOURCE_CLAIM_CRD, RESOURCE_BUDGET_CRD)
 COMPUTE_CRDS: tuple[CRDDefinition, ...] = (INSTANCE_CRD, WORKLOAD_DEPLOYMENT_CRD, WORKLOAD_CRD)
-ALL_CRDS: tuple[CRDDefinition, ...] = (*COMPUTE_CRDS, *QUOTA_CRDS, CLUSTER_PROFILE_CRD)
+# What the management cluster serves: registrations and the location registry.
+MANAGEMENT_CRDS: tuple[CRDDefinition, ...] = (CLUSTER_PROFILE_CRD, LOCATION_CRD)
+ALL_CRDS: tuple[CRDDefinition, ...] = (*COMPUTE_CRDS, *QUOTA_CRDS, CLUSTER_PROFILE_CRD, LOCATION_CRD)
 
 
 def crd_manifest(crd: CRDDefinition) -> dict[str, Any]:

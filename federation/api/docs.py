@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -345,25 +346,194 @@ def _span(delta: timedelta) -> str:
     return f"{seconds // 60} min" if seconds >= 60 and seconds % 60 == 0 and seconds > 60 else f"{seconds} s"
 
 
-COMPATIBILITY = """\
+@dataclass(frozen=True)
+class CompatNote:
+    """One row of the compatibility notes: a field, whether this API serves it, how it
+    behaves here, what upstream does today, and why they differ. `served` is checked
+    against the generated schema (tests/federation/api/test_generated.py), so a row
+    cannot claim a field the CRD prunes, or call one missing that it serves."""
+
+    kind: str
+    path: str
+    served: bool
+    here: str
+    upstream: str
+    why: str = ""
+
+
+COMPATIBILITY_INTRO = """\
 ## Compatibility notes
 
-Objects valid for upstream Datum `compute.datumapis.com/v1alpha` are valid here, with
-these deliberate differences:
+Manifests of both eras of upstream Datum `compute.datumapis.com/v1alpha` apply here under
+`kubectl apply --validate=strict`: the current one (placement by `spec.locationRef` and
+`placements[].locations` / `locationSelector`) and the older one (`spec.cityCode`,
+`placements[].cityCodes`). Field by field, where this API and upstream's current API
+differ or where the behaviour needs saying ("upstream" is datum-cloud/compute and, for
+`Location`, datum-cloud/network-services-operator):
+"""
+
+COMPAT_NOTES: tuple[CompatNote, ...] = (
+    CompatNote(
+        "WorkloadDeployment",
+        "spec",
+        True,
+        "Optional.",
+        "Optional.",
+    ),
+    CompatNote(
+        "WorkloadDeployment",
+        "spec.locationRef",
+        True,
+        "`{name}` of a `Location`; exactly one of `locationRef` and `cityCode` (CEL on `spec`). The Location's "
+        '`spec.topology["topology.datum.net/city-code"]` names the city whose cells serve it '
+        "(`federation/fleet/locations.py`); the federator places by `spec.cityCode` until it is wired to "
+        "that resolver.",
+        "Required; the only placement field.",
+        "Both eras are served, so stored and new objects keep working.",
+    ),
+    CompatNote(
+        "WorkloadDeployment",
+        "spec.cityCode",
+        True,
+        "Exactly one of `cityCode` and `locationRef`; non-empty; stored as written.",
+        "Removed (older manifests only).",
+        "Older manifests keep applying; cells stay labelled by city code.",
+    ),
+    CompatNote(
+        "WorkloadDeployment",
+        "spec.networkAttachment",
+        True,
+        "`Netns`, `Hypervisor` or `HypervisorDeclared`; copied to the cells with the rest of the spec.",
+        "Same; resolved once at creation from the RuntimeClass.",
+        "No RuntimeClass catalog here, so nothing fills it in.",
+    ),
+    CompatNote("WorkloadDeployment", "status.suspended", True, "Served.", "Served."),
+    CompatNote(
+        "WorkloadDeployment",
+        "status.location",
+        True,
+        "Served (`{name, namespace}`), not written by these controllers.",
+        "Removed.",
+        "Older status readers keep validating.",
+    ),
+    CompatNote(
+        "Workload",
+        "spec.placements.cityCodes",
+        True,
+        "Exactly one of `locations`, `locationSelector` and `cityCodes` per placement (CEL). Served as written.",
+        "Deprecated; a mutating webhook rewrites it into a `locationSelector` on `topology.datum.net/city-code`.",
+        "No admission webhooks here; the stored object stays what the user wrote.",
+    ),
+    CompatNote(
+        "Workload",
+        "spec.placements.locationSelector",
+        True,
+        "Matched over each Location's labels with its topology laid over them; city codes compare "
+        "case-insensitively; an empty selector is refused (CEL).",
+        "Matched over Location topology; an empty selector is refused by the validating webhook.",
+        "The CRD refuses what a webhook would, since there is none.",
+    ),
+    CompatNote("Workload", "spec.gateway", False, "Not served (pruned).", "Served, unused.", "Outside this scope."),
+    CompatNote(
+        "Workload",
+        "status.updatedReplicas",
+        False,
+        "Not served; the `Up-to-date` column shows `.status.currentReplicas`.",
+        "Served; `Up-to-date` shows it.",
+        "The Workload controller does not count it yet.",
+    ),
+    CompatNote(
+        "Instance",
+        "spec.networkInterfaces",
+        True,
+        "List-map keyed by `name`, exactly one item; `name` defaults to `eth0`, `ipFamilies` to `[IPv6]`, "
+        "`reclaimPolicy` to `Delete`; `name`, `ipFamilies`, `reclaimPolicy` and `addresses` are immutable (CEL).",
+        "Same.",
+    ),
+    CompatNote(
+        "Instance",
+        "spec.runtime.class",
+        True,
+        "Served and copied unchanged; an empty class stays empty.",
+        "Admission records the catalog's default class when empty.",
+        "No RuntimeClass catalog here.",
+    ),
+    CompatNote(
+        "Instance",
+        "spec.runtime.sandbox.containers.securityContext",
+        True,
+        "`capabilities.add` / `drop`; `ALL` in `add` is refused (CEL).",
+        "Same rule, enforced by the webhook against the runtime class.",
+        "No runtime classes here to grant capabilities.",
+    ),
+    CompatNote(
+        "Instance",
+        "spec.runtime.sandbox.containers.envFrom",
+        True,
+        "`prefix`, `configMapRef` / `secretRef` `{name, optional}`.",
+        "Same (compute's own type).",
+    ),
+    CompatNote(
+        "Instance",
+        "spec.runtime.sandbox.containers.env.valueFrom.fileKeyRef",
+        True,
+        "Served with `configMapKeyRef`, `secretKeyRef`, `fieldRef`, `resourceFieldRef`; `optional` defaults to false.",
+        "Same (corev1 EnvVarSource).",
+    ),
+    CompatNote(
+        "Instance",
+        "spec.location",
+        True,
+        "`{name, namespace}` with `namespace` optional.",
+        "`{name}`.",
+        "Instances written when Locations were namespaced keep validating.",
+    ),
+    CompatNote("Instance", "status.suspended", True, "Served.", "Served."),
+    CompatNote(
+        "Instance",
+        "status.networkInterfaces.addresses",
+        False,
+        "Not served; only `assignments` (`networkIP`, `externalIP`).",
+        "Also `name`, `networkInterfaceRef`, `addresses`, `externalAddresses`, `conditions`.",
+        "No network operator here writes them.",
+    ),
+    CompatNote(
+        "Location",
+        "spec.topology",
+        True,
+        "`networking.datumapis.com/v1alpha`, cluster-scoped, in the management cluster; "
+        "`topology.datum.net/city-code` names the city.",
+        "Same kind and scope (network-services-operator).",
+        "No controller here sets the `Ready` condition; every Location is placeable.",
+    ),
+)
+
+COMPATIBILITY_GENERAL = """\
+Also:
 
 - `status.conditions` of Instance, WorkloadDeployment and Workload are list-maps keyed
   by `type` (the Kubernetes convention for conditions): server-side apply merges them per
   type, and a duplicate type is rejected.
 - `spec.placements` of a Workload is a list-map keyed by `name`: WorkloadDeployment names
   are derived from placement names, so duplicates could not be told apart.
-- `spec.cityCode` and every `cityCodes[]` entry must be non-empty; `spec.replicas` and
-  `scaleSettings.minReplicas`/`maxReplicas` must be ≥ 0.
-- `spec` is required on every kind (upstream accepts an object with no `spec` at all).
+- `spec.cityCode`, every `cityCodes[]` entry and `spec.locationRef.name` must be
+  non-empty; `spec.replicas` and `scaleSettings.minReplicas`/`maxReplicas` must be ≥ 0.
+- City codes compare case-insensitively (`dfw` and `DFW` are one city) and are stored as written.
 - Status counters (`replicas`, `readyReplicas`, ...) are not required, so a status
   update that only sets conditions is accepted; writers here always send them.
-- Upstream fields outside this project's scope (Workload `gateway`, newer
-  `networkAttachment`, `suspended`, `locationRef`) are not served and are pruned.
+- The WorkloadDeployment printer columns are upstream's (`Location` from
+  `.spec.locationRef.name`, empty for a `cityCode` deployment).
 """
+
+
+def _compatibility_section() -> list[str]:
+    rows = [(n.kind, f"`{n.path}`", "yes" if n.served else "no", n.here, n.upstream, n.why) for n in COMPAT_NOTES]
+    return [
+        COMPATIBILITY_INTRO,
+        *_table(("Kind", "Field", "Served", "Here", "Upstream today", "Why"), rows),
+        "",
+        COMPATIBILITY_GENERAL,
+    ]
 
 
 def render() -> str:
@@ -396,7 +566,7 @@ def render() -> str:
     lines += _conditions_section()
     lines += _registration_section()
     lines += _quota_section()
-    lines.append(COMPATIBILITY)
+    lines += _compatibility_section()
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

@@ -10,6 +10,7 @@ from .base import KubeModel, LocalObjectReference, ObjectMeta, TemplateMeta
 from .conditions import Condition, default_instance_conditions, find_condition
 from .constants import Kind, Plural
 from .markers import (
+    CEL,
     Format,
     Int32,
     ListType,
@@ -77,6 +78,17 @@ class ResourceFieldSelector(KubeModel):
     divisor: Quantity | None = Field(default=None, description="Output format of the exposed resource.")
 
 
+class FileKeySelector(KubeModel):
+    """Selects a key of an env file in one of the Instance's volumes."""
+
+    volume_name: str = Field(description="Name of the volume holding the env file.")
+    path: str = Field(description="Path of the env file inside the volume.")
+    key: str = Field(description="Key within the env file.")
+    optional: Annotated[bool, ServerDefault(False)] | None = Field(
+        default=None, description="Whether the file or key may be missing (default false)."
+    )
+
+
 class EnvVarSource(KubeModel):
     """Where an environment variable's value comes from."""
 
@@ -84,6 +96,7 @@ class EnvVarSource(KubeModel):
     secret_key_ref: SecretKeySelector | None = Field(default=None, description="A Secret key.")
     field_ref: ObjectFieldSelector | None = Field(default=None, description="A field of the Instance.")
     resource_field_ref: ResourceFieldSelector | None = Field(default=None, description="A container resource.")
+    file_key_ref: FileKeySelector | None = Field(default=None, description="A key of an env file in a volume.")
 
 
 class EnvVar(KubeModel):
@@ -92,6 +105,38 @@ class EnvVar(KubeModel):
     name: str = Field(description="Variable name.")
     value: str | None = Field(default=None, description="Literal value.")
     value_from: EnvVarSource | None = Field(default=None, description="Source of the value when not literal.")
+
+
+class EnvFromReference(KubeModel):
+    """Names a ConfigMap or Secret whose keys all become environment variables."""
+
+    name: str = Field(description="Name of the ConfigMap or Secret, in the Instance's namespace.")
+    optional: bool | None = Field(default=None, description="Whether the object may be missing.")
+
+
+class EnvFromSource(KubeModel):
+    """A set of environment variables taken from a ConfigMap or Secret (set one)."""
+
+    prefix: str | None = Field(default=None, description="Prepended to every key taken from the source.")
+    config_map_ref: EnvFromReference | None = Field(default=None, description="A ConfigMap.")
+    secret_ref: EnvFromReference | None = Field(default=None, description="A Secret.")
+
+
+class Capabilities(KubeModel):
+    """Linux capabilities added to or dropped from a container."""
+
+    add: Annotated[
+        list[str], ListType("atomic"), CEL("self.all(c, c != 'ALL')", "ALL cannot be added; name each capability")
+    ] = Field(default_factory=list, description="Capabilities to add; the runtime class must grant each.")
+    drop: Annotated[list[str], ListType("atomic")] = Field(
+        default_factory=list, description="Capabilities to drop (the platform already drops all others)."
+    )
+
+
+class SecurityContext(KubeModel):
+    """Security settings of a container."""
+
+    capabilities: Capabilities | None = Field(default=None, description="Capabilities to add or drop.")
 
 
 class SandboxContainer(KubeModel):
@@ -104,7 +149,11 @@ class SandboxContainer(KubeModel):
     env: Annotated[list[EnvVar], ListType("map", ("name",))] = Field(
         default_factory=list, description="Environment variables."
     )
+    env_from: list[EnvFromSource] = Field(
+        default_factory=list, description="ConfigMaps and Secrets whose keys all become environment variables."
+    )
     resources: ContainerResourceRequirements | None = Field(default=None, description="CPU, memory, GPUs.")
+    security_context: SecurityContext | None = Field(default=None, description="Capabilities of the container.")
     volume_attachments: list[VolumeAttachment] = Field(default_factory=list, description="Volumes to mount.")
     ports: Annotated[list[NamedPort], ListType("map", ("name",))] = Field(
         default_factory=list, description="Named ports of the container."
@@ -144,6 +193,12 @@ class InstanceRuntimeSpec(KubeModel):
     """How the Instance runs: a container sandbox or a virtual machine."""
 
     resources: InstanceRuntimeResources = Field(description="Resources the Instance must be allocated.")
+    class_: Annotated[str, Field(max_length=253)] | None = Field(
+        default=None,
+        validation_alias="class",
+        serialization_alias="class",
+        description="RuntimeClass from the platform catalog; empty means the catalog's default.",
+    )
     sandbox: SandboxRuntime | None = Field(default=None, description="Run containers in a sandbox.")
     virtual_machine: VirtualMachineRuntime | None = Field(default=None, description="Run a virtual machine.")
 
@@ -204,10 +259,63 @@ class InstanceNetworkInterfaceNetworkPolicy(KubeModel):
     ingress: list[NetworkPolicyIngressRule] = Field(default_factory=list, description="Ingress rules.")
 
 
+IPFamily = Literal["IPv4", "IPv6"]
+
+
+class AddressRequest(KubeModel):
+    """An address class requested for an interface."""
+
+    class_: Annotated[str, Field(min_length=1, max_length=63)] = Field(
+        validation_alias="class", serialization_alias="class", description="Address class to allocate from."
+    )
+
+
+def _immutable(what: str) -> CEL:
+    return CEL("self == oldSelf", f"{what} is immutable and cannot be changed after creation")
+
+
+# Addresses may be neither added, changed nor removed once the interface exists: the
+# rule sits on the interface because a field-level transition rule cannot see the field
+# appear or disappear.
+ADDRESSES_FIXED = CEL(
+    "has(self.addresses) == has(oldSelf.addresses) && (!has(self.addresses) || self.addresses == oldSelf.addresses)",
+    "addresses cannot be set, changed or cleared after creation",
+)
+
+
 class InstanceNetworkInterface(KubeModel):
     """A network interface of the Instance."""
 
+    name: Annotated[str, Field(min_length=1, max_length=15), ServerDefault("eth0"), _immutable("name")] | None = Field(
+        default=None, description="Interface name inside the Instance; defaults to eth0."
+    )
     network: NetworkRef = Field(description="Network the interface attaches to.")
+    ip_families: (
+        Annotated[
+            list[IPFamily],
+            Field(min_length=1, max_length=2),
+            ServerDefault(["IPv6"]),
+            CEL("self.all(f, self.exists_one(g, g == f))", "each IP family may be listed at most once"),
+            _immutable("ipFamilies"),
+        ]
+        | None
+    ) = Field(
+        default=None,
+        validation_alias="ipFamilies",
+        serialization_alias="ipFamilies",
+        description="IP families of the interface's addresses; defaults to [IPv6].",
+    )
+    addresses: (
+        Annotated[
+            list[AddressRequest],
+            Field(min_length=1, max_length=4),
+            CEL("self.all(a, self.exists_one(b, b.class == a.class))", "each address class may be listed at most once"),
+        ]
+        | None
+    ) = Field(default=None, description="Address classes to allocate; fixed at creation.")
+    reclaim_policy: (
+        Annotated[Literal["Delete", "Retain"], ServerDefault("Delete"), _immutable("reclaimPolicy")] | None
+    ) = Field(default=None, description="Whether the addresses return to the pool when the Instance goes (Delete).")
     network_policy: InstanceNetworkInterfaceNetworkPolicy | None = Field(
         default=None, description="Lowest-priority platform policy for this interface."
     )
@@ -308,10 +416,11 @@ class InstanceVolume(KubeModel):
 
 
 class LocationReference(KubeModel):
-    """Reference to a Datum location."""
+    """Reference to a Datum location (Locations are cluster-scoped; `namespace` is kept for
+    objects written when they were namespaced)."""
 
     name: str = Field(description="Location name.")
-    namespace: str = Field(description="Location namespace.")
+    namespace: str | None = Field(default=None, description="Location namespace (older Locations only).")
 
 
 class SchedulingGateRef(KubeModel):
@@ -333,9 +442,9 @@ class InstanceSpec(KubeModel):
     """Desired state of an Instance."""
 
     runtime: InstanceRuntimeSpec = Field(description="Sandbox or virtual machine, and its resources.")
-    network_interfaces: list[InstanceNetworkInterface] = Field(
-        min_length=1, description="Network interfaces; at least one."
-    )
+    network_interfaces: Annotated[
+        list[Annotated[InstanceNetworkInterface, ADDRESSES_FIXED]], ListType("map", ("name",))
+    ] = Field(min_length=1, max_length=1, description="Network interfaces; exactly one today.")
     volumes: Annotated[list[InstanceVolume], ListType("map", ("name",))] = Field(
         default_factory=list, description="Volumes available to attach."
     )
@@ -390,6 +499,9 @@ class InstanceStatus(KubeModel):
         default_factory=list, description="Per-interface addresses, in spec order."
     )
     controller: InstanceControllerStatus | None = Field(default=None, description="Written by the runtime.")
+    suspended: bool | None = Field(
+        default=None, description="True while the Instance is stopped because its deployment is suspended."
+    )
 
     def condition(self, type_: str) -> Condition | None:
         return find_condition(self.conditions, type_)

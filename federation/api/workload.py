@@ -2,35 +2,83 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import KubeModel, ObjectMeta
 from .conditions import Condition, find_condition
 from .constants import Kind, Plural
 from .instance import Conditions, InstanceTemplateSpec
-from .markers import Int32, ListType
-from .workloaddeployment import HorizontalScaleSettings
+from .markers import CEL, Int32, ListType
+from .workloaddeployment import HorizontalScaleSettings, LocationRef
 
 CityCode = Annotated[str, Field(min_length=1, pattern=r"^\S+$")]
 
 
+class LabelSelectorRequirement(KubeModel):
+    """A label key, an operator and values (metav1.LabelSelectorRequirement)."""
+
+    key: str = Field(description="Label key the requirement applies to.")
+    operator: str = Field(description="In, NotIn, Exists or DoesNotExist.")
+    values: Annotated[list[str], ListType("atomic")] = Field(
+        default_factory=list, description="Values for In and NotIn; empty for Exists and DoesNotExist."
+    )
+
+
+class LabelSelector(KubeModel):
+    """A label query (metav1.LabelSelector); every requirement must match."""
+
+    match_labels: dict[str, str] = Field(default_factory=dict, description="Labels that must equal these values.")
+    match_expressions: Annotated[list[LabelSelectorRequirement], ListType("atomic")] = Field(
+        default_factory=list, description="Requirements that must all hold."
+    )
+
+
+NON_EMPTY_SELECTOR = CEL(
+    "(has(self.matchLabels) && size(self.matchLabels) > 0) || "
+    "(has(self.matchExpressions) && size(self.matchExpressions) > 0)",
+    "locationSelector must not be empty (it does not mean every location)",
+)
+ONE_PLACEMENT_SOURCE = CEL(
+    "(has(self.locations) ? 1 : 0) + (has(self.locationSelector) ? 1 : 0) + (has(self.cityCodes) ? 1 : 0) == 1",
+    "exactly one of locations, locationSelector or cityCodes must be set",
+)
+
+
 class WorkloadPlacement(KubeModel):
-    """Where, and at what scale, Instances are deployed."""
+    """Where, and at what scale, Instances are deployed: named Locations, a selector over
+    Location labels, or (older manifests) city codes."""
 
     name: str = Field(min_length=1, description="Placement name; part of the deployment names.")
-    city_codes: list[CityCode] = Field(
-        description="City codes to deploy in: one WorkloadDeployment per city that has a registered cell."
+    locations: Annotated[list[LocationRef], Field(min_length=1), ListType("atomic")] | None = Field(
+        default=None, description="Locations to deploy in: one WorkloadDeployment per Location."
     )
-    scale_settings: HorizontalScaleSettings = Field(description="Replica bounds per city.")
+    location_selector: Annotated[LabelSelector, NON_EMPTY_SELECTOR] | None = Field(
+        default=None, description="Deploy in every Location whose labels match (e.g. topology.datum.net/city-code)."
+    )
+    city_codes: list[CityCode] | None = Field(
+        default=None,
+        description="City codes to deploy in (older manifests): one WorkloadDeployment per city that has a cell.",
+    )
+    scale_settings: HorizontalScaleSettings = Field(description="Replica bounds per location or city.")
+
+    @model_validator(mode="after")
+    def _one_placement_source(self) -> Self:
+        # The Python side of ONE_PLACEMENT_SOURCE and NON_EMPTY_SELECTOR.
+        if sum(x is not None for x in (self.locations, self.location_selector, self.city_codes)) != 1:
+            raise ValueError(ONE_PLACEMENT_SOURCE.message)
+        selector = self.location_selector
+        if selector is not None and not (selector.match_labels or selector.match_expressions):
+            raise ValueError(NON_EMPTY_SELECTOR.message)
+        return self
 
 
 class WorkloadSpec(KubeModel):
     """Desired state of a Workload."""
 
     template: InstanceTemplateSpec = Field(description="Template of every Instance.")
-    placements: Annotated[list[WorkloadPlacement], ListType("map", ("name",))] = Field(
+    placements: Annotated[list[Annotated[WorkloadPlacement, ONE_PLACEMENT_SOURCE]], ListType("map", ("name",))] = Field(
         min_length=1, description="Where Instances are deployed; at least one placement."
     )
 

@@ -1,16 +1,16 @@
-"""WorkloadDeployment: one placement of a Workload in one city (compute.datumapis.com/v1alpha)."""
+"""WorkloadDeployment: one placement of a Workload in one location (or city) (compute.datumapis.com/v1alpha)."""
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, ClassVar, Literal, Self
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from .base import KubeModel, ObjectMeta
 from .conditions import Condition, find_condition
 from .constants import InstanceManagementPolicy, Kind, Plural
 from .instance import Conditions, InstanceTemplateSpec, LocationReference
-from .markers import Int32, Int64, NonNegativeInt32, Quantity, ServerDefault
+from .markers import CEL, Int32, Int64, NonNegativeInt32, Quantity, ServerDefault
 
 
 class WorkloadReference(KubeModel):
@@ -61,15 +61,29 @@ class HorizontalScaleSettings(KubeModel):
         return self.max_replicas is not None and bool(self.metrics)
 
 
+class LocationRef(KubeModel):
+    """Names a Location (cluster-scoped, so a name is all it takes)."""
+
+    name: str = Field(min_length=1, description="Name of the Location.")
+
+
+# The two placement eras: `locationRef` (upstream today) or `cityCode` (older manifests).
+ONE_PLACEMENT_TARGET = CEL(
+    "has(self.locationRef) != has(self.cityCode)", "exactly one of spec.locationRef or spec.cityCode must be set"
+)
+
+
 class WorkloadDeploymentSpec(KubeModel):
     """Desired state of a WorkloadDeployment."""
 
     workload_ref: WorkloadReference = Field(description="The Workload this deployment belongs to.")
     placement_name: str = Field(description="The Workload placement that produced this deployment.")
-    city_code: str = Field(
-        min_length=1,
-        pattern=r"^\S+$",  # placement cannot act on a city code with spaces: refused here, with the field named
-        description="City the deployment runs in (matched case-insensitively); cells serving it get a copy.",
+    location_ref: LocationRef | None = Field(
+        default=None, description="Location the deployment runs in; its city code picks the cells. Or set cityCode."
+    )
+    city_code: Annotated[str, Field(min_length=1, pattern=r"^\S+$")] | None = Field(  # placement cannot act on spaces
+        default=None,
+        description="City the deployment runs in (older manifests; matched case-insensitively). Or set locationRef.",
     )
     template: InstanceTemplateSpec = Field(description="Template of every Instance.")
     scale_settings: HorizontalScaleSettings = Field(description="Replica bounds and autoscaling.")
@@ -77,6 +91,16 @@ class WorkloadDeploymentSpec(KubeModel):
         default=None,
         description="Replica target (the scale subresource's spec.replicas); scaleSettings.minReplicas when unset.",
     )
+    network_attachment: Literal["Netns", "Hypervisor", "HypervisorDeclared"] | None = Field(
+        default=None, description="How Instances attach to the network; empty leaves it to the cell."
+    )
+
+    @model_validator(mode="after")
+    def _one_placement_target(self) -> Self:
+        # The Python side of ONE_PLACEMENT_TARGET, so `plan -f` refuses what the server would.
+        if (self.location_ref is None) == (self.city_code is None):
+            raise ValueError(ONE_PLACEMENT_TARGET.message)
+        return self
 
     @property
     def desired_replicas(self) -> int:
@@ -104,6 +128,9 @@ class WorkloadDeploymentStatus(KubeModel):
     selector: str | None = Field(
         default=None, description="Serialized label selector of the deployment's Instances (scale subresource)."
     )
+    suspended: bool | None = Field(
+        default=None, description="True while the deployment is suspended (its Instances stay, stopped)."
+    )
 
     def condition(self, type_: str) -> Condition | None:
         return find_condition(self.conditions, type_)
@@ -118,5 +145,8 @@ class WorkloadDeployment(KubeModel):
     api_version: Literal["compute.datumapis.com/v1alpha"] = "compute.datumapis.com/v1alpha"
     kind: Literal["WorkloadDeployment"] = "WorkloadDeployment"
     metadata: ObjectMeta = Field(default_factory=ObjectMeta)
-    spec: WorkloadDeploymentSpec = Field(description="Desired state of the deployment.")
+    # Optional as upstream: the API server accepts a WorkloadDeployment with no spec.
+    spec: Annotated[WorkloadDeploymentSpec, ONE_PLACEMENT_TARGET] | None = Field(
+        default=None, description="Desired state of the deployment."
+    )
     status: WorkloadDeploymentStatus | None = Field(default=None, description="Observed state of the deployment.")

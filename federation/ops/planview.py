@@ -130,6 +130,9 @@ def parse_workload_deployment(text: str, source: str) -> dict[str, Any]:
         where = ".".join(str(part) for part in first["loc"])
         more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
         raise InputError(f"{source}: {where}: {first['msg']}{more}") from None
+    if doc.get("spec") is None:
+        # The API server accepts a WorkloadDeployment without a spec (as upstream); it places nowhere.
+        raise InputError(f"{source}: spec: required to plan a placement")
     return doc
 
 

@@ -52,6 +52,13 @@ async def test_up_runs_the_federation_and_stops_cleanly(tmp_path: Path) -> None:
         profiles = json.loads(await mgmt("get", "clusterprofiles", "-A", "-o", "json"))["items"]
         roles = {p["metadata"]["name"]: p["metadata"]["labels"]["compute.datumapis.com/cluster-role"] for p in profiles}
         assert roles == {"cell-dfw": "cell", "cell-lhr": "cell", "web": "project"}
+        locations = json.loads(await mgmt("get", "locations", "-o", "json"))["items"]
+        assert {
+            loc["metadata"]["name"]: loc["spec"]["topology"]["topology.datum.net/city-code"] for loc in locations
+        } == {
+            "dfw": "DFW",
+            "lhr": "LHR",
+        }, "the sample Locations for the demo's cities"
         project = Kubectl(state / "web.kubeconfig", tmp_path / "c2")
         assert (await project("get", "workloads", "-o", "name")).strip() == "workload.compute.datumapis.com/web"
 

@@ -30,6 +30,10 @@ TEMPLATE: dict[str, Any] = {
         "networkInterfaces": [{"network": {"name": "default"}}],
     },
 }
+# TEMPLATE as the API servers store it: the CRD defaults the interface's name, IP families
+# and reclaim policy (as upstream), in the project and again, identically, in the cells.
+STORED_TEMPLATE: dict[str, Any] = copy.deepcopy(TEMPLATE)
+STORED_TEMPLATE["spec"]["networkInterfaces"][0].update(name="eth0", ipFamilies=["IPv6"], reclaimPolicy="Delete")
 
 
 def workload_deployment(name: str, city: str, replicas: int | None = 3, **scale: Any) -> dict[str, Any]:
@@ -130,7 +134,7 @@ async def test_fan_out_divides_replicas_over_the_city(tmp_path: Path) -> None:
             }
             annotations = copy_["metadata"]["annotations"]
             assert annotations["meta.datumapis.com/upstream-uid"] == created["metadata"]["uid"]
-            assert copy_["spec"]["template"] == TEMPLATE and copy_["spec"]["cityCode"] == "DFW"
+            assert copy_["spec"]["template"] == STORED_TEMPLATE and copy_["spec"]["cityCode"] == "DFW"
         assert WDs(f, "lhr-1").list() == []
         live = web.get("default", "api")
         assert live is not None and live["metadata"]["finalizers"] == [Finalizer.FEDERATOR]
@@ -148,7 +152,7 @@ async def test_fan_out_divides_replicas_over_the_city(tmp_path: Path) -> None:
 
         def plain() -> bool:
             copies = [WDs(f, c).get(downstream, "api") for c in ("dfw-1", "dfw-2")]
-            return all(c and c["spec"]["template"] == TEMPLATE for c in copies)
+            return all(c and c["spec"]["template"] == STORED_TEMPLATE for c in copies)
 
         await eventually(plain, "the removed label gone from both copies")
         # scaling re-divides
@@ -330,7 +334,7 @@ async def test_a_copy_edited_or_deleted_by_hand_is_restored(tmp_path: Path) -> N
 
         def restored() -> bool:
             c = WDs(f, "lhr-1").get(ns, "api")
-            return c is not None and c["spec"]["template"] == TEMPLATE
+            return c is not None and c["spec"]["template"] == STORED_TEMPLATE
 
         await eventually(restored, "the hand edit reverted")
 

@@ -70,8 +70,11 @@ def edited(**spec: Any) -> dict[str, Any]:
             "wd.yaml: apiVersion 'compute.datumapis.com/v1': expected compute.datumapis.com/v1alpha",
         ),
         (as_yaml({**GOOD, "metadata": {"namespace": "default"}}), "wd.yaml: metadata.name: required"),
-        (as_yaml({k: v for k, v in GOOD.items() if k != "spec"}), "wd.yaml: spec: Field required"),
-        (as_yaml(edited(cityCode=None)), "wd.yaml: spec.cityCode: Input should be a valid string"),
+        (as_yaml({k: v for k, v in GOOD.items() if k != "spec"}), "wd.yaml: spec: required to plan a placement"),
+        (
+            as_yaml(edited(cityCode=None)),
+            "wd.yaml: spec: Value error, exactly one of spec.locationRef or spec.cityCode must be set",
+        ),
         (as_yaml(edited(replicas=-1)), "wd.yaml: spec.replicas: Input should be greater than or equal to 0"),
         (
             as_yaml(edited(replicas="three", cityCode=7)),

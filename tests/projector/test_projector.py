@@ -262,12 +262,13 @@ async def test_kubectl_get_wd_shows_a_dark_cell(tmp_path: Path) -> None:
         await eventually(lambda: status(f).get("readyReplicas") == 4, "all ready")
         kubectl = Kubectl(tmp_path / "web.kubeconfig", tmp_path / "kc")
         header, row = (await kubectl("get", "wd", "api")).splitlines()
-        assert header.split() == ["NAME", "AGE", "AVAILABLE", "REASON", "REPLICAS", "READY", "DESIRED", "UP-TO-DATE"]
-        assert row.split()[2:] == ["True", "StableInstanceFound", "4", "4", "4", "4"]
+        columns = ["NAME", "AGE", "AVAILABLE", "REASON", "REPLICAS", "READY", "DESIRED", "UP-TO-DATE", "LOCATION"]
+        assert header.split() == columns  # Location (spec.locationRef.name) is empty: a cityCode WD
+        assert row.split()[2:8] == ["True", "StableInstanceFound", "4", "4", "4", "4"]
         await f.cells["dfw-2"].pause()
         await eventually(lambda: available(status(f)) == "Unknown", "dfw-2 stale", within=20)
         _header, row = (await kubectl("get", "wd", "api")).splitlines()
-        assert row.split()[2:] == ["Unknown", "CellUnreachable", "2", "2", "4", "2"]
+        assert row.split()[2:8] == ["Unknown", "CellUnreachable", "2", "2", "4", "2"]
         await f.cells["dfw-2"].resume()
 
 

@@ -67,7 +67,8 @@ def test_schemas_are_structural(crd: CRDDefinition) -> None:
 def test_every_kind_has_a_status_subresource(crd: CRDDefinition) -> None:
     manifest = crd_manifest(crd)
     assert manifest["metadata"]["name"] == f"{crd.plural}.{crd.group}"
-    assert manifest["spec"]["scope"] == "Namespaced"
+    # Locations are cluster-scoped upstream (a reference is a bare name); the rest are namespaced.
+    assert manifest["spec"]["scope"] == ("Cluster" if crd.kind == "Location" else "Namespaced")
     assert _version(crd)["subresources"]["status"] == {}
     assert _version(crd)["served"] and _version(crd)["storage"]
 
@@ -88,10 +89,19 @@ def test_workload_deployment_contract() -> None:
         ("Ready", ".status.readyReplicas"),
         ("Desired", ".status.desiredReplicas"),
         ("Up-to-date", ".status.updatedReplicas"),
+        ("Location", ".spec.locationRef.name"),
     ]
     schema = _schema(WORKLOAD_DEPLOYMENT_CRD)
     spec = _node(schema, "spec")
-    assert set(spec["required"]) >= {"cityCode", "scaleSettings", "template"}
+    assert set(spec["required"]) >= {"scaleSettings", "template"}
+    assert "cityCode" not in spec["required"] and "locationRef" not in spec["required"]
+    assert spec["x-kubernetes-validations"] == [
+        {
+            "rule": "has(self.locationRef) != has(self.cityCode)",
+            "message": "exactly one of spec.locationRef or spec.cityCode must be set",
+        }
+    ]
+    assert "spec" not in schema.get("required", [])  # optional, as upstream
     assert _node(schema, "spec.cityCode")["minLength"] == 1
     assert _node(schema, "spec.replicas")["minimum"] == 0
     assert "replicas" not in spec["required"]  # unset means scaleSettings.minReplicas
@@ -142,7 +152,10 @@ def test_workload_contract() -> None:
     schema = _schema(WORKLOAD_CRD)
     placements = _node(schema, "spec.placements")
     assert placements["minItems"] == 1
-    assert set(placements["items"]["required"]) == {"name", "cityCodes", "scaleSettings"}
+    assert set(placements["items"]["required"]) == {"name", "scaleSettings"}
+    assert [r["message"] for r in placements["items"]["x-kubernetes-validations"]] == [
+        "exactly one of locations, locationSelector or cityCodes must be set"
+    ]
     assert _node(schema, "spec.placements.cityCodes")["items"]["minLength"] == 1
 
 

@@ -13,6 +13,7 @@ from federation.api import Annotation, Finalizer, Label, SchedulingGate
 from federation.api import reasons as reasons_module
 from federation.api.constants import DocumentedStr
 from federation.api.crds import ALL_CRDS, CLUSTER_PROFILE_CRD, INSTANCE_CRD, WORKLOAD_DEPLOYMENT_CRD, crd_manifest
+from federation.api.docs import COMPAT_NOTES, CompatNote
 from federation.api.docs import render as render_docs
 from federation.api.render import HEADER, expected_files, render_all, stale_files, write_all
 
@@ -125,3 +126,24 @@ def test_docs_list_every_field(crd: Any) -> None:
             if ".template.spec." in path or "conditions[]." in path:
                 continue  # documented once, under Instance spec and Condition
             assert f"`{path}`" in page, path
+
+
+def _served(schema: dict[str, Any], path: str) -> bool:
+    node = schema
+    for part in path.split("."):
+        while node.get("type") == "array":
+            node = node["items"]
+        props = node.get("properties") or {}
+        if part not in props:
+            return False
+        node = props[part]
+    return True
+
+
+@pytest.mark.parametrize("note", COMPAT_NOTES, ids=lambda n: f"{n.kind}.{n.path}")
+def test_compatibility_notes_say_truly_what_is_served(note: CompatNote) -> None:
+    """Each row of docs/api.md's compatibility table names a field the CRD serves, or one
+    it prunes, exactly as the generated schema has it."""
+    (crd,) = [c for c in ALL_CRDS if c.kind == note.kind]
+    schema = crd_manifest(crd)["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    assert _served(schema, note.path) is note.served

@@ -35,7 +35,7 @@ MODE_FLAGS = {
     "all-in-one": {"--enable-management-controllers", "--enable-cell-controllers", "--feature-gates=PodRuntime=true"},
 }
 CRDS = {
-    "management": {"clusterprofiles.multicluster.x-k8s.io"},
+    "management": {"clusterprofiles.multicluster.x-k8s.io", "locations.networking.datumapis.com"},
     "cell-dfw": {
         "instances.compute.datumapis.com",
         "workloaddeployments.compute.datumapis.com",
@@ -45,6 +45,7 @@ CRDS = {
     },
     "all-in-one": {
         "clusterprofiles.multicluster.x-k8s.io",
+        "locations.networking.datumapis.com",
         "instances.compute.datumapis.com",
         "workloaddeployments.compute.datumapis.com",
         "workloads.compute.datumapis.com",
@@ -145,6 +146,7 @@ async def test_samples_are_accepted_next_to_the_all_in_one_install(
         "ClusterProfile",
         "Secret",
         "ResourceBudget",
+        "Location",
     }
     out = await kubectl("apply", "--server-side", "-f", "-", stdin=dump_docs(samples))
     assert out.count("serverside-applied") == len(samples)

@@ -11,12 +11,13 @@ import yaml
 from federation.api import resources
 from mcruntime.resources import Resource
 
-CRDS = Path(__file__).resolve().parents[3] / "config" / "crd" / "compute"
+CRD_DIR = Path(__file__).resolve().parents[3] / "config" / "crd"
+BUNDLES = ("compute", "locations")  # the datumapis.com kinds: compute in projects and cells, Locations in management
 
 
 def served() -> dict[str, dict[str, object]]:
     out = {}
-    for path in sorted(CRDS.glob("*.yaml")):
+    for path in sorted(p for bundle in BUNDLES for p in (CRD_DIR / bundle).glob("*.yaml")):
         crd = yaml.safe_load(path.read_text())
         if crd.get("kind") != "CustomResourceDefinition":
             continue
@@ -44,6 +45,7 @@ def test_the_address_matches_the_crd(resource: Resource) -> None:
     assert resource.version in crd["versions"]  # type: ignore[operator]
     assert resource.kind == crd["kind"]
     assert resource.namespaced == crd["namespaced"]
-    assert resource.path("ns", "x", "status") == (
-        f"/apis/{resource.group}/{resource.version}/namespaces/ns/{resource.plural}/x/status"
+    where = "/namespaces/ns" if resource.namespaced else ""
+    assert resource.path("ns" if resource.namespaced else None, "x", "status") == (
+        f"/apis/{resource.group}/{resource.version}{where}/{resource.plural}/x/status"
     )
