@@ -107,6 +107,10 @@ class Label(DocumentedStr):
         "topology.datum.net/city-code",
         "City code a cell serves (on cell ClusterProfiles) or a downstream WorkloadDeployment was placed for.",
     )
+    TOPOLOGY_LOCATION = (
+        "topology.datum.net/location",
+        "Location a downstream WorkloadDeployment was placed for (spec.locationRef.name), beside its city code.",
+    )
     UPSTREAM_CLUSTER_NAME = (
         "meta.datumapis.com/upstream-cluster-name",
         "Encoded project the object came from, `cluster-<org>_<project>`; on downstream namespaces, "

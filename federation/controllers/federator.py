@@ -2,7 +2,8 @@
 cell of its city, its replicas divided between them.
 
 Request key: (project cluster = the bare project name, project namespace, WD name).
-Reads (caches only): project WDs and namespaces; in every cell, the WD copies and the
+Reads (caches only): project WDs and namespaces; the management cluster's Locations
+(a WD's `spec.locationRef` names its city through them); in every cell, the WD copies and the
 downstream namespaces (labelled views, `fleet.fleetview`); cluster states.
 Writes, and alone writes: the `compute.datumapis.com/federator` finalizer and Events on the
 project WD; downstream namespaces and WD copies in cells (field manager `federator`, plus
@@ -26,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from federation.api.constants import Finalizer, Label
-from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.controllers.deletion import (
     AwaitGrace,
     AwaitRemoval,
@@ -38,28 +39,31 @@ from federation.controllers.deletion import (
 )
 from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
+    UnresolvedLocation,
     cell_owns_replicas,
     downstream_copy,
     downstream_namespace,
     planned_shares,
+    target_city,
     upstream_identity,
 )
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELL_NAMESPACES_SELECTOR,
     CELLS,
-    CITY_INDEX,
     PROJECTS,
     UPSTREAM_INDEX,
+    WD_INDEXERS,
     cell_clusters,
     cell_synced,
-    city_of_wd,
     find_copies,
+    known_locations,
     namespace_upstream,
     registered_cells,
 )
+from federation.fleet.locations import CityTarget, KnownLocation
 from federation.fleet.options import ManagementOptions
-from federation.fleet.placement import PlacementError, Share, city_code, same_city
+from federation.fleet.placement import PlacementError, Share, same_city
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
@@ -72,6 +76,7 @@ from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
+from mcruntime.source import LOCAL
 
 log = logging.getLogger(__name__)
 
@@ -128,8 +133,15 @@ class Federator:
         wd = await controllerutil.add_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
         # 5. desired state from the pure placement function
         uid = str(meta(wd).get("uid"))
+        locations = self._locations()
+        target: CityTarget | None = None
         try:
-            shares = planned_shares(wd, registered_cells(self.mgr), ((c.cell.name, c.obj) for c in copies))
+            target = target_city(wd, locations)
+            shares = planned_shares(wd, registered_cells(self.mgr), ((c.cell.name, c.obj) for c in copies), locations)
+        except UnresolvedLocation:
+            # no cell serves it: no copy anywhere; the projector says NoMatchingLocation (with
+            # an Event) and a change of the Location re-plans (`Routes.wds_of_location`)
+            shares = []
         except PlacementError as exc:
             await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
             raise PermanentError(str(exc)) from exc
@@ -141,7 +153,8 @@ class Federator:
         await self._remove(stale, outcome)
         by_cell = {c.cell.name: c for c in copies if c not in stale}
         for share in shares:
-            await self._place(project, namespace, wd, share, by_cell.get(share.cell), outcome)
+            if target is not None:
+                await self._place(project, namespace, wd, target, share, by_cell.get(share.cell), outcome)
         # 7. tell the user, retry what failed
         await self._report(project.name, wd, shares, outcome)
         if outcome.failed:
@@ -149,6 +162,12 @@ class Federator:
         return Result()
 
     # ------------------------------------------------------------------ reading
+    def _locations(self) -> list[KnownLocation]:
+        try:
+            return known_locations(self.mgr)
+        except ClusterNotReadyError as exc:
+            raise TemporaryError(str(exc)) from exc
+
     async def _downstream_namespace(self, project: Cluster, wd: Obj) -> Obj:
         """The cell namespace the WD's copies go to (an apply intent), from the project
         namespace and the project's registration; a registration that cannot name it is
@@ -177,6 +196,7 @@ class Federator:
         project: Cluster,
         ns: Obj,
         wd: Obj,
+        target: CityTarget,
         share: Share,
         existing: Copy | None,
         outcome: Outcome,
@@ -191,7 +211,9 @@ class Federator:
             if not await self._ensure_namespace(cell, ns, project.name, outcome):
                 return
             autoscaled = cell_owns_replicas(wd)
-            desired = downstream_copy(project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled)
+            desired = downstream_copy(
+                project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled, target=target
+            )
             result = await controllerutil.apply_if_differs(
                 cell.client, WORKLOAD_DEPLOYMENTS, desired, cached=existing.obj if existing else None,
                 field_manager=FIELD_MANAGER,
@@ -283,9 +305,9 @@ class Federator:
         """The engaged cells serving the WD's city whose copies' cache has not synced (and
         that are not already known to hold a copy)."""
         try:
-            city = city_code(wd)
-        except PlacementError:
-            return []  # no valid city: no cell ever got a copy of it
+            city = target_city(wd, known_locations(self.mgr)).city_code
+        except (PlacementError, ClusterNotReadyError):
+            return []  # no valid city (or its Location is gone): no cell ever got a copy of it
         serving = {info.name for info in registered_cells(self.mgr) if same_city(info.city_code, city)}
         return [cell for cell in cell_clusters(self.mgr)
                 if cell.name in serving and cell.name not in known and not cell_synced(cell)]  # fmt: skip
@@ -321,8 +343,14 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     federator = Federator(mgr, unreachable_grace=options.cell_unreachable_grace)
     routes = Routes(mgr)
     ctrl = mgr.new_controller("federator", federator, workers=options.workers)
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
+    # the management cluster's Locations: a WD placed by location re-plans when its Location changes
+    ctrl.watch(
+        LOCATIONS,
+        EnqueueRequestsFromMapFunc(routes.wds_of_location, cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=LOCAL,
+    )
     # a copy's status is the cell's to write (often); only its spec and metadata are ours
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,

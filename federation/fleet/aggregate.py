@@ -236,17 +236,29 @@ def _roll_up(views: Sequence[_CellView], type_: str, ready: int, desired: int) -
     return _Contribution(worst.cell, worst.status, worst.reason, behind)
 
 
-def aggregate(wd: Mapping[str, Any], reports: Sequence[CellReport], *, now: datetime) -> dict[str, Any]:
+def aggregate(
+    wd: Mapping[str, Any],
+    reports: Sequence[CellReport],
+    *,
+    now: datetime,
+    city: str | None = None,
+    unplaced: str | None = None,
+) -> dict[str, Any]:
     """The project WD's desired `.status`, from one report per share of `plan(wd, ...)`.
 
     Fields of the previous status this function does not compute are kept. Raises
     PlacementError for an invalid spec (as `plan` does) and ValueError for a malformed
-    counter in a cell's status or a naive datetime."""
+    counter in a cell's status or a naive datetime. `city` is the resolved target city
+    (`downstream.target_city`; None reads `spec.cityCode`); `unplaced` is the message of
+    a location that resolves to no city (then there are no reports and the conditions
+    say NoMatchingLocation with it)."""
     meta = _mapping(wd.get("metadata"))
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"WorkloadDeployment metadata.name: required, got {name!r}")
-    city, desired = city_code(wd), desired_replicas(wd)
+    desired = desired_replicas(wd)
+    if unplaced is None and city is None:
+        city = city_code(wd)
     stamp = _rfc3339(now, "now")
     previous = _mapping(wd.get("status"))
     status: dict[str, Any] = _copy.deepcopy(dict(previous))
@@ -269,7 +281,7 @@ def aggregate(wd: Mapping[str, Any], reports: Sequence[CellReport], *, now: date
 
     conditions = [dict(c) for c in previous.get("conditions") or [] if isinstance(c, Mapping)]
     if not views:
-        nowhere = f"no registered cell serves city {city}"
+        nowhere = unplaced if unplaced is not None else f"no registered cell serves city {city}"
         rolled = {t: _Contribution("", FALSE, NO_MATCHING_LOCATION, nowhere) for t in (AVAILABLE, REPLICAS_READY)}
     else:
         ready = status["readyReplicas"]

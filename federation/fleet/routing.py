@@ -19,15 +19,19 @@ from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import UpstreamRef, upstream_identity
 from federation.fleet.fleetview import (
     CITY_INDEX,
+    LOCATION_INDEX,
     UPSTREAM_INDEX,
     cell_clusters,
     cell_synced,
+    known_locations,
     project_clusters,
     upstream_key,
 )
-from federation.fleet.placement import city_key
+from federation.fleet.locations import known_location
+from federation.fleet.placement import city_key, same_city
 from federation.fleet.projection import CELL_ANNOTATION
 from mcruntime import controllerutil
+from mcruntime.errors import ClusterNotReadyError
 from mcruntime.indexers import CONTROLLER_UID
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
@@ -109,8 +113,25 @@ class Routes:
         return [Request(ref.project, ref.namespace, str(meta(c).get("name"))) for c in copies]
 
     def wds_of_city(self, city: str) -> list[Request]:
-        """Every project WD placed in `city`."""
-        return self._in_projects(WORKLOAD_DEPLOYMENTS, CITY_INDEX, city_key(city)) if city else []
+        """Every project WD placed in `city`: by `spec.cityCode`, or by a Location whose
+        topology names that city (Locations not listed yet: only the former; the WDs of
+        Locations re-plan when their view lists them, `wds_of_location`)."""
+        if not city:
+            return []
+        found = dict.fromkeys(self._in_projects(WORKLOAD_DEPLOYMENTS, CITY_INDEX, city_key(city)))
+        try:
+            locations = known_locations(self.mgr)
+        except ClusterNotReadyError:
+            locations = []
+        for loc in locations:
+            if loc.city_code and same_city(loc.city_code, city):
+                found.update(dict.fromkeys(self._in_projects(WORKLOAD_DEPLOYMENTS, LOCATION_INDEX, loc.name)))
+        return list(found)
+
+    async def wds_of_location(self, _cluster: str, location: dict[str, Any]) -> list[Request]:
+        """A Location changed (created, its city changed, deleted): the WDs naming it re-plan."""
+        name = known_location(location).name
+        return self._in_projects(WORKLOAD_DEPLOYMENTS, LOCATION_INDEX, name) if name else []
 
     # ------------------------------------------------------------------ cell lifecycle
     def wds_of_cell(self, event: ClusterEvent) -> Iterable[Request]:

@@ -10,7 +10,7 @@ import pytest
 
 from federation.api.conditions import find_condition_json
 from federation.fleet.aggregate import CELL_UNREACHABLE, CellReport, aggregate
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy, target_city
 from federation.fleet.placement import PlacementError, Share
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -49,7 +49,7 @@ def cell_copy(
     observed: int | None = 1,
 ) -> dict[str, Any]:
     """A copy as the federator wrote it and the cell's WD controller reported on it."""
-    obj = downstream_copy("web", wd, share, "ns-uid", include_replicas=True)
+    obj = downstream_copy("web", wd, share, "ns-uid", include_replicas=True, target=target_city(wd, ()))
     n = share.replicas
     obj["metadata"]["generation"] = generation
     obj["status"] = {
@@ -77,7 +77,9 @@ def report(
     last_seen: datetime | None = None,
     include_replicas: bool = True,
 ) -> CellReport:
-    desired = downstream_copy("web", wd, share, "ns-uid", include_replicas=include_replicas)["spec"]
+    desired = downstream_copy(
+        "web", wd, share, "ns-uid", include_replicas=include_replicas, target=target_city(wd, ())
+    )["spec"]
     return CellReport(share, copy_, desired, stale_since=stale_since, last_seen=last_seen)
 
 
