@@ -41,6 +41,8 @@ from mcruntime.source import ClusterEvent, ClusterEventType
 
 PLACEMENT_CITY_INDEX = "placement-city"  # Workloads by every city code their placements name
 PROJECTED_FROM_INDEX = "projected-from"  # Instance projections by the cell they mirror
+PLACES_BY_LOCATION_INDEX = "places-by-location"  # Workloads with a placement naming or selecting Locations
+BY_LOCATION = "yes"
 
 
 def placement_cities(workload: dict[str, Any]) -> list[str]:
@@ -48,6 +50,16 @@ def placement_cities(workload: dict[str, Any]) -> list[str]:
     cities = [city_key(str(c)) for p in (workload.get("spec") or {}).get("placements") or []
               for c in p.get("cityCodes") or []]  # fmt: skip
     return sorted(set(cities))
+
+
+def places_by_location(workload: dict[str, Any]) -> list[str]:
+    """Index: `BY_LOCATION` for a Workload with a placement by `locations` or `locationSelector`."""
+    found = any(isinstance(p, dict) and (p.get("locations") is not None or p.get("locationSelector") is not None)
+                for p in (workload.get("spec") or {}).get("placements") or [])  # fmt: skip
+    return [BY_LOCATION] if found else []
+
+
+WORKLOAD_INDEXERS = {PLACEMENT_CITY_INDEX: placement_cities, PLACES_BY_LOCATION_INDEX: places_by_location}
 
 
 def projected_from(projection: Obj) -> list[str]:
@@ -160,7 +172,15 @@ class Routes:
         if event.type not in (ClusterEventType.ENGAGED, ClusterEventType.DISENGAGED):
             return []
         city = event.labels.get(Label.TOPOLOGY_CITY_CODE)
-        return self._in_projects(WORKLOADS, PLACEMENT_CITY_INDEX, city_key(city)) if city else []
+        if not city:
+            return []
+        # a placement by location may resolve to this city: those Workloads look again too
+        by_location = self._in_projects(WORKLOADS, PLACES_BY_LOCATION_INDEX, BY_LOCATION)
+        return list(dict.fromkeys(self._in_projects(WORKLOADS, PLACEMENT_CITY_INDEX, city_key(city)) + by_location))
+
+    async def workloads_of_location(self, _cluster: str, _location: dict[str, Any]) -> list[Request]:
+        """A Location changed: every Workload placing by location (a selector may now match it)."""
+        return self._in_projects(WORKLOADS, PLACES_BY_LOCATION_INDEX, BY_LOCATION)
 
     def projections_of_cell(self, event: ClusterEvent) -> Iterable[Request]:
         """A cell removed or ready again: the projections it fed are checked."""

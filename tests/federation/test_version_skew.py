@@ -57,7 +57,9 @@ async def test_a_cell_defaulting_a_list_item_field_is_not_drift(tmp_path: Path) 
             # the federator writes the copy, and the cell defaults the field inside the list item
             await eventually(lambda: the_copy(f) is not None, "the copy in dfw-1")
             interface = the_copy(f)["spec"]["template"]["spec"]["networkInterfaces"][0]  # type: ignore[index]
-            assert interface == {"network": {"name": "default"}, "mtu": 1460}
+            # (beside the defaults both CRD versions share: name, ipFamilies, reclaimPolicy)
+            assert interface == {"network": {"name": "default"}, "mtu": 1460, "name": "eth0", "ipFamilies": ["IPv6"],
+                                 "reclaimPolicy": "Delete"}  # fmt: skip
             assert "mtu" not in created["spec"]["template"]["spec"]["networkInterfaces"][0]
             settle(f, "dfw-1")
             # the projector claims observedGeneration for the spec the cell observed
