@@ -30,7 +30,6 @@ from federation.api.constants import Finalizer, Label
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.controllers.deletion import (
     AwaitGrace,
-    AwaitRemoval,
     AwaitSync,
     CellState,
     DeletionCell,
@@ -269,14 +268,14 @@ class Federator:
     # ------------------------------------------------------------------ deletion
     async def _finalize(self, project: Cluster, wd: Obj, copies: list[Copy]) -> Result:
         """Deletion, one step at a time (`deletion.next_step`): delete every copy, wait until
-        they are gone, then release the finalizer; a cell unreachable past the grace does
-        not hold it (a Warning names it, its copy is swept when it is back)."""
+        each is gone or accepted for deletion by its (ready) cell — never for the cell's
+        operator to finalize it — then release the finalizer; a cell unreachable past the
+        grace does not hold it (a Warning names it, its copy is swept when it is back)."""
         step = next_step(self._deletion_cells(wd, copies), self.unreachable_grace)
         if isinstance(step, RemoveCopies):
             await self._remove([c for c in copies if c.cell.name in step.cells], Outcome())
-        if isinstance(step, RemoveCopies | AwaitRemoval):
-            waiting = step.waiting if isinstance(step, RemoveCopies) else step.cells
-            raise TemporaryError(f"waiting for copies in {', '.join(waiting)} to be deleted")
+            # the copies' events (deletionTimestamp set, or gone) bring the WD back; the retry backs that up
+            raise TemporaryError(f"waiting for the copies in {', '.join(step.cells)} to be accepted for deletion")
         if isinstance(step, AwaitSync):
             raise TemporaryError(f"waiting for {', '.join(step.cells)} to sync: it may hold a copy")
         if isinstance(step, AwaitGrace):
