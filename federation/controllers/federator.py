@@ -5,7 +5,8 @@ Request key: (project cluster = the bare project name, project namespace, WD nam
 Reads (caches only): project WDs and namespaces; the management cluster's Locations
 (a WD's `spec.locationRef` names its city through them); in every cell, the WD copies and the
 downstream namespaces (labelled views, `fleet.fleetview`); cluster states.
-Writes, and alone writes: the `compute.datumapis.com/federator` finalizer and Events on the
+Writes, and alone writes: the `compute.datumapis.com/federator` finalizer, with the
+`compute.datumapis.com/federation-namespace` annotation in the same write, and Events on the
 project WD; downstream namespaces and WD copies in cells (field manager `federator`, plus
 `federator-initial-replicas` for an autoscaled copy's replicas at creation).
 Never writes: the project WD's spec or status, another project's downstream namespace.
@@ -26,7 +27,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from federation.api.constants import Finalizer, Label
+from federation.api.constants import Annotation, Finalizer, Label
+from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.controllers.deletion import (
     AwaitGrace,
@@ -128,8 +130,8 @@ class Federator:
             return Result()
         if meta(wd).get("deletionTimestamp"):
             return await self._finalize(project, wd, copies)
-        # 4. first sighting
-        wd = await controllerutil.add_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
+        # 4. first sighting: the finalizer, and the cell namespace of its copies, in one write
+        wd = await self._claim(project, wd)
         # 5. desired state from the pure placement function
         uid = str(meta(wd).get("uid"))
         locations = self._locations()
@@ -159,6 +161,21 @@ class Federator:
         if outcome.failed:
             raise TemporaryError("; ".join(f"cell {cell}: {why}" for cell, why in sorted(outcome.failed.items())))
         return Result()
+
+    # ------------------------------------------------------------------ claiming
+    async def _claim(self, project: Cluster, wd: Obj) -> Obj:
+        """The federator's finalizer and the `federation-namespace` annotation (the cell
+        namespace its copies live in, `ns-<project namespace UID>`) in one write; none when
+        both are there."""
+        namespace = str(meta(wd)["namespace"])
+        project_ns = await project.client.get_or_none(NAMESPACES, namespace)
+        if project_ns is None:
+            raise TemporaryError(f"project namespace {namespace} is not cached yet")
+        cell_namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
+        return await controllerutil.add_finalizer(
+            project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR,
+            annotations={str(Annotation.FEDERATION_NAMESPACE): cell_namespace},
+        )  # fmt: skip
 
     # ------------------------------------------------------------------ reading
     def _locations(self) -> list[KnownLocation]:

@@ -138,6 +138,12 @@ async def test_fan_out_divides_replicas_over_the_city(tmp_path: Path) -> None:
         assert WDs(f, "lhr-1").list() == []
         live = web.get("default", "api")
         assert live is not None and live["metadata"]["finalizers"] == [Finalizer.FEDERATOR]
+        # the cell namespace of its copies, recorded with the finalizer (one write, by one manager)
+        assert live["metadata"]["annotations"][Annotation.FEDERATION_NAMESPACE] == downstream
+        (claim,) = [
+            m for m in live["metadata"]["managedFields"] if "f:finalizers" in m["fieldsV1"].get("f:metadata", {})
+        ]
+        assert "f:annotations" in claim["fieldsV1"]["f:metadata"]
 
         # a spec edit reaches both copies
         web.edit("default", "api", lambda o: o["spec"]["template"]["metadata"]["labels"].update(tier="gold"))
