@@ -23,7 +23,9 @@ Contract
   upstream uid), or None when anything is missing, malformed or contradictory.
 
 Identity comes from where an object lives, never from labels a tenant can write (§3
-Federator 8). So nothing of the project WD's own labels or annotations is copied: the
+Federator 8). So nothing of the project WD's own labels is copied, and of its annotations
+everything but `NOT_FEDERATED_ANNOTATIONS` (the federation's own bookkeeping keys, which a
+tenant must not forge; `compute.datumapis.com/suspended` is what the cells act on): the
 copy's labels are the federator's routing keys, and a tenant label such as
 `meta.datumapis.com/upstream-cluster-name: cluster-acme_shop` on a `web` WD must not reach
 the cell. No user label is copied at all: no consumer in the cell reads WD labels (Instance
@@ -43,9 +45,22 @@ from federation.api.constants import API_VERSION, Annotation, Kind, Label
 from federation.api.naming import downstream_namespace_name
 from federation.fleet.locations import CityTarget, InvalidPlacementSpec, KnownLocation, resolve_city
 from federation.fleet.placement import CellInfo, PlacementError, Share, city_code, plan
+from mcruntime.objects import LAST_APPLIED
 
 # on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
 UPSTREAM_UID_ANNOTATION = str(Annotation.UPSTREAM_UID)
+
+# The project WD's annotations its copies do NOT carry (every other one does, e.g.
+# `compute.datumapis.com/suspended`), and why:
+NOT_FEDERATED_ANNOTATIONS: frozenset[str] = frozenset(
+    {
+        LAST_APPLIED,  # kubectl's record of the project object: client bookkeeping, large, meaningless in a cell
+        str(Annotation.FEDERATION_NAMESPACE),  # the project side's record of where the copies live
+        # the federator's own on the copy: a tenant writing them must not steer identity or ordinals
+        UPSTREAM_UID_ANNOTATION,
+        str(Annotation.ORDINAL_START),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,6 +182,12 @@ def downstream_copy(
     if target.location is not None:
         labels[str(Label.TOPOLOGY_LOCATION)] = target.location
     spec = {k: _copy.deepcopy(v) for k, v in wd["spec"].items() if k != "replicas"}
+    own = _meta(wd).get("annotations")
+    federated = {
+        str(k): str(v)
+        for k, v in (own if isinstance(own, Mapping) else {}).items()
+        if k not in NOT_FEDERATED_ANNOTATIONS
+    }
     if include_replicas:
         spec["replicas"] = share.replicas
     return {
@@ -177,6 +198,7 @@ def downstream_copy(
             "namespace": namespace,
             "labels": labels,
             "annotations": {
+                **federated,
                 str(Annotation.ORDINAL_START): str(share.ordinal_start),
                 UPSTREAM_UID_ANNOTATION: uid,
             },

@@ -126,7 +126,8 @@ def test_copy_labels_annotations_and_spec_are_exact() -> None:
             "name": "api",
             "namespace": "ns-ns-uid-web",
             "labels": {Label.TOPOLOGY_CITY_CODE: "DFW", Label.UPSTREAM_NAMESPACE: "default"},
-            "annotations": {Annotation.ORDINAL_START: "2", UPSTREAM_UID_ANNOTATION: "wd-uid-1"},
+            # the project WD's own annotations travel (issue 20); its labels do not
+            "annotations": {"note": "x", Annotation.ORDINAL_START: "2", UPSTREAM_UID_ANNOTATION: "wd-uid-1"},
         },
         "spec": {**wd["spec"], "replicas": 1},
     }
@@ -459,3 +460,22 @@ def test_planned_shares_places_a_location_on_its_citys_cells_in_any_case() -> No
         assert planned_shares(_placed_by(cityCode=written), cells, [], LOCATIONS) == by_location
     with pytest.raises(UnresolvedLocation, match="'dfw' does not exist"):
         planned_shares(wd, cells, [], ())
+
+
+def test_annotations_reach_the_copy_except_the_federations_own_bookkeeping() -> None:
+    wd = project_wd()
+    wd["metadata"]["annotations"] = {
+        "compute.datumapis.com/suspended": "true",
+        "team.example.com/owner": "blue",
+        "kubectl.kubernetes.io/last-applied-configuration": "{...}",
+        Annotation.FEDERATION_NAMESPACE: "ns-ns-uid-web",
+        UPSTREAM_UID_ANNOTATION: "forged",
+        Annotation.ORDINAL_START: "9",
+    }
+    got = downstream_copy("web", wd, Share("dfw-1", 1, 3), "ns-x", include_replicas=True, target=DFW)
+    assert got["metadata"]["annotations"] == {
+        "compute.datumapis.com/suspended": "true",
+        "team.example.com/owner": "blue",
+        Annotation.ORDINAL_START: "3",
+        UPSTREAM_UID_ANNOTATION: "wd-uid-1",
+    }

@@ -265,7 +265,11 @@ async def test_the_federator_never_writes_project_status(tmp_path: Path) -> None
         for entry in ours:
             assert entry.get("subresource", "") == ""
             assert set(entry["fieldsV1"]) == {"f:metadata"}, entry
-            assert set(entry["fieldsV1"]["f:metadata"]) == {"f:finalizers"}, entry
+            # its finalizer, and the federation-namespace annotation written with it
+            assert set(entry["fieldsV1"]["f:metadata"]) == {"f:finalizers", "f:annotations"}, entry
+            assert set(entry["fieldsV1"]["f:metadata"]["f:annotations"]) == {f"f:{Annotation.FEDERATION_NAMESPACE}"}, (
+                entry
+            )
 
 
 async def test_a_registration_naming_another_project_writes_nothing(tmp_path: Path) -> None:
@@ -440,3 +444,36 @@ async def test_a_kubeconfig_directory_registers_cells_and_projects(tmp_path: Pat
                 str(Label.CLUSTER_ROLE): "cell",
                 "topology.datum.net/city-code": "DFW",
             }
+
+
+async def test_project_annotations_reach_the_copies_and_their_removal_too(tmp_path: Path) -> None:
+    """Annotations of the project WD travel to its copies (all but the federation's own
+    bookkeeping: downstream.NOT_FEDERATED_ANNOTATIONS); removing one removes it there."""
+    async with federation(tmp_path) as (f, _mgr):
+        web = WDs(f, "web")
+        wd = workload_deployment("api", "DFW", 2)
+        wd["metadata"]["annotations"] = {"compute.datumapis.com/suspended": "true", "team.example.com/owner": "blue"}
+        web.create(wd)
+
+        def copy_annotations() -> list[dict[str, str]]:
+            return [c["metadata"].get("annotations") or {} for cell in ("dfw-1", "dfw-2")
+                    for c in WDs(f, cell).list() if c["metadata"]["name"] == "api"]  # fmt: skip
+
+        def carried() -> bool:
+            found = copy_annotations()
+            return len(found) == 2 and all(
+                a.get("compute.datumapis.com/suspended") == "true" and a.get("team.example.com/owner") == "blue"
+                for a in found
+            )
+
+        await eventually(carried, "both copies carry the project WD's annotations")
+        assert all(Annotation.FEDERATION_NAMESPACE not in a for a in copy_annotations())
+        web.edit("default", "api", lambda o: o["metadata"]["annotations"].pop("compute.datumapis.com/suspended"))
+
+        def removed() -> bool:
+            found = copy_annotations()
+            return len(found) == 2 and all(
+                "compute.datumapis.com/suspended" not in a and a.get("team.example.com/owner") == "blue" for a in found
+            )
+
+        await eventually(removed, "the removed annotation gone from both copies")
