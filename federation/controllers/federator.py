@@ -1,22 +1,20 @@
 """Federator (management mode): a project WorkloadDeployment's spec flows down to every
-cell of its city, its replicas divided between them.
+cell of its city (its `spec.cityCode`, or its `spec.locationRef` Location's), replicas divided.
 
 Request key: (project cluster = the bare project name, project namespace, WD name).
-Reads (caches only): project WDs and namespaces; the management cluster's Locations
-(a WD's `spec.locationRef` names its city through them); in every cell, the WD copies and the
-downstream namespaces (labelled views, `fleet.fleetview`); cluster states.
-Writes, and alone writes: the `compute.datumapis.com/federator` finalizer, with the
-`compute.datumapis.com/federation-namespace` annotation in the same write, and Events on the
-project WD; downstream namespaces and WD copies in cells (field manager `federator`, plus
-`federator-initial-replicas` for an autoscaled copy's replicas at creation).
+Reads (caches only): project WDs and namespaces; the management cluster's Locations; in
+every cell, the WD copies and downstream namespaces (`fleet.fleetview`); cluster states.
+Writes, and alone writes: the `compute.datumapis.com/federator` finalizer with the
+`federation-namespace` annotation (one write), and Events on the project WD; downstream
+namespaces and WD copies in cells (field managers `federator`, `federator-initial-replicas`).
 Never writes: the project WD's spec or status, another project's downstream namespace.
 
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 1, 7 test_downstream_events_map_back_to_the_bare_project_name,
 test_a_copy_edited_or_deleted_by_hand_is_restored; 2-5 test_fan_out_divides_replicas_over_the_city,
-test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged;
+test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged, test_location_placement.py;
 6 (`deletion.next_step`, tests/federation/test_deletion.py) test_deletion_and_the_orphan_sweep,
-test_a_cell_that_never_synced_holds_a_deletion_for_the_grace;
+test_a_cell_that_never_synced_holds_a_deletion_for_the_grace, test_deletion_without_operator.py;
 8 test_forged_labels_and_colliding_names_stay_in_their_project,
 test_a_registration_naming_another_project_writes_nothing, tests/federation/test_tenant_isolation.py;
 9 test_the_federator_never_writes_project_status. At rest no write: tests/chaos."""
@@ -134,18 +132,7 @@ class Federator:
         wd = await self._claim(project, wd)
         # 5. desired state from the pure placement function
         uid = str(meta(wd).get("uid"))
-        locations = self._locations()
-        target: CityTarget | None = None
-        try:
-            target = target_city(wd, locations)
-            shares = planned_shares(wd, registered_cells(self.mgr), ((c.cell.name, c.obj) for c in copies), locations)
-        except UnresolvedLocation:
-            # no cell serves it: no copy anywhere; the projector says NoMatchingLocation (with
-            # an Event) and a change of the Location re-plans (`Routes.wds_of_location`)
-            shares = []
-        except PlacementError as exc:
-            await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
-            raise PermanentError(str(exc)) from exc
+        target, shares = await self._plan(project, wd, copies)
         namespace = await self._downstream_namespace(project, wd)
         # 6. write only the difference: per target cell, then cells that stop matching
         outcome = Outcome()
@@ -178,6 +165,21 @@ class Federator:
         )  # fmt: skip
 
     # ------------------------------------------------------------------ reading
+    async def _plan(self, project: Cluster, wd: Obj, copies: list[Copy]) -> tuple[CityTarget | None, list[Share]]:
+        """The WD's target city and its shares (`planned_shares`). A Location no cell serves
+        places nowhere (no target): the projector says NoMatchingLocation, with an Event, and
+        a change of the Location re-plans (`Routes.wds_of_location`). A bad spec is an Event."""
+        locations = self._locations()
+        try:
+            target = target_city(wd, locations)
+            pairs = ((c.cell.name, c.obj) for c in copies)
+            return target, planned_shares(wd, registered_cells(self.mgr), pairs, locations)
+        except UnresolvedLocation:
+            return None, []
+        except PlacementError as exc:
+            await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
+            raise PermanentError(str(exc)) from exc
+
     def _locations(self) -> list[KnownLocation]:
         try:
             return known_locations(self.mgr)

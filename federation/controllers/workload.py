@@ -1,23 +1,19 @@
-"""Workload controller (management mode): a Workload's placements and city codes become
+"""Workload controller (management mode): a Workload's placements become
 WorkloadDeployments in the same project namespace.
 
 Request key: (project cluster, project namespace, Workload name).
-Reads (caches): Workloads and WorkloadDeployments of project clusters (the same WD view
-the federator uses); the registered cells (`fleetview`); the management cluster's Locations
-(a placement's `locations` / `locationSelector`).
+Reads (caches): Workloads and WorkloadDeployments of project clusters (the federator's WD
+view); the registered cells (`fleetview`); the management cluster's Locations.
 Writes, and alone writes: WorkloadDeployments controlled by a Workload (field manager
 `workload-controller`; never `spec.replicas`, which the scale subresource owns), the
 `compute.datumapis.com/workload-controller` finalizer and the Workload's status.
 Never writes: WorkloadDeployments it does not control, anything in cells.
 
-Invariants (DESIGN §2 Workload) and the tests that pin them
-(tests/federation/test_workload_controller.py):
-- one WD per placement and city with a registered cell, `<workload>-<placement>-<lowercase city>`,
-  controlled by the Workload (test_wds_follow_placements_and_registered_cells); one per placement
-  and Location (`locations`, `locationSelector`) whose city has a cell,
-  `<workload>-<placement>-<lowercase location>` with `spec.locationRef`
+Invariants (DESIGN §2 Workload), pinned by tests/federation/test_workload_controller.py:
+- one WD per placement target whose city has a registered cell: `<workload>-<placement>-
+  <lowercase city>` (test_wds_follow_placements_and_registered_cells, also for a city whose
+  first cell registers later) or `<lowercase location>` with `spec.locationRef`
   (test_placements_by_location_make_location_deployments);
-- a city whose first cell registers later gets its WD without a restart (same test);
 - WDs no longer wanted are deleted; the finalizer is released only when they are gone
   (test_deleting_the_workload_waits_for_its_deployments);
 - status sums the WDs and is written only when it changes (test_zero_writes_when_converged)."""
