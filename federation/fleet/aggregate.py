@@ -229,6 +229,8 @@ def _roll_up(views: Sequence[_CellView], type_: str, ready: int, desired: int) -
     if worst.status == TRUE:
         what = "instances available" if type_ == AVAILABLE else "replicas ready"
         cells = ", ".join(sorted(v.cell for v in voters))
+        if worst.reason == WorkloadDeploymentAvailableReason.SCALED_TO_ZERO:  # nothing desired: say so
+            return _Contribution(worst.cell, TRUE, worst.reason, f"no Instances desired (replicas is 0) in {cells}")
         return _Contribution(worst.cell, TRUE, worst.reason, f"{ready}/{desired} {what} in {cells}")
     behind = "; ".join(c.message for c in contributions if c.status != TRUE)
     if len(behind) > MAX_MESSAGE:  # the API rejects longer condition messages

@@ -407,3 +407,15 @@ def test_bad_input_is_named() -> None:
         aggregate({"metadata": {"name": "api"}, "spec": {}}, [], now=T0)
     with pytest.raises(ValueError, match=r"metadata\.name: required"):
         aggregate({"spec": {"cityCode": "DFW"}}, [], now=T0)
+
+
+def test_scaled_to_zero_says_so_in_the_project() -> None:
+    """Issue 18 item 1: a WD at 0 replicas is Available=True/ScaledToZero in the project,
+    with a message that says nothing is desired (not a count of nothing)."""
+    wd = project_wd(replicas=0)
+    zero = Share("dfw-1", 0, 0)
+    said = ("True", "ScaledToZero", "no Instances desired (replicas is 0)")
+    status = aggregate(wd, [report(wd, zero, cell_copy(wd, zero, available=said))], now=T1)
+    available = condition(status, "Available")
+    assert (available["status"], available["reason"]) == ("True", "ScaledToZero")
+    assert available["message"] == "no Instances desired (replicas is 0) in dfw-1"
