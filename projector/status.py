@@ -27,6 +27,7 @@ from federation.api.conditions import find_condition_json
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate
+from federation.fleet.changetrace import change_of, stage_attributes
 from federation.fleet.downstream import cell_owns_replicas, downstream_copy, own_copies, planned_shares
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
@@ -49,6 +50,7 @@ from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
+from mcruntime.tracing import stage_span, tracer_for
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +62,7 @@ class StatusProjector:
         self.mgr = mgr
         self.stale_after = stale_after
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
+        self.tracer = tracer_for(mgr.tracer_provider)
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
@@ -111,7 +114,17 @@ class StatusProjector:
         return reports, (deadline + 0.05 if deadline is not None else None)
 
     async def _write(self, project: Cluster, wd: Obj, status: Obj) -> None:
-        await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status, field_manager=FIELD_MANAGER)
+        generation = meta(wd).get("generation")
+        claims = status.get("observedGeneration") == generation != (wd.get("status") or {}).get("observedGeneration")
+        if not claims:
+            await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
+                                              field_manager=FIELD_MANAGER)  # fmt: skip
+            return
+        # the write that claims the generation ends that change's trace
+        attributes = stage_attributes(project.name, wd)
+        with stage_span(self.tracer, "project", change_of(wd), attributes):
+            await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
+                                              field_manager=FIELD_MANAGER)  # fmt: skip
 
     async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
         """A Warning Event when the WD newly has no cell for its city (as the Workload

@@ -25,6 +25,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from opentelemetry import trace
+
 from federation.api.constants import Finalizer, Label
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.controllers.deletion import (
@@ -36,6 +38,7 @@ from federation.controllers.deletion import (
     RemoveCopies,
     next_step,
 )
+from federation.fleet.changetrace import carried, change_of, copy_with_trace, stage_attributes, with_traceparent
 from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
     cell_owns_replicas,
@@ -72,6 +75,7 @@ from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
+from mcruntime.tracing import stage_span, tracer_for
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +114,20 @@ class Federator:
         self.mgr = mgr
         self.unreachable_grace = unreachable_grace
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
+        self.tracer = tracer_for(mgr.tracer_provider)
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, req: Request) -> Result:
+        """`_reconcile` in the `federate` span of the WD generation's trace (one trace per change)."""
+        project = self.mgr.get_cluster(req.cluster)
+        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
+        if wd is None:
+            return await self._reconcile(req)
+        attributes = stage_attributes(project.name, wd)
+        with stage_span(self.tracer, "federate", change_of(wd), attributes):
+            return await self._reconcile(req)
+
+    async def _reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
         project = self.mgr.get_cluster(req.cluster)
         # 2. fetch (caches)
@@ -192,6 +207,9 @@ class Federator:
                 return
             autoscaled = cell_owns_replicas(wd)
             desired = downstream_copy(project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled)
+            cached = existing.obj if existing else None
+            kept = with_traceparent(desired, carried(cached))  # the change's trace rides on a spec write only
+            desired = copy_with_trace(desired, wd, cached, controllerutil.would_apply(kept, cached, FIELD_MANAGER))
             result = await controllerutil.apply_if_differs(
                 cell.client, WORKLOAD_DEPLOYMENTS, desired, cached=existing.obj if existing else None,
                 field_manager=FIELD_MANAGER,
@@ -293,6 +311,7 @@ class Federator:
     # ------------------------------------------------------------------ events
     async def _report(self, project: str, wd: Obj, shares: list[Share], outcome: Outcome) -> None:
         """Events only when something was written, so a converged WD costs no request."""
+        _trace_outcome(shares, outcome)
         if outcome.created or outcome.removed:
             placed = ", ".join(f"{s.cell} ({s.replicas} from ordinal {s.ordinal_start})" for s in shares)
             await self.events.event(
@@ -307,6 +326,20 @@ class Federator:
             await self.events.event(
                 project, wd, "Normal", reason, f"copy {what} in {', '.join(sorted(outcome.updated))}"
             )
+
+
+def _trace_outcome(shares: list[Share], outcome: Outcome) -> None:
+    """The cells and what was done in each, on the current `federate` span; a failed cell
+    is an event (the reconcile retries it)."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    span.set_attribute("cells", sorted(s.cell for s in shares))
+    for what, cells in (("created", outcome.created), ("updated", outcome.updated), ("removed", outcome.removed)):
+        if cells:
+            span.set_attribute(f"cells.{what}", sorted(cells))
+    for cell, why in sorted(outcome.failed.items()):
+        span.add_event("retry", {"k8s.cluster.name": cell, "reason": why})
 
 
 def _cell_state(cell: Cluster) -> CellState:
