@@ -218,6 +218,11 @@ def tracing_provider(settings: ManagerSettings) -> SdkTracerProvider | None:
     from . import telemetry  # only when asked for: the SDK's tracing and exporters are not free to load
 
     try:
-        return telemetry.from_environment(settings.local_cluster_name)
+        exporters = telemetry.exporters_from_environment()
+        if settings.traces_file is not None:
+            exporters.append(telemetry.JsonLinesSpanExporter(settings.traces_file))
+        return telemetry.provider(settings.local_cluster_name, exporters)
     except telemetry.TelemetryError as exc:
         raise StartupError(str(exc)) from exc
+    except OSError as exc:
+        raise StartupError(f"--traces-file {settings.traces_file}: {exc.strerror or exc}") from exc

@@ -1,7 +1,7 @@
 """Tracing, configured the OpenTelemetry way (imported only when tracing is on: a `run`
 without `--tracing` loads none of the SDK's tracing or exporters).
 
-`from_environment` reads the standard variables: `OTEL_TRACES_EXPORTER` (`otlp`, the
+`exporters_from_environment` and `provider` read the standard variables: `OTEL_TRACES_EXPORTER` (`otlp`, the
 default, `console`, `none`; comma-separated for several), `OTEL_EXPORTER_OTLP_ENDPOINT`,
 `OTEL_EXPORTER_OTLP_PROTOCOL` (`http/protobuf`, the default, or `grpc`), `OTEL_SERVICE_NAME`,
 `OTEL_RESOURCE_ATTRIBUTES`, `OTEL_TRACES_SAMPLER` / `_ARG` and `OTEL_BSP_*` (the SDK itself
@@ -121,11 +121,6 @@ def provider(
     for exporter in exporters:
         tracer_provider.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=schedule_delay_millis))
     return tracer_provider
-
-
-def from_environment(service_name: str) -> TracerProvider:
-    """The provider a `run --tracing` uses, as the OTEL_* environment says."""
-    return provider(service_name, exporters_from_environment())
 
 
 def spans_file(state_dir: Path) -> Path:

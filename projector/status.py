@@ -41,6 +41,7 @@ from federation.fleet.fleetview import (
 )
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share
+from federation.fleet.propagation import clock_of
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
@@ -63,6 +64,7 @@ class StatusProjector:
         self.stale_after = stale_after
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
+        self.clock = clock_of(mgr)
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
@@ -85,9 +87,11 @@ class StatusProjector:
         reports, deadline = self._reports(wd, shares, copies, namespace, req.cluster)
         status = aggregate(wd, reports, now=datetime.datetime.now(datetime.UTC))
         # 5. write only the difference
-        if status != (wd.get("status") or {}):
+        written = status != (wd.get("status") or {})
+        if written:
             await self._write(project, wd, status)
             await self._say_unplaced(project, wd, status)
+        self.clock.projected(copies, written=written)
         return Result(requeue_after=deadline)
 
     def _reports(
@@ -120,11 +124,14 @@ class StatusProjector:
             await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
                                               field_manager=FIELD_MANAGER)  # fmt: skip
             return
-        # the write that claims the generation ends that change's trace
+        # every target cell observed the generation; the write that claims it ends that change's trace
+        key = (project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))
+        self.clock.cells_observed(key, int(generation or 0))
         attributes = stage_attributes(project.name, wd)
         with stage_span(self.tracer, "project", change_of(wd), attributes):
             await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
                                               field_manager=FIELD_MANAGER)  # fmt: skip
+        self.clock.status_claimed(key, int(generation or 0))
 
     async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
         """A Warning Event when the WD newly has no cell for its city (as the Workload
@@ -153,9 +160,15 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     read_cell_copies(ctrl)
+    clock = clock_of(mgr)
+
+    async def wd_of_copy(cluster: str, copy: Obj) -> list[Request]:
+        clock.copy_changed(copy)  # the cell write -> projection clock starts as its event arrives
+        return await routes.wd_of_copy(cluster, copy)
+
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
-        EnqueueRequestsFromMapFunc(routes.wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
+        EnqueueRequestsFromMapFunc(wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
         label_selector=CELL_COPIES_SELECTOR,
     )

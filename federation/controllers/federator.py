@@ -63,6 +63,7 @@ from federation.fleet.fleetview import (
 )
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share, city_code, same_city
+from federation.fleet.propagation import clock_of
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
@@ -115,17 +116,22 @@ class Federator:
         self.unreachable_grace = unreachable_grace
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
+        self.clock = clock_of(mgr)
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, req: Request) -> Result:
         """`_reconcile` in the `federate` span of the WD generation's trace (one trace per change)."""
         project = self.mgr.get_cluster(req.cluster)
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        if wd is None:
+        key, generation = (req.cluster, req.namespace, req.name), int(meta(wd).get("generation") or 0) if wd else 0
+        if wd is None or meta(wd).get("deletionTimestamp"):
+            self.clock.forget(key)
             return await self._reconcile(req)
-        attributes = stage_attributes(project.name, wd)
-        with stage_span(self.tracer, "federate", change_of(wd), attributes):
-            return await self._reconcile(req)
+        self.clock.seen(key, generation)
+        with stage_span(self.tracer, "federate", change_of(wd), stage_attributes(project.name, wd)):
+            result = await self._reconcile(req)
+        self.clock.copies_written(key, generation)  # every target cell written (a failed one raised)
+        return result
 
     async def _reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)

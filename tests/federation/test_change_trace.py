@@ -6,6 +6,7 @@ ends it; and tracing on costs no request at steady state (the embedded servers' 
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -17,6 +18,7 @@ from opentelemetry.sdk.resources import SERVICE_NAME, Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from prometheus_client import generate_latest
 
 from federation.api.constants import Annotation
 from federation.fleet.changetrace import change_of
@@ -75,6 +77,9 @@ async def test_one_trace_connects_federator_cells_and_projector_and_costs_no_req
         await eventually(lambda: claimed(2), "generation 2 claimed by the project status", within=60)
 
         root = change_of(wds.get("default", "api") or {})
+        # the `project` span ends as the status write returns: just after the claim is visible
+        await eventually(lambda: any(s.name == "project" for s in stages(exporter.get_finished_spans(), root.trace_id)),
+                         "the project span", within=10)  # fmt: skip
         path = stages(exporter.get_finished_spans(), root.trace_id)
         names = [(s.name, cluster(s)) for s in path]
         assert names[0] == ("federate", "web"), names
@@ -89,6 +94,17 @@ async def test_one_trace_connects_federator_cells_and_projector_and_costs_no_req
         for name, _ in CELLS:
             copies = WDs(f, name).list()
             assert [c["metadata"]["annotations"][str(Annotation.TRACEPARENT)] for c in copies] == [traceparent(root)]
+        # the propagation histograms on /metrics: both generations (creation and the change) measured once each
+        scraped = generate_latest(mgr.registry).decode()
+
+        def count(metric: str) -> float:
+            found = re.search(rf"^{metric}_count(?:{{[^}}]*}})? (\S+)$", scraped, re.M)
+            assert found is not None, f"{metric} missing from /metrics"
+            return float(found.group(1))
+
+        for name in ("copies_written", "cells_observed", "status_claimed"):
+            assert count(f"federation_propagation_{name}_seconds") == 2.0, scraped
+        assert count("federation_cell_write_to_projection_seconds") >= 1.0
         # at rest, with tracing on: not one write anywhere
         assert await all_idle(mgr)
         servers = [f.management, *f.projects.values(), *f.cells.values()]
