@@ -4,8 +4,7 @@ Instances `<wd>-<i>`, one action at a time, plus the HPA it owns when it autosca
 Request key: (cell = the manager's local cluster, namespace, WD name).
 Reads (caches only): WorkloadDeployments; Instances (indexed by controller uid);
 HorizontalPodAutoscalers; Namespaces (the two upstream labels).
-Writes, and alone writes: Instances (create, delete, the labels of §2; created with the
-copy's `compute.datumapis.com/traceparent`, so the Pod work continues the change's trace); the WD's finalizer
+Writes, and alone writes: Instances (create with the copy's traceparent, delete, the labels of §2); the WD's finalizer
 `compute.datumapis.com/workload-deployment-controller` and `status` (field manager
 `cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
 Never writes: the WD's spec, Instance status or gates, foreign Instances or HPAs, Pods.

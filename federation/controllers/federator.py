@@ -6,9 +6,7 @@ Reads (caches only): project WDs and namespaces; in every cell, the WD copies an
 downstream namespaces (labelled views, `fleet.fleetview`); cluster states.
 Writes, and alone writes: the `compute.datumapis.com/federator` finalizer and Events on the
 project WD; downstream namespaces and WD copies in cells (field manager `federator`, plus
-`federator-initial-replicas` for an autoscaled copy's replicas at creation); on a copy, the
-change's `compute.datumapis.com/traceparent`, only in a write of its spec (issue 25:
-tests/federation/test_change_trace.py).
+`federator-initial-replicas` for an autoscaled copy's replicas at creation; a copy's traceparent only with its spec).
 Never writes: the project WD's spec or status, another project's downstream namespace.
 
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:

@@ -144,6 +144,16 @@ async def test_up_records_one_trace_per_change_across_both_cells(tmp_path: Path)
         project_at = [i for i, (n, _) in enumerate(stages) if n == "project"]
         assert project_at and 0 < first_cell < project_at[0], stages
         assert last_cell >= first_cell
+        # the roll the change causes goes on in the same trace: new Instances, their Pods Ready
+
+        def rolled() -> bool:
+            found = path()
+            return found is not None and {s.cluster for s in found.stages if s.name == "pod.ready"} == {
+                "dfw-1",
+                "dfw-2",
+            }
+
+        await eventually(rolled, "pod.ready in both cells, in the change's trace", within=90)
         shown = await asyncio.create_subprocess_exec(
             str(REPO / ".venv/bin/federation-manager"), "trace", "wd", "api-edge-dfw", "-n", "default",
             "--state-dir", str(state), stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
