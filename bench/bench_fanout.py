@@ -48,6 +48,7 @@ from typing import Any
 
 import aiohttp
 from harness import (
+    TRACING_MODES,
     WDS,
     Fleet,
     Manager,
@@ -57,6 +58,7 @@ from harness import (
     fleet,
     management,
     report,
+    set_tracing,
     wd_path,
     workload_deployment,
 )
@@ -347,9 +349,10 @@ def report_phase(rep: Report, p: Phase, wds: int) -> None:
 async def main(args: argparse.Namespace) -> None:
     s: Shape = args.shape_
     projects = [f"p{i:02d}" for i in range(s.projects)]
-    params = {"shape": args.shape, **asdict(s), "cells": len(CELLS)}
+    params = {"shape": args.shape, **asdict(s), "cells": len(CELLS), "tracing": args.tracing}
     rep = report("bench_fanout", params)
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as tmp:
+        set_tracing(args.tracing, Path(tmp))
         async with fleet(Path(tmp), projects=[f"bench/{p}" for p in projects], cells=CELLS) as f:
             for p in projects:
                 for ns in s.namespace_names:
@@ -394,6 +397,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--wds", type=int, help="override the shape's WorkloadDeployments per project")
     parser.add_argument("--in-flight", type=int, help="override the shape's concurrent creates/updates/deletes")
     parser.add_argument("--workers", type=int, help="override the shape's workers per management controller")
+    parser.add_argument("--tracing", choices=TRACING_MODES, default="off", help="the managers' tracing (cost figures)")
     parser.add_argument("--create-only", action="store_true", help="skip the update and delete phases")
     parser.add_argument("--smoke", action="store_true", help="2 projects x 20 WDs, to check the benchmark runs")
     args = parser.parse_args(argv)

@@ -29,6 +29,7 @@ import aiohttp
 import orjson
 from harness import (
     GROUP,
+    TRACING_MODES,
     VERSION,
     Fleet,
     fleet,
@@ -36,6 +37,7 @@ from harness import (
     management,
     percentile,
     report,
+    set_tracing,
     wd_path,
     workload_deployment,
 )
@@ -219,9 +221,16 @@ async def main(args: argparse.Namespace) -> None:
     rates = [float(r) for r in args.rates.split(",")]
     rep = report(
         "bench_status_latency",
-        {"wds": args.wds, "instances": args.wds * REPLICAS, "rates": args.rates, "seconds_per_rate": args.seconds},
+        {
+            "wds": args.wds,
+            "instances": args.wds * REPLICAS,
+            "rates": args.rates,
+            "seconds_per_rate": args.seconds,
+            "tracing": args.tracing,
+        },
     )
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
+        set_tracing(args.tracing, Path(tmp))
         async with fleet(Path(tmp), projects=["bench/web"], cells=[("lhr-1", "LHR")]) as f:
             mgr = management(f, "--workers=8")
             async with aiohttp.ClientSession() as session:
@@ -269,6 +278,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--wds", type=int, default=20)
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds at each rate")
     parser.add_argument("--rates", default="50,200,500", help="changes per second, comma-separated")
+    parser.add_argument("--tracing", choices=TRACING_MODES, default="off", help="the manager's tracing (cost figures)")
     parser.add_argument("--smoke", action="store_true", help="4 WDs, 2 s at 50/s, to check the benchmark runs")
     args = parser.parse_args(argv)
     if args.smoke:

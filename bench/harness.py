@@ -389,6 +389,24 @@ class Manager:
         return total
 
 
+TRACING_MODES = ("off", "noop", "file")
+
+
+def set_tracing(mode: str, workdir: Path) -> None:
+    """The managers this benchmark spawns trace (issue 25's cost figures): `off` (the
+    default: no --tracing), `noop` (--tracing, every span made and sampled, exported
+    nowhere: OTEL_TRACES_EXPORTER=none), `file` (--tracing plus the JSON-lines span file
+    `up` uses, in the work dir, appended to by every manager). Set through the environment the managers
+    inherit."""
+    for key in ("FEDERATION_TRACING", "OTEL_TRACES_EXPORTER", "FEDERATION_TRACES_FILE"):
+        os.environ.pop(key, None)
+    if mode == "off":
+        return
+    os.environ.update(FEDERATION_TRACING="true", OTEL_TRACES_EXPORTER="none")
+    if mode == "file":
+        os.environ["FEDERATION_TRACES_FILE"] = str(workdir / "traces" / "spans.jsonl")
+
+
 def start_manager(name: str, workdir: Path, *args: str) -> Manager:
     health, metrics = free_port(), free_port()
     proc = spawn(

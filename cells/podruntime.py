@@ -30,6 +30,7 @@ from cells.podspec import conditions_from_pod, pod_for, pod_matches, pod_templat
 from federation.api.conditions import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.resources import INSTANCES, PODS
+from federation.fleet.changetrace import carried_context, stage_attributes
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
@@ -41,6 +42,7 @@ from mcruntime.reconciler import PermanentError, Result
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
+from mcruntime.tracing import stage_span, tracer_for
 
 log = logging.getLogger(__name__)
 
@@ -57,10 +59,15 @@ def _controlled_by(pod: Obj | None, instance: Obj) -> bool:
     return pod is not None and controllerutil.is_controlled_by(pod, instance)
 
 
+def _available(conditions: list[Any]) -> bool:
+    return any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions if isinstance(c, dict))
+
+
 class PodRuntime:
     def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
         self.events = ControllerEvents(mgr, NAME)
+        self.tracer = tracer_for(mgr.tracer_provider)
 
     async def reconcile(self, cell: Cluster, cached: Obj) -> Result:
         # 1-2. the cell and the cached Instance, from the runtime (one that is gone gets no
@@ -140,7 +147,13 @@ class PodRuntime:
         status: dict[str, Any] = {"conditions": owned}
         if observed:
             status["controller"] = {"observedTemplateHash": observed}
-        await controllerutil.write_status(client, INSTANCES, instance, status, field_manager=FIELD_MANAGER)
+        if not (_available(owned) and not _available(get_list(instance, "status.conditions"))):
+            await controllerutil.write_status(client, INSTANCES, instance, status, field_manager=FIELD_MANAGER)
+            return
+        # the Pod of a change's Instance is running: that change's trace goes on (`pod.ready`)
+        attributes = stage_attributes(self.mgr.local.name, instance)
+        with stage_span(self.tracer, "pod.ready", carried_context(instance), attributes):
+            await controllerutil.write_status(client, INSTANCES, instance, status, field_manager=FIELD_MANAGER)
 
     # ------------------------------------------------------------------ mapping events to requests
     def instance_of_pod(self, cluster: str, pod: Obj) -> list[Request]:

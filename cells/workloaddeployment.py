@@ -4,7 +4,7 @@ Instances `<wd>-<i>`, one action at a time, plus the HPA it owns when it autosca
 Request key: (cell = the manager's local cluster, namespace, WD name).
 Reads (caches only): WorkloadDeployments; Instances (indexed by controller uid);
 HorizontalPodAutoscalers; Namespaces (the two upstream labels).
-Writes, and alone writes: Instances (create, delete, the labels of §2); the WD's finalizer
+Writes, and alone writes: Instances (create with the copy's traceparent, delete, the labels of §2); the WD's finalizer
 `compute.datumapis.com/workload-deployment-controller` and `status` (field manager
 `cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
 Never writes: the WD's spec, Instance status or gates, foreign Instances or HPAs, Pods.
@@ -36,6 +36,7 @@ from cells.wdstatus import rejected_status, wd_status
 from federation.api.conditions import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.resources import HORIZONTAL_POD_AUTOSCALERS, INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.fleet.changetrace import carried, carried_context, stage_attributes, with_traceparent
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
@@ -50,6 +51,7 @@ from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
+from mcruntime.tracing import stage_span, tracer_for
 
 log = logging.getLogger(__name__)
 
@@ -103,10 +105,18 @@ class WorkloadDeploymentController:
     def __init__(self, mgr: Manager, *, quota_gate: bool, city_code: str = "") -> None:
         self.mgr = mgr
         self.events = ControllerEvents(mgr, NAME)
+        self.tracer = tracer_for(mgr.tracer_provider)
         self.quota_gate = quota_gate
         self.city_code = city_code  # --city-code: the only city this cell serves ("" = not checked)
 
     async def reconcile(self, cell: Cluster, cached: Obj) -> Result:
+        """`_reconcile` in the `cell.reconcile` span of the change the copy carries (its
+        `compute.datumapis.com/traceparent`), so a change's trace goes on in the cell."""
+        attributes = stage_attributes(cell.name, cached)
+        with stage_span(self.tracer, "cell.reconcile", carried_context(cached), attributes):
+            return await self._reconcile(cell, cached)
+
+    async def _reconcile(self, cell: Cluster, cached: Obj) -> Result:
         # 1. the cell and the cached WD, from the runtime (a WD that is gone gets no call:
         # the garbage collector has the rest)
         client = cell.client
@@ -172,8 +182,10 @@ class WorkloadDeploymentController:
                               f"Instance {name} exists and is not controlled by this WorkloadDeployment; "
                               "it is left alone and its ordinal waits for it to go")  # fmt: skip
             return
+        desired = with_traceparent(desired, carried(wd))  # the Instance's Pod work continues the change's trace
         try:
-            await client.create(INSTANCES, desired, field_manager=FIELD_MANAGER)
+            with stage_span(self.tracer, "instance.create", None, stage_attributes(cell.name, desired)):
+                await client.create(INSTANCES, desired, field_manager=FIELD_MANAGER)
         except APIError as exc:
             if is_already_exists(exc):
                 raise TemporaryError(f"Instance {name} appeared meanwhile; looking again") from exc

@@ -13,6 +13,9 @@ import socket
 import uuid
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
+
+from opentelemetry.trace import TracerProvider
 
 from cells import instance, podruntime, quotagrant, workloaddeployment
 from cells.options import CellOptions
@@ -31,6 +34,9 @@ from projector import status as status_projector
 from .features import POD_RUNTIME, QUOTA_GATE
 from .fleet.options import ManagementOptions
 from .settings import CLUSTER_ROLE_LABEL, ManagerSettings
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 
 log = logging.getLogger("federation")
 
@@ -84,7 +90,9 @@ async def local_config(settings: ManagerSettings) -> ConnectionConfig:
     return config
 
 
-def build_manager(settings: ManagerSettings, local: ConnectionConfig) -> Manager:
+def build_manager(
+    settings: ManagerSettings, local: ConnectionConfig, *, tracer_provider: TracerProvider | None = None
+) -> Manager:
     """A Manager configured from settings: local cluster, leader election, endpoints and
     the cluster provider. Controllers are added by `register_controllers`."""
     election = None
@@ -105,6 +113,7 @@ def build_manager(settings: ManagerSettings, local: ConnectionConfig) -> Manager
         health_probe_bind_address=settings.health_probe_bind_address,
         metrics_bind_address=settings.metrics_bind_address,
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
+        tracer_provider=tracer_provider,
     )
     reg = settings.registration
     provider = settings.effective_provider()
@@ -166,9 +175,9 @@ def register_controllers(manager: Manager, settings: ManagerSettings) -> list[st
     return names
 
 
-async def prepare_manager(settings: ManagerSettings) -> Manager:
+async def prepare_manager(settings: ManagerSettings, *, tracer_provider: TracerProvider | None = None) -> Manager:
     """Build the manager and add the controllers of every enabled mode (logged)."""
-    manager = build_manager(settings, await local_config(settings))
+    manager = build_manager(settings, await local_config(settings), tracer_provider=tracer_provider)
     names = register_controllers(manager, settings)
     modes = [m for m, on in (("management", settings.enable_management_controllers),
                              ("cell", settings.enable_cell_controllers)) if on]  # fmt: skip
@@ -189,8 +198,31 @@ async def prepare_manager(settings: ManagerSettings) -> Manager:
 
 async def run_manager(settings: ManagerSettings, *, handle_signals: bool = True) -> None:
     """Build, wire and run a manager until it is stopped (SIGTERM/SIGINT with `handle_signals`)."""
-    manager = await prepare_manager(settings)
-    if not (settings.enable_management_controllers or settings.enable_cell_controllers):
-        log.warning("no mode enabled (--enable-management-controllers, --enable-cell-controllers): only probes, "
-                    "metrics and leader election run")  # fmt: skip
-    await manager.run(handle_signals=handle_signals)
+    tracer_provider = tracing_provider(settings)
+    try:
+        manager = await prepare_manager(settings, tracer_provider=tracer_provider)
+        if not (settings.enable_management_controllers or settings.enable_cell_controllers):
+            log.warning("no mode enabled (--enable-management-controllers, --enable-cell-controllers): only probes, "
+                        "metrics and leader election run")  # fmt: skip
+        await manager.run(handle_signals=handle_signals)
+    finally:
+        if tracer_provider is not None:
+            tracer_provider.shutdown()  # the spans still batched are exported
+
+
+def tracing_provider(settings: ManagerSettings) -> SdkTracerProvider | None:
+    """The SDK tracer provider `--tracing` asks for (OTEL_* environment); None when off, and
+    then the SDK's tracing is not even imported (a lean `run`, tests/test_lean_process.py)."""
+    if not settings.tracing:
+        return None
+    from . import telemetry  # only when asked for: the SDK's tracing and exporters are not free to load
+
+    try:
+        exporters = telemetry.exporters_from_environment()
+        if settings.traces_file is not None:
+            exporters.append(telemetry.JsonLinesSpanExporter(settings.traces_file))
+        return telemetry.provider(settings.local_cluster_name, exporters)
+    except telemetry.TelemetryError as exc:
+        raise StartupError(str(exc)) from exc
+    except OSError as exc:
+        raise StartupError(f"--traces-file {settings.traces_file}: {exc.strerror or exc}") from exc

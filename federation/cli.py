@@ -71,6 +71,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if not lean:
         inspection.add_check_arguments(check)
     check.set_defaults(run=_check)
+    tracer = sub.add_parser(
+        "trace", parents=[common], help="the path of a WorkloadDeployment's last change as a waterfall (spans of up)"
+    )
+    tracer.add_argument("kind", choices=("wd",), help="what to trace: wd (a project WorkloadDeployment)")
+    tracer.add_argument("name", help="the WorkloadDeployment's name")
+    tracer.add_argument("-n", "--namespace", default="default", help="its project namespace (default default)")
+    tracer.add_argument("--state-dir", default=".demo", help="the up whose STATE_DIR/traces/ to read (default .demo)")
+    tracer.add_argument("--file", type=Path, help="read this JSON-lines span file instead (default: of --state-dir)")
+    tracer.set_defaults(run=_trace)
     up = sub.add_parser("up", parents=[common], help="all-in-one demo on embedded API servers")
     up.add_argument("--state-dir", default=".demo", help="where kubeconfigs go; one up per directory (default .demo)")
     up.add_argument(
@@ -149,6 +158,38 @@ async def _check(args: argparse.Namespace) -> None:
     from federation.ops import inspection
 
     await inspection.check(args)
+
+
+async def _trace(args: argparse.Namespace) -> None:
+    from rich.console import Console
+
+    from federation.ops import traceview
+
+    if args.file is not None:
+        files = [args.file]
+    else:  # the rotated generation first: it holds the older spans
+        current = Path(args.state_dir) / "traces" / "spans.jsonl"
+        files = [current.with_name(current.name + ".1"), current]
+    lines: list[str] = []
+    for path in files:
+        try:
+            lines += path.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise SystemExit(f"federation-manager trace: cannot read {path}: {exc.strerror or exc}") from None
+    if not lines:
+        raise SystemExit(f"federation-manager trace: no spans in {' or '.join(str(f) for f in files)} "
+                         "(`up` records them there; `run --tracing` exports them as OTEL_* says)")  # fmt: skip
+    spans, bad = traceview.read_spans(lines)
+    path = traceview.change_path(spans, args.namespace, args.name)
+    if path is None:
+        raise SystemExit(f"federation-manager trace: no change of WorkloadDeployment {args.namespace}/{args.name} "
+                         f"in {len(spans)} spans")  # fmt: skip
+    console = Console(highlight=False)
+    console.print(traceview.render(path))
+    if bad:
+        console.print(f"({bad} lines were not spans and were skipped)")
 
 
 async def _run(args: argparse.Namespace) -> None:

@@ -22,6 +22,7 @@ EXAMPLES: Mapping[str, str] = {
     "check": "federation-manager check --kubeconfig management.kubeconfig --wait=2m || echo 'not healthy'",
     "up": "federation-manager up --state-dir .demo --cell dfw-1:DFW --cell dfw-2:DFW --cell lhr-1:LHR",
     "crds": "federation-manager crds --out config/crd",
+    "trace": "federation-manager trace wd web -n default --state-dir .demo",
     "completion": "federation-manager completion bash > ~/.federation-manager.bash  # then: source it from ~/.bashrc",
     "join": "federation-manager join cell dfw-1 --city DFW --kubeconfig dfw-1.kubeconfig "
     "--management-kubeconfig management.kubeconfig",
@@ -33,6 +34,9 @@ EXIT_CODES: Mapping[str, str] = {
     "(management unreadable, or a project or cell not read)",
     "plan": "exit codes: 0 plan shown; 2 could not plan (bad input, refused by the project's API server in a "
     "dry run, no such project, a cluster unreadable)",
+    "run": "tracing (--tracing), the standard OpenTelemetry variables: OTEL_TRACES_EXPORTER (otlp, the default; "
+    "console; none), OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_PROTOCOL (http/protobuf or grpc: install "
+    "opentelemetry-exporter-otlp-proto-http or -grpc), OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER, OTEL_TRACES_SAMPLER_ARG",
 }
 
 

@@ -25,10 +25,11 @@ from typing import Any
 import anyio
 import anyio.abc
 import yaml
+from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
 from rich.console import Console
 from rich.table import Table
 
-from federation import app, join
+from federation import app, join, telemetry
 from federation.api.constants import REGISTRATION_NAMESPACE
 from federation.api.resources import LOCATIONS, WORKLOADS
 from federation.join import install_crds
@@ -46,6 +47,7 @@ FIELD_MANAGER = "federation-demo"
 # wheel finds them too.
 SAMPLES = files("federation") / "samples"
 SYNC_TIMEOUT = 60.0
+SPAN_EXPORT_DELAY_MS = 200.0  # `up` is for watching: spans reach <state-dir>/traces/ within a fraction of a second
 MANAGEMENT = "management"
 DATA_DIR = "data"  # <state-dir>/data/<cluster>/kubeplane.db: each embedded server's objects
 PORT_FILE = "port"  # <state-dir>/data/<cluster>/port: the port it last served on
@@ -172,6 +174,7 @@ class Demo:
         self, state_dir: Path, cells: list[Cell], projects: list[Project], console: Console, *, persistent: bool = True
     ) -> None:
         self.state_dir = state_dir
+        self.tracer_providers: list[SdkTracerProvider] = []
         self.cells = cells
         self.projects = projects
         self.console = console
@@ -251,8 +254,12 @@ class Demo:
     async def start_managers(self, tg: anyio.abc.TaskGroup, stop: anyio.Event) -> None:
         plans = [(MANAGEMENT, management_settings(self.state_dir))]
         plans += [(c.name, cell_settings(self.state_dir, c)) for c in self.cells]
+        exporter = telemetry.JsonLinesSpanExporter(telemetry.spans_file(self.state_dir))
         for name, settings in plans:
-            manager = await app.prepare_manager(settings)
+            # every manager records its spans (service.name = its cluster) to <state-dir>/traces/
+            tracer_provider = telemetry.provider(name, [exporter], schedule_delay_millis=SPAN_EXPORT_DELAY_MS)
+            self.tracer_providers.append(tracer_provider)
+            manager = await app.prepare_manager(settings, tracer_provider=tracer_provider)
             await tg.start(manager.run)
             self.managers[name] = manager
         expected = {c.name for c in self.cells} | {p.name for p in self.projects}
@@ -356,7 +363,12 @@ async def up(
         _unlink(state_dir / "ready")
         if lock.took_over_from is not None:
             console.print(f"took over --state-dir {lock.shown} from pid {lock.took_over_from} (no longer running)")
-        await _run_until_stopped(Demo(state_dir, cells, projects, console, persistent=not ephemeral), duration)
+        demo = Demo(state_dir, cells, projects, console, persistent=not ephemeral)
+        try:
+            await _run_until_stopped(demo, duration)
+        finally:
+            for tracer_provider in demo.tracer_providers:
+                tracer_provider.shutdown()  # the spans still batched reach the file
     console.print("federation-manager up: stopped", highlight=False)
 
 

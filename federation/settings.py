@@ -122,6 +122,17 @@ class ManagerSettings(BaseSettings):
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = Field("text", description="text, or json (one object per line)")
+    tracing: bool = Field(
+        False,
+        description="export a span per reconcile and one trace per WorkloadDeployment change, as the standard "
+        "OTEL_* environment says (OTEL_TRACES_EXPORTER otlp|console|none, OTEL_EXPORTER_OTLP_ENDPOINT, "
+        "OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER); off: nothing loaded, nothing spent",
+    )
+    traces_file: Path | None = Field(
+        None,
+        description="with --tracing, also record spans to this JSON-lines file (rotated to FILE.1 past 8 MiB), "
+        "the format `federation-manager trace --file` reads",
+    )
     registration: RegistrationSettings = Field(default_factory=RegistrationSettings)  # type: ignore[arg-type]
     controllers: ControllerSettings = Field(default_factory=ControllerSettings)  # type: ignore[arg-type]
 

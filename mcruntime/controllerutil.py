@@ -210,6 +210,25 @@ class ApplyResult:
         return self.operation is not Operation.UNCHANGED
 
 
+def _intent(desired: Mapping[str, Any], manager: str, subresource: str) -> tuple[dict[str, Any], Mapping[str, Any]]:
+    """What `apply_if_differs` compares with the cached object, and the body it applies."""
+    if subresource == "status":
+        return {"status": desired.get("status") or {}}, desired
+    intent = {k: v for k, v in desired.items() if k not in _TYPE_FIELDS}
+    metadata = dict(intent.get("metadata") or {})
+    metadata["annotations"] = {**(metadata.get("annotations") or {}), intent_annotation(manager): intent_digest(intent)}
+    intent["metadata"] = metadata
+    return intent, {**desired, "metadata": metadata}
+
+
+def would_apply(
+    desired: Mapping[str, Any], cached: Mapping[str, Any] | None, field_manager: str, *, subresource: str = ""
+) -> bool:
+    """Whether `apply_if_differs(desired, cached=cached)` would write (pure: no request), so a
+    caller can add what rides along with a write but must never cause one."""
+    return cached is None or not is_subset(_intent(desired, field_manager, subresource)[0], cached)
+
+
 async def apply_if_differs(
     client: Client,
     resource: Resource,
@@ -234,17 +253,7 @@ async def apply_if_differs(
     if cached is None:
         cached = await client.get_or_none(resource, name_of(desired), namespace=namespace_of(desired) or None)
     manager = field_manager or client.field_manager
-    if subresource == "status":
-        intent: dict[str, Any] = {"status": desired.get("status") or {}}
-        body: Mapping[str, Any] = desired
-    else:
-        intent = {k: v for k, v in desired.items() if k not in _TYPE_FIELDS}
-        key = intent_annotation(manager)
-        digest = intent_digest(intent)
-        metadata = dict(intent.get("metadata") or {})
-        metadata["annotations"] = {**(metadata.get("annotations") or {}), key: digest}
-        intent["metadata"] = metadata
-        body = {**desired, "metadata": metadata}
+    intent, body = _intent(desired, manager, subresource)
     if cached is not None and is_subset(intent, cached):
         return ApplyResult(dict(cached), Operation.UNCHANGED)
     applied = await client.apply(resource, body, field_manager=manager, force=force, subresource=subresource)

@@ -1,15 +1,36 @@
 """A span per reconcile, with the request's cluster, namespace and name as attributes
-(OpenTelemetry's `k8s.*` semantic-convention names where they exist)."""
+(OpenTelemetry's `k8s.*` semantic-convention names where they exist), and the stage spans
+of one change's trace.
+
+A change's trace is identified by its object and generation alone: `change_context` derives
+the trace id and a root span id from (uid, generation), so every writer that sees that
+generation (a federator restarted meanwhile, another process) joins the same trace, and the
+W3C `traceparent` that carries it never changes while the generation does not: an object
+carrying it is never rewritten for it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
 from opentelemetry import trace
-from opentelemetry.trace import Span, Status, StatusCode, Tracer, TracerProvider
+from opentelemetry.context import Context
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    Span,
+    SpanContext,
+    Status,
+    StatusCode,
+    TraceFlags,
+    Tracer,
+    TracerProvider,
+)
+from opentelemetry.util.types import AttributeValue
 
 from .request import Request
+
+TRACEPARENT_VERSION = "00"
 
 
 def tracer_for(provider: TracerProvider | None = None) -> Tracer:
@@ -33,3 +54,54 @@ def reconcile_span(tracer: Tracer, controller: str, request: Request) -> Iterato
 def mark_error(span: Span, exc: BaseException) -> None:
     span.record_exception(exc)
     span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+# ---------------------------------------------------------------------- one trace per change
+def change_context(uid: str, generation: int) -> SpanContext:
+    """The (remote) root of the trace of an object's generation: ids derived from both, so
+    the same generation always names the same trace (never all-zero: invalid in W3C)."""
+    digest = hashlib.sha256(f"{uid}/{generation}".encode()).digest()
+    trace_id = int.from_bytes(digest[:16], "big") or 1
+    span_id = int.from_bytes(digest[16:24], "big") or 1
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(TraceFlags.SAMPLED))
+
+
+def traceparent(context: SpanContext) -> str:
+    """The W3C `traceparent` header value of a span context."""
+    return f"{TRACEPARENT_VERSION}-{context.trace_id:032x}-{context.span_id:016x}-{int(context.trace_flags):02x}"
+
+
+def parse_traceparent(value: str | None) -> SpanContext | None:
+    """The span context a W3C `traceparent` names; None for a missing or malformed one
+    (a hand-edited annotation is ignored, never an error)."""
+    parts = (value or "").strip().split("-")
+    if len(parts) != 4 or parts[0] != TRACEPARENT_VERSION:
+        return None
+    try:
+        trace_id, span_id, flags = int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
+    except ValueError:
+        return None
+    if len(parts[1]) != 32 or len(parts[2]) != 16 or not trace_id or not span_id:
+        return None
+    return SpanContext(trace_id, span_id, is_remote=True, trace_flags=TraceFlags(flags & 0xFF))
+
+
+@contextmanager
+def stage_span(
+    tracer: Tracer, stage: str, parent: SpanContext | None, attributes: Mapping[str, AttributeValue]
+) -> Iterator[Span]:
+    """A stage of a change's trace, under `parent` (the change's root or a remote stage's
+    context; None: under the current span). Its `outcome` attribute is `ok`, or the name of
+    the exception that ended it (recorded as an event, the span's status set to error)."""
+    context: Context | None = trace.set_span_in_context(NonRecordingSpan(parent)) if parent is not None else None
+    with tracer.start_as_current_span(
+        stage, context=context, attributes=dict(attributes), record_exception=False, set_status_on_exception=False
+    ) as span:
+        try:
+            yield span
+        except Exception as exc:
+            span.set_attribute("outcome", type(exc).__name__)
+            mark_error(span, exc)
+            raise
+        if span.is_recording() and "outcome" not in getattr(span, "attributes", {}):
+            span.set_attribute("outcome", "ok")

@@ -27,6 +27,7 @@ from federation.api.conditions import find_condition_json
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate
+from federation.fleet.changetrace import change_of, stage_attributes
 from federation.fleet.downstream import (
     UnresolvedLocation,
     cell_owns_replicas,
@@ -48,6 +49,7 @@ from federation.fleet.fleetview import (
 from federation.fleet.locations import CityTarget
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share
+from federation.fleet.propagation import clock_of
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
@@ -59,6 +61,7 @@ from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
+from mcruntime.tracing import stage_span, tracer_for
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +73,8 @@ class StatusProjector:
         self.mgr = mgr
         self.stale_after = stale_after
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
+        self.tracer = tracer_for(mgr.tracer_provider)
+        self.clock = clock_of(mgr)
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
@@ -104,9 +109,11 @@ class StatusProjector:
         city = target.city_code if target is not None else None
         status = aggregate(wd, reports, now=datetime.datetime.now(datetime.UTC), city=city, unplaced=unplaced)
         # 5. write only the difference
-        if status != (wd.get("status") or {}):
+        written = status != (wd.get("status") or {})
+        if written:
             await self._write(project, wd, status)
             await self._say_unplaced(project, wd, status)
+        self.clock.projected(copies, written=written)
         return Result(requeue_after=deadline)
 
     def _reports(
@@ -143,7 +150,20 @@ class StatusProjector:
         return reports, (deadline + 0.05 if deadline is not None else None)
 
     async def _write(self, project: Cluster, wd: Obj, status: Obj) -> None:
-        await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status, field_manager=FIELD_MANAGER)
+        generation = meta(wd).get("generation")
+        claims = status.get("observedGeneration") == generation != (wd.get("status") or {}).get("observedGeneration")
+        if not claims:
+            await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
+                                              field_manager=FIELD_MANAGER)  # fmt: skip
+            return
+        # every target cell observed the generation; the write that claims it ends that change's trace
+        key = (project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))
+        self.clock.cells_observed(key, int(generation or 0))
+        attributes = stage_attributes(project.name, wd)
+        with stage_span(self.tracer, "project", change_of(wd), attributes):
+            await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
+                                              field_manager=FIELD_MANAGER)  # fmt: skip
+        self.clock.status_claimed(key, int(generation or 0))
 
     async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
         """A Warning Event when the WD newly has no cell for its city (as the Workload
@@ -177,9 +197,15 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         clusters=LOCAL,
     )
     read_cell_copies(ctrl)
+    clock = clock_of(mgr)
+
+    async def wd_of_copy(cluster: str, copy: Obj) -> list[Request]:
+        clock.copy_changed(copy)  # the cell write -> projection clock starts as its event arrives
+        return await routes.wd_of_copy(cluster, copy)
+
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
-        EnqueueRequestsFromMapFunc(routes.wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
+        EnqueueRequestsFromMapFunc(wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
         label_selector=CELL_COPIES_SELECTOR,
     )

@@ -19,7 +19,14 @@ from kubeplane import EmbeddedAPIServer
 from tests.support import eventually, install_project_crds
 from tests.support.plane import Plane
 
-HEAVY = ("kubernetes_asyncio.client.api", "kubernetes_asyncio.client.models", "kubeplane")
+# tracing off (no --tracing): neither the SDK's tracing nor our exporters load
+HEAVY = (
+    "kubernetes_asyncio.client.api",
+    "kubernetes_asyncio.client.models",
+    "kubeplane",
+    "opentelemetry.sdk.trace",
+    "federation.telemetry",
+)
 NEEDED = ("kubernetes_asyncio.config.kube_config", "kubernetes_asyncio.client.configuration")
 
 

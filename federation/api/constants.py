@@ -131,6 +131,12 @@ class Label(DocumentedStr):
 
 
 class Annotation(DocumentedStr):
+    TRACEPARENT = (
+        "compute.datumapis.com/traceparent",
+        "On a downstream WorkloadDeployment copy and its Instances: the W3C traceparent of the project "
+        "WorkloadDeployment generation it carries (derived from its uid and generation), set in the same write as "
+        "the spec change; the cell controllers continue that change's trace from it.",
+    )
     RESTARTED_AT = (
         "compute.datumapis.com/restartedAt",
         "RFC 3339 time on a template's annotations; changing it changes the template hash and rolls every Instance.",

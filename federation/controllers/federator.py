@@ -4,9 +4,9 @@ cell of its city (its `spec.cityCode`, or its `spec.locationRef` Location's), re
 Request key: (project cluster = the bare project name, project namespace, WD name).
 Reads (caches only): project WDs and namespaces; the management cluster's Locations; in
 every cell, the WD copies and downstream namespaces (`fleet.fleetview`); cluster states.
-Writes, and alone writes: the `compute.datumapis.com/federator` finalizer with the
-`federation-namespace` annotation (one write), and Events on the project WD; downstream
-namespaces and WD copies in cells (field managers `federator`, `federator-initial-replicas`).
+Writes, and alone writes: the `federator` finalizer with the `federation-namespace` annotation
+(one write), and Events, on the project WD; downstream namespaces and WD copies in cells
+(managers `federator`, `federator-initial-replicas`; the traceparent only with a spec write).
 Never writes: the project WD's spec or status, another project's downstream namespace.
 
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
@@ -25,6 +25,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from opentelemetry import trace
+
 from federation.api.constants import Annotation, Finalizer, Label
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
@@ -36,6 +38,7 @@ from federation.controllers.deletion import (
     RemoveCopies,
     next_step,
 )
+from federation.fleet.changetrace import carried, change_of, copy_with_trace, stage_attributes, with_traceparent
 from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
     UnresolvedLocation,
@@ -63,6 +66,7 @@ from federation.fleet.fleetview import (
 from federation.fleet.locations import CityTarget, KnownLocation
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share, same_city
+from federation.fleet.propagation import clock_of
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
@@ -76,6 +80,7 @@ from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
+from mcruntime.tracing import stage_span, tracer_for
 
 log = logging.getLogger(__name__)
 
@@ -114,9 +119,25 @@ class Federator:
         self.mgr = mgr
         self.unreachable_grace = unreachable_grace
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
+        self.tracer = tracer_for(mgr.tracer_provider)
+        self.clock = clock_of(mgr)
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, req: Request) -> Result:
+        """`_reconcile` in the `federate` span of the WD generation's trace (one trace per change)."""
+        project = self.mgr.get_cluster(req.cluster)
+        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
+        key, generation = (req.cluster, req.namespace, req.name), int(meta(wd).get("generation") or 0) if wd else 0
+        if wd is None or meta(wd).get("deletionTimestamp"):
+            self.clock.forget(key)
+            return await self._reconcile(req)
+        self.clock.seen(key, generation)
+        with stage_span(self.tracer, "federate", change_of(wd), stage_attributes(project.name, wd)):
+            result = await self._reconcile(req)
+        self.clock.copies_written(key, generation)  # every target cell written (a failed one raised)
+        return result
+
+    async def _reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
         project = self.mgr.get_cluster(req.cluster)
         # 2. fetch (caches)
@@ -232,6 +253,9 @@ class Federator:
             desired = downstream_copy(
                 project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled, target=target
             )
+            cached = existing.obj if existing else None
+            kept = with_traceparent(desired, carried(cached))  # the change's trace rides on a spec write only
+            desired = copy_with_trace(desired, wd, cached, controllerutil.would_apply(kept, cached, FIELD_MANAGER))
             result = await controllerutil.apply_if_differs(
                 cell.client, WORKLOAD_DEPLOYMENTS, desired, cached=existing.obj if existing else None,
                 field_manager=FIELD_MANAGER,
@@ -333,6 +357,7 @@ class Federator:
     # ------------------------------------------------------------------ events
     async def _report(self, project: str, wd: Obj, shares: list[Share], outcome: Outcome) -> None:
         """Events only when something was written, so a converged WD costs no request."""
+        _trace_outcome(shares, outcome)
         if outcome.created or outcome.removed:
             placed = ", ".join(f"{s.cell} ({s.replicas} from ordinal {s.ordinal_start})" for s in shares)
             await self.events.event(
@@ -347,6 +372,20 @@ class Federator:
             await self.events.event(
                 project, wd, "Normal", reason, f"copy {what} in {', '.join(sorted(outcome.updated))}"
             )
+
+
+def _trace_outcome(shares: list[Share], outcome: Outcome) -> None:
+    """The cells and what was done in each, on the current `federate` span; a failed cell
+    is an event (the reconcile retries it)."""
+    span = trace.get_current_span()
+    if not span.is_recording():
+        return
+    span.set_attribute("cells", sorted(s.cell for s in shares))
+    for what, cells in (("created", outcome.created), ("updated", outcome.updated), ("removed", outcome.removed)):
+        if cells:
+            span.set_attribute(f"cells.{what}", sorted(cells))
+    for cell, why in sorted(outcome.failed.items()):
+        span.add_event("retry", {"k8s.cluster.name": cell, "reason": why})
 
 
 def _cell_state(cell: Cluster) -> CellState:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+from opentelemetry.trace import TracerProvider
 
 from federation.app import prepare_manager
 from federation.settings import ManagerSettings
@@ -40,9 +41,11 @@ def cell_settings(kubeconfig: Path, **overrides: Any) -> ManagerSettings:
 
 
 @asynccontextmanager
-async def running(settings: ManagerSettings) -> AsyncIterator[Manager]:
+async def running(
+    settings: ManagerSettings, *, tracer_provider: TracerProvider | None = None
+) -> AsyncIterator[Manager]:
     """A manager built and wired by federation/app.py, running until the block ends."""
-    manager = await prepare_manager(settings)
+    manager = await prepare_manager(settings, tracer_provider=tracer_provider)
     async with anyio.create_task_group() as tg:
         await tg.start(manager.run)
         try:
