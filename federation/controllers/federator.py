@@ -25,6 +25,8 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import anyio
+
 from federation.api.constants import Finalizer, Label
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.controllers.deletion import (
@@ -124,9 +126,7 @@ class Federator:
             return Result()
         if meta(wd).get("deletionTimestamp"):
             return await self._finalize(project, wd, copies)
-        # 4. first sighting
-        wd = await controllerutil.add_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
-        # 5. desired state from the pure placement function
+        # 4. desired state from the pure placement function
         uid = str(meta(wd).get("uid"))
         try:
             shares = planned_shares(wd, registered_cells(self.mgr), ((c.cell.name, c.obj) for c in copies))
@@ -134,15 +134,15 @@ class Federator:
             await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
             raise PermanentError(str(exc)) from exc
         namespace = await self._downstream_namespace(project, wd)
-        # 6. write only the difference: per target cell, then cells that stop matching
+        # 5. write only the difference: the finalizer (first sighting) and every target cell's
+        # copy at once, then the copies of cells that stop matching
         outcome = Outcome()
         targets = {share.cell for share in shares}
         stale = [c for c in copies if c.cell.name not in targets or c.upstream_uid != uid]
         await self._remove(stale, outcome)
         by_cell = {c.cell.name: c for c in copies if c not in stale}
-        for share in shares:
-            await self._place(project, namespace, wd, share, by_cell.get(share.cell), outcome)
-        # 7. tell the user, retry what failed
+        await self._place_all(project, namespace, wd, shares, by_cell, outcome)
+        # 6. tell the user, retry what failed
         await self._report(project.name, wd, shares, outcome)
         if outcome.failed:
             raise TemporaryError("; ".join(f"cell {cell}: {why}" for cell, why in sorted(outcome.failed.items())))
@@ -172,6 +172,27 @@ class Federator:
         return [Copy(cell, obj) for cell, obj in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
 
     # ------------------------------------------------------------------ writing (one write per helper)
+    async def _place_all(
+        self, project: Cluster, ns: Obj, wd: Obj, shares: list[Share], by_cell: dict[str, Copy], outcome: Outcome
+    ) -> None:
+        """The finalizer and every cell's copy, written concurrently (each helper one write):
+        one WD costs one round trip, not one per cell. The finalizer need not precede the
+        copies: a WD deleted before it lands is gone at once, and every copy it left maps
+        back to it (the copy's own watch event, the READY sweep, a restart's initial list)
+        where `reconcile` finds no WD and removes the copy (DESIGN §3 Federator 6)."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._finalizer, project, wd)
+                for share in shares:
+                    tg.start_soon(self._place, project, ns, wd, share, by_cell.get(share.cell), outcome)
+        except ExceptionGroup as group:  # `_place` records its cell's failures: this is the finalizer's
+            if len(group.exceptions) == 1:  # as itself, so the runtime's conflict/not-ready handling applies
+                raise group.exceptions[0] from None
+            raise
+
+    async def _finalizer(self, project: Cluster, wd: Obj) -> None:
+        await controllerutil.add_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
+
     async def _place(
         self,
         project: Cluster,

@@ -14,8 +14,10 @@ import anyio
 import pytest
 
 from federation.api.constants import Annotation, Finalizer, Label
+from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from federation.controllers.federator import Federator
 from federation.fleet.routing import Routes
-from mcruntime import Manager, Request
+from mcruntime import Manager, Request, controllerutil
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, record, running
 
 GROUP, VERSION = "compute.datumapis.com", "v1alpha"
@@ -434,3 +436,43 @@ async def test_a_kubeconfig_directory_registers_cells_and_projects(tmp_path: Pat
                 str(Label.CLUSTER_ROLE): "cell",
                 "topology.datum.net/city-code": "DFW",
             }
+
+
+async def test_one_wds_finalizer_and_copies_are_written_concurrently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new WD's finalizer and its copies in both DFW cells are in flight together: the
+    second cell's write does not wait for the first's answer, nor the copies for the
+    finalizer's (counted by wrapping the helpers; nothing here measures time)."""
+    in_flight: set[str] = set()
+    together: list[frozenset[str]] = []
+
+    def tracked(original: Any, what: Any) -> Any:
+        async def wrapper(*args: Any, **kwargs: Any) -> Any:
+            key = what(*args)
+            if key is None:
+                return await original(*args, **kwargs)
+            in_flight.add(key)
+            together.append(frozenset(in_flight))
+            try:
+                return await original(*args, **kwargs)
+            finally:
+                in_flight.discard(key)
+
+        return wrapper
+
+    def finalizer(client: Any, resource: Any, obj: Any, *_: Any) -> str | None:
+        return "finalizer" if resource is WORKLOAD_DEPLOYMENTS and obj["metadata"]["name"] == "api" else None
+
+    def place(_self: Any, _project: Any, _ns: Any, wd: Any, share: Any, *_: Any) -> str | None:
+        return f"copy in {share.cell}" if wd["metadata"]["name"] == "api" else None
+
+    monkeypatch.setattr(controllerutil, "add_finalizer", tracked(controllerutil.add_finalizer, finalizer))
+    monkeypatch.setattr(Federator, "_place", tracked(Federator._place, place))
+    async with federation(tmp_path) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        await eventually(lambda: Finalizer.FEDERATOR in WDs(f, "web").get("default", "api")["metadata"]["finalizers"],
+                         "the finalizer")  # fmt: skip
+    widest = max(together, key=len)
+    assert widest == {"finalizer", "copy in dfw-1", "copy in dfw-2"}, f"in flight together: {together}"
