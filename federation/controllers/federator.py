@@ -143,7 +143,7 @@ class Federator:
         by_cell = {c.cell.name: c for c in copies if c not in stale}
         await self._place_all(project, namespace, wd, shares, by_cell, outcome)
         # 6. tell the user, retry what failed
-        await self._report(project.name, wd, shares, outcome)
+        await self._report(project.name, wd, shares, outcome, first=not by_cell)
         if outcome.failed:
             raise TemporaryError("; ".join(f"cell {cell}: {why}" for cell, why in sorted(outcome.failed.items())))
         return Result()
@@ -312,21 +312,26 @@ class Federator:
                 if cell.name in serving and cell.name not in known and not cell_synced(cell)]  # fmt: skip
 
     # ------------------------------------------------------------------ events
-    async def _report(self, project: str, wd: Obj, shares: list[Share], outcome: Outcome) -> None:
-        """Events only when something was written, so a converged WD costs no request."""
-        if outcome.created or outcome.removed:
+    async def _report(self, project: str, wd: Obj, shares: list[Share], outcome: Outcome, *, first: bool) -> None:
+        """Events only for what a user acts on or would otherwise miss (DESIGN §5 Events),
+        so a converged WD costs no request and a plain create or spec change costs none:
+        the status says those. `Federated` when the cells of a placed WD change (a cell
+        joined or left, the city moved); `CopyRestored` when a copy edited by hand in a
+        cell was put back (the cells had observed this very spec, so the difference is
+        drift, not the user's own change on its way down)."""
+        if (outcome.created and not first) or outcome.removed:
             placed = ", ".join(f"{s.cell} ({s.replicas} from ordinal {s.ordinal_start})" for s in shares)
             await self.events.event(
                 project, wd, "Normal", "Federated", f"federated to {len(shares)} cells: {placed or '-'}"
             )
-        if outcome.updated:
-            # observedGeneration == generation means every cell had observed this very spec:
-            # a difference now is drift (a hand edit), not a spec change on its way down
-            status = wd.get("status") or {}
-            drift = status.get("observedGeneration") == meta(wd).get("generation")
-            reason, what = ("CopyRestored", "restored after drift") if drift else ("CopyUpdated", "updated")
+        status = wd.get("status") or {}
+        if outcome.updated and status.get("observedGeneration") == meta(wd).get("generation"):
             await self.events.event(
-                project, wd, "Normal", reason, f"copy {what} in {', '.join(sorted(outcome.updated))}"
+                project,
+                wd,
+                "Normal",
+                "CopyRestored",
+                f"copy restored after drift in {', '.join(sorted(outcome.updated))}",
             )
 
 
