@@ -84,6 +84,12 @@ class ControllerSettings(BaseModel):
     status_batch_period: float = Field(
         0.05, ge=0, le=10, description="seconds a project WD's status waits for more cell changes before it is written"
     )
+    awaiting_propagation_after: float = Field(
+        1.0,
+        ge=0,
+        le=60,
+        description="seconds a WD's status waits for its cells to observe a new spec before saying AwaitingPropagation",
+    )
 
 
 class ManagerSettings(BaseSettings):
@@ -240,6 +246,7 @@ NESTED_FLAGS: dict[str, tuple[str, str]] = {
     "cluster-selector": ("registration", "label_selector"),
     "workers": ("controllers", "workers"),
     "status-batch-period": ("controllers", "status_batch_period"),
+    "awaiting-propagation-after": ("controllers", "awaiting_propagation_after"),
 }
 _NESTED_MODELS: dict[str, type[BaseModel]] = {"registration": RegistrationSettings, "controllers": ControllerSettings}
 

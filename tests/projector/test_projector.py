@@ -356,3 +356,46 @@ async def test_a_wd_finds_its_instances_through_an_index(tmp_path: Path, monkeyp
         monkeypatch.undo()
         assert "Instance" not in decoded, f"{decoded.count('Instance')} Instances decoded to route one WD"
         assert decoded, "the spy saw the namespaces decoded: it was in place"
+
+
+async def test_a_wd_whose_cells_observe_it_costs_the_ideal_writes(tmp_path: Path) -> None:
+    """Create: the finalizer, one copy per target cell, one status write (the converged
+    one, written when the copies are observed), no Event. Update: one write per changed
+    copy and one status write, no Event. Counted by the embedded servers."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, _mgr):
+        web = f.server("web").plane.counters
+        cells = [f.server(c).plane.counters for c in ("dfw-1", "dfw-2", "lhr-1")]
+        wd_resource = f"workloaddeployments.{GROUP}"
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+        assert web.writes(wd_resource) - web.writes(f"{wd_resource}/status") == 1, f"the finalizer: {web.snapshot()}"
+        assert web.writes(f"{wd_resource}/status") == 1, "one status write"
+        assert web.writes("events") == 0, "no Event for a first placement"
+        copy_writes = [c.writes(wd_resource) - c.writes(f"{wd_resource}/status") for c in cells]
+        assert copy_writes == [1, 1, 0], "one copy per target cell"
+
+        before = shares(f, "api")
+        WDs(f, "web").edit("default", "api", lambda o: o["spec"].update(replicas=6))
+        await eventually(lambda: sum(n for n, _ in shares(f, "api").values()) == 6, "6 replicas over the copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 2, "the converged status")
+        assert web.writes(f"{wd_resource}/status") == 2, "one status write for the update"
+        assert web.writes("events") == 0, "no Event for a spec change"
+        copy_writes = [c.writes(wd_resource) - c.writes(f"{wd_resource}/status") for c in cells]
+        after = shares(f, "api")
+        changed = [int(before.get(c) != after.get(c)) for c in ("dfw-1", "dfw-2", "lhr-1")]
+        assert copy_writes == [1 + n for n in changed[:2]] + [0], f"one write per changed copy: {before} → {after}"
+
+
+async def test_a_slow_cell_shows_awaiting_propagation(tmp_path: Path) -> None:
+    """Copies nobody observes: the status is written anyway after the configured delay,
+    saying AwaitingPropagation (a delayed requeue, no copy event needed)."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 0.2}) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        await eventually(lambda: cond(status(f), "ReplicasReady").get("reason") == "AwaitingPropagation", "waiting")
+        assert "observedGeneration" not in status(f)
