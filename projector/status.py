@@ -67,6 +67,7 @@ class StatusProjector:
         # per WD: (uid, generation) a status was first held back for, and when (monotonic)
         self._awaiting: dict[Request, tuple[tuple[str, object], float]] = {}
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
+        self.matches = controllerutil.SubsetMemo()  # is_subset, remembered per copy version
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
@@ -88,7 +89,7 @@ class StatusProjector:
             raise PermanentError(str(exc)) from exc  # the federator reports it on the WD as an Event
         namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
         reports, deadline = self._reports(wd, shares, copies, namespace, req.cluster)
-        status = aggregate(wd, reports, now=datetime.datetime.now(datetime.UTC))
+        status = aggregate(wd, reports, now=datetime.datetime.now(datetime.UTC), subset=self.matches)
         # 5. write only the difference, once the cells observed this spec (or after a while)
         hold = self._hold(req, wd, status)
         if hold is not None:
