@@ -31,7 +31,8 @@ EXIT_CODES: Mapping[str, str] = {
     "status": "exit codes: 0 shown (with --wait: converged); 1 --wait ran out; 2 could not read the federation",
     "check": "exit codes: 0 no violation; 1 violations found (or --wait ran out); 2 could not check "
     "(management unreadable, or a project or cell not read)",
-    "plan": "exit codes: 0 plan shown; 2 could not plan (bad input, no such project, a cluster unreadable)",
+    "plan": "exit codes: 0 plan shown; 2 could not plan (bad input, refused by the project's API server in a "
+    "dry run, no such project, a cluster unreadable)",
 }
 
 

@@ -160,20 +160,33 @@ class Client:
         namespace: str | None = None,
         field_manager: str | None = None,
         dry_run: bool = False,
+        strict: bool = False,
     ) -> Obj:
+        """POST a new object. `dry_run` stores nothing; `strict` has unknown or duplicate
+        fields refused (fieldValidation=Strict) instead of dropped with a warning."""
         path = resource.path(self._namespace(resource, obj, namespace))
+        query = self._query(field_manager, dry_run, **({"fieldValidation": "Strict"} if strict else {}))
         result = await self.transport.request_json(
-            "POST", path, verb="create", query=self._query(field_manager, dry_run), body=self._with_type(resource, obj)
+            "POST", path, verb="create", query=query, body=self._with_type(resource, obj)
         )
         return self._obj(result, f"POST {path}")
 
     async def update(
-        self, resource: Resource, obj: Mapping[str, Any], *, field_manager: str | None = None, subresource: str = ""
+        self,
+        resource: Resource,
+        obj: Mapping[str, Any],
+        *,
+        field_manager: str | None = None,
+        subresource: str = "",
+        dry_run: bool = False,
+        strict: bool = False,
     ) -> Obj:
-        """PUT the whole object; its metadata.resourceVersion makes the write conditional."""
+        """PUT the whole object; its metadata.resourceVersion makes the write conditional.
+        `dry_run` and `strict` as for `create`."""
         path = resource.path(self._namespace(resource, obj, None), self._name(resource, obj), subresource or None)
+        query = self._query(field_manager, dry_run, **({"fieldValidation": "Strict"} if strict else {}))
         result = await self.transport.request_json(
-            "PUT", path, verb="update", query=self._query(field_manager), body=self._with_type(resource, obj)
+            "PUT", path, verb="update", query=query, body=self._with_type(resource, obj)
         )
         return self._obj(result, f"PUT {path}")
 

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from kubeplane import EmbeddedAPIServer
 from tests.support import eventually, install_project_crds
@@ -36,6 +37,7 @@ def imported(importtime_log: str) -> set[str]:
     }
 
 
+@pytest.mark.slow  # a `run` process
 async def test_an_idle_manager_loads_neither_the_generated_client_nor_kubeplane(
     apiserver: EmbeddedAPIServer, tmp_path: Path
 ) -> None:

@@ -32,7 +32,14 @@ from federation import output
 from federation.api.constants import REGISTRATION_NAMESPACE
 from federation.fleet.placement import PlacementError, city_code, desired_replicas
 from federation.ops import invariants, planview, statusview
-from federation.ops.snapshot import DEFAULT_TIMEOUT, Snapshot, SnapshotSourceError, load_snapshot, management_config
+from federation.ops.snapshot import (
+    DEFAULT_TIMEOUT,
+    Snapshot,
+    SnapshotSourceError,
+    load_snapshot,
+    management_config,
+    server_verdict,
+)
 from mcruntime.connection import ConnectionConfig
 from mcruntime.errors import ConfigError
 
@@ -294,6 +301,9 @@ async def plan(args: argparse.Namespace) -> None:
         found = snapshot.projects[project]
         if not found.reachable:
             raise CommandError(f"project {project} cannot be read ({found.health.error}); what is deployed is unknown")
+        refused = await server_verdict(snapshot, project, wd, namespace, read_timeout=args.timeout)
+        if refused is not None:  # the server's own words: what it refuses, plan refuses
+            raise CommandError(f"{source}: refused by project {project}'s API server (dry run): {refused}")
         try:
             view = planview.plan_view(snapshot, project, wd, namespace)
         except PlacementError as exc:

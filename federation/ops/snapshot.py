@@ -152,6 +152,8 @@ class Snapshot:
     projects: Mapping[str, ProjectSnapshot] = field(default_factory=dict)
     cells: Mapping[str, CellSnapshot] = field(default_factory=dict)
     taken_at: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
+    # how each registered project was reached (for `plan`'s server-side dry run); not state
+    project_configs: Mapping[str, ConnectionConfig] = field(default_factory=dict, compare=False, repr=False)
 
     def cell_infos(self) -> list[CellInfo]:
         """The cells placement sees, as the manager's `fleetview.registered_cells` does:
@@ -373,7 +375,47 @@ async def load_snapshot(
         registration_namespace,
         dict(sorted(projects.items())),
         dict(sorted(cells.items())),
+        project_configs={
+            reg.name: reg.config for reg in regs if reg.role == ClusterRole.PROJECT and reg.config is not None
+        },
     )
+
+
+async def server_verdict(
+    snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace: str, *, read_timeout: float = DEFAULT_TIMEOUT
+) -> str | None:
+    """What `project`'s API server says of `wd` in `namespace` becoming exactly this object,
+    without storing anything: a create, or a replace of the deployed WD at the resourceVersion
+    the snapshot read, with dryRun=All and fieldValidation=Strict (as `kubectl replace
+    --dry-run=server --validate=strict`). The server's message when it refuses the object;
+    None when it would accept it, or when there is no verdict to be had (the project or the
+    namespace cannot be reached: the offline check stands alone then)."""
+    config = snapshot.project_configs.get(project)
+    if config is None:
+        return None
+    metadata: dict[str, Any] = {**(wd.get("metadata") or {}), "namespace": namespace}
+    deployed = snapshot.projects[project].workload_deployment(namespace, str(metadata.get("name") or ""))
+    if deployed is not None:
+        metadata["resourceVersion"] = meta(deployed).get("resourceVersion")
+    body = {**wd, "metadata": metadata}
+    verdict: list[str] = []
+
+    async def dry_run(client: Client) -> None:
+        try:
+            if deployed is None:
+                await client.create(WORKLOAD_DEPLOYMENTS, body, field_manager=FIELD_MANAGER, dry_run=True, strict=True)
+            else:
+                await client.update(WORKLOAD_DEPLOYMENTS, body, field_manager=FIELD_MANAGER, dry_run=True, strict=True)
+        except APIError as exc:
+            if exc.status == 404:  # the namespace does not exist yet: nothing to validate against
+                return
+            if 400 <= exc.status < 500:
+                verdict.append(exc.message)
+                return
+            raise
+
+    await _read(project, config, read_timeout, dry_run)
+    return verdict[0] if verdict else None
 
 
 def controller_uid(obj: Mapping[str, Any]) -> str:

@@ -18,7 +18,7 @@ from kubeplane.testing import Kubectl, kubectl_path
 from tests.support import eventually
 from tests.support.processes import REPO
 
-pytestmark = pytest.mark.kubectl
+pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
 WD = (REPO / "docs" / "examples" / "api-workloaddeployment.yaml").read_text()
 

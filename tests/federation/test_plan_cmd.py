@@ -23,7 +23,7 @@ from federation.ops.snapshot import Health
 from kubeplane import EmbeddedAPIServer
 from kubeplane.testing import Kubectl, kubectl_path
 from tests.federation.test_federator import WDs, shares, workload_deployment
-from tests.support import Fleet, eventually
+from tests.support import Fleet, eventually, fleet
 from tests.support.crds import install_crd
 
 from .inspecting import cli as run_cli
@@ -433,3 +433,34 @@ async def test_unknown_fields_are_refused_offline_as_the_server_refuses_them(
     )
     assert good.returncode == 0, good.stderr
     assert strict_decoding_error(yaml.safe_load(as_yaml(edited(cityCode="dfw")))) is None
+
+
+@pytest.mark.slow
+async def test_what_the_server_refuses_plan_refuses_with_the_servers_words(tmp_path: Path) -> None:
+    """Issue 18 item 5: with a project reachable, `plan -f` asks its API server (a dry-run
+    server-side apply with strict field validation) and refuses what the server refuses —
+    here what no offline check can know (addresses set on the deployed WD's interface, which
+    a transition rule forbids after creation) and a CEL rule — in one line, storing nothing."""
+    mgmt = str(tmp_path / "management.kubeconfig")
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("dfw-1", "DFW"),)) as f:
+        deployed = WDs(f, "web").create(workload_deployment("api", "DFW", 3))
+        addressed = edited()
+        addressed["spec"]["template"]["spec"]["networkInterfaces"][0]["addresses"] = [{"class": "public"}]
+        ran = await run_cli("plan", "-f", "-", "--kubeconfig", mgmt, stdin=as_yaml(addressed))
+        assert (ran.code, ran.out) == (2, ""), ran.err
+        assert ran.err.startswith("federation-manager plan: stdin: refused by project web's API server (dry run): ")
+        assert "addresses cannot be set" in ran.err and len(ran.err.splitlines()) == 1, ran.err
+
+        everything = edited()
+        everything["metadata"]["name"] = "new"
+        sandbox = everything["spec"]["template"]["spec"]["runtime"]["sandbox"]
+        sandbox["containers"][0]["securityContext"] = {"capabilities": {"add": ["ALL"]}}
+        ran = await run_cli("plan", "-f", "-", "--kubeconfig", mgmt, stdin=as_yaml(everything))
+        assert ran.code == 2 and "ALL cannot be added" in ran.err, ran.err
+
+        ran = await run_cli("plan", "-f", "-", "--kubeconfig", mgmt, "-o", "json", stdin=as_yaml(edited(replicas=4)))
+        assert ran.code == 0, ran.err  # what the server accepts, plan places
+        assert [c["replicas"] for c in json.loads(ran.out)["cells"]] == [4]
+        stored = WDs(f, "web").get("default", "api")
+        assert stored is not None and stored["metadata"]["resourceVersion"] == deployed["metadata"]["resourceVersion"]
+        assert WDs(f, "web").get("default", "new") is None, "a dry run stores nothing"

@@ -59,7 +59,8 @@ async def test_a_hostile_tenant_writes_only_into_its_own_downstream_namespaces(t
         squatter = workload_deployment("api", "DFW", 1)
         squatter["metadata"]["namespace"] = shop_down
         WDs(f, "web").create(squatter)
-        # 3. hundreds of labels and maximum-length values, and a malformed city code
+        # 3. hundreds of labels and maximum-length values, and a lower-case city code (one city
+        # with DFW: it places, in web's own namespace like the rest)
         noisy = workload_deployment("noisy", "DFW", 1)
         noisy["metadata"]["labels"] = {f"tenant.example.com/k{i}": "v" * 63 for i in range(300)}
         WDs(f, "web").create(noisy)
@@ -69,7 +70,12 @@ async def test_a_hostile_tenant_writes_only_into_its_own_downstream_namespaces(t
 
         def settled() -> bool:
             names = {(c["metadata"]["namespace"], c["metadata"]["name"]) for _cell, c, _ns in every_copy(f)}
-            return {(web_default, "api"), (web_squat, "api"), (web_default, "noisy")} <= names
+            return {
+                (web_default, "api"),
+                (web_squat, "api"),
+                (web_default, "noisy"),
+                (web_default, "lowercase"),
+            } <= names
 
         await eventually(settled, "web's copies, each in web's own downstream namespace")
         assert await all_idle(mgr)
@@ -89,14 +95,11 @@ async def test_a_hostile_tenant_writes_only_into_its_own_downstream_namespaces(t
             assert ref is not None, f"{cell}: {copy['metadata']['namespace']}/{copy['metadata']['name']} unmapped"
             upstream = WDs(f, ref.project).get(ref.namespace, ref.name)
             assert upstream is not None and upstream["metadata"]["uid"] == ref.uid, (cell, ref)
-        # no tenant label reached a cell; the malformed city code was refused with an Event
+        # no tenant label reached a cell
         noisy_copy = WDs(f, "dfw-1").get(web_default, "noisy")
         assert noisy_copy is not None and not any(
             k.startswith("tenant.example.com/") for k in noisy_copy["metadata"]["labels"]
         )
-        assert all(c["metadata"]["name"] != "lowercase" for _cell, c, _ns in every_copy(f))
-        events = web.list("events", "default")
-        assert any(e["reason"] == "InvalidPlacement" and "cityCode" in e["message"] for e in events)
         assert shop.list("events", "default") == [] or all(
             "web" not in e["message"] for e in shop.list("events", "default")
         )

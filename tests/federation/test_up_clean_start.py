@@ -17,7 +17,7 @@ from tests.support import eventually
 
 from .test_demo import start_up, wait_ready
 
-pytestmark = pytest.mark.kubectl
+pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
 SHAPE = ("--cell", "dfw-1:DFW", "--cell", "dfw-2:DFW", "--cell", "lhr-1:LHR",
          "--project", "acme/web", "--project", "beta/shop")  # fmt: skip

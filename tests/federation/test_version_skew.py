@@ -13,7 +13,7 @@ from typing import Any
 
 from federation.ops.invariants import check
 from federation.ops.snapshot import load_snapshot
-from tests.federation.test_federator import WDs, workload_deployment
+from tests.federation.test_federator import STORED_TEMPLATE, WDs, workload_deployment
 from tests.projector.cellsim import settle
 from tests.support import eventually, fleet, management_settings, running
 from tests.support.fleet import compute_crds
@@ -57,7 +57,7 @@ async def test_a_cell_defaulting_a_list_item_field_is_not_drift(tmp_path: Path) 
             # the federator writes the copy, and the cell defaults the field inside the list item
             await eventually(lambda: the_copy(f) is not None, "the copy in dfw-1")
             interface = the_copy(f)["spec"]["template"]["spec"]["networkInterfaces"][0]  # type: ignore[index]
-            assert interface == {"network": {"name": "default"}, "mtu": 1460}
+            assert interface == {**STORED_TEMPLATE["spec"]["networkInterfaces"][0], "mtu": 1460}
             assert "mtu" not in created["spec"]["template"]["spec"]["networkInterfaces"][0]
             settle(f, "dfw-1")
             # the projector claims observedGeneration for the spec the cell observed

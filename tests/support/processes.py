@@ -99,13 +99,18 @@ class DeployedFleet:
         return Kubectl(self.kubeconfig(cluster), self.workdir / f"kubectl-cache-{cluster}")
 
     async def start_server(self, name: str) -> None:
-        args = ["apiserver", "--port", str(free_port()), "--kubeconfig", str(self.kubeconfig(name)), "--name", name,
-                *self.server_args]  # fmt: skip
-        process = await spawn(f"apiserver-{name}", args, self.workdir)
+        for attempt in range(3):
+            # free_port() only finds a port free *now*: on a busy machine another process can
+            # bind it before the server does, so a server refused its port gets another one
+            args = ["apiserver", "--port", str(free_port()), "--kubeconfig", str(self.kubeconfig(name)),
+                    "--name", name, *self.server_args]  # fmt: skip
+            process = await spawn(f"apiserver-{name}", args, self.workdir)
+            self.stack.push_async_callback(process.stop)
+            await eventually(lambda p=process: _written(self.kubeconfig(name)) or p.proc.returncode is not None,
+                             f"apiserver {name} up", within=30)  # fmt: skip
+            if process.proc.returncode is None or "address already in use" not in process.output() or attempt == 2:
+                break
         self.servers[name] = process
-        self.stack.push_async_callback(process.stop)
-        await eventually(lambda: _written(self.kubeconfig(name)) or process.proc.returncode is not None,
-                         f"apiserver {name} up", within=30)  # fmt: skip
         assert process.proc.returncode is None, process.output()
 
     async def install_crds(self, cluster: str, bundle: str) -> None:
