@@ -6,6 +6,10 @@ Contract (pure; wire dicts in and out):
 is not empty (DESIGN §3: then the HPA, not the spec, owns the replica count).
 
 `autoscaler_for(wd)`: the autoscaling/v2 HPA named like the WD, in its namespace:
+- labelled like its WD (`autoscaler_labels`): `services.miloapis.com/service-name:
+  compute.datumapis.com`, `compute.datumapis.com/workload-deployment-name`,
+  `workload-deployment-uid`, `workload-name`, `placement-name`, `city-code`, and
+  `topology.datum.net/location` when placed by location;
 - one owner reference, the controller: the WD (same reference its Instances carry, so the
   garbage collector removes the HPA with the WD);
 - `scaleTargetRef` = the WD's scale subresource (apiVersion `compute.datumapis.com/v1alpha`,
@@ -27,10 +31,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from federation.api.constants import API_VERSION, Kind
+from federation.api.constants import API_VERSION, GROUP, Kind, Label
 
 from .fields import get_int, get_list, get_mapping, get_str
-from .instances import owner_reference
+from .instances import owner_reference, wd_city
 
 HPA_API_VERSION = "autoscaling/v2"
 HPA_KIND = "HorizontalPodAutoscaler"
@@ -72,6 +76,23 @@ def _metric(metric: Any, field: str) -> dict[str, Any]:
     return {"type": "Resource", "resource": {"name": name, "target": {"type": _TARGETS[key], key: value}}}
 
 
+def autoscaler_labels(wd: Mapping[str, Any]) -> dict[str, str]:
+    """The HPA's labels, as its WD's (upstream's set): the service, the deployment's name and
+    UID, its workload and placement, its city (`wd_city`) and, placed by location, the Location."""
+    labels = {
+        Label.SERVICE_NAME.value: GROUP,
+        Label.WORKLOAD_DEPLOYMENT_NAME.value: get_str(wd, "metadata.name"),
+        Label.WORKLOAD_DEPLOYMENT_UID.value: get_str(wd, "metadata.uid"),
+        Label.WORKLOAD_NAME.value: get_str(wd, "spec.workloadRef.name"),
+        Label.PLACEMENT_NAME.value: get_str(wd, "spec.placementName"),
+        Label.CITY_CODE.value: wd_city(wd),
+    }
+    location = get_str(wd, "spec.locationRef.name", required=False)
+    if location:
+        labels[Label.TOPOLOGY_LOCATION.value] = location
+    return labels
+
+
 def autoscaler_for(wd: Mapping[str, Any]) -> dict[str, Any]:
     """The HPA the WD owns (see the module docstring); call only when `wants_autoscaler`."""
     name = get_str(wd, "metadata.name")
@@ -93,6 +114,7 @@ def autoscaler_for(wd: Mapping[str, Any]) -> dict[str, Any]:
         "metadata": {
             "name": name,
             "namespace": get_str(wd, "metadata.namespace"),
+            "labels": autoscaler_labels(wd),
             "ownerReferences": [owner_reference(wd)],
         },
         "spec": {

@@ -43,6 +43,7 @@ from typing import Any
 
 from federation.api.constants import API_VERSION, Annotation, Kind, Label, SchedulingGate
 from federation.api.naming import instance_name
+from federation.fleet.placement import same_city
 from mcruntime.controllerutil import is_subset
 
 from .fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
@@ -106,7 +107,7 @@ def instance_labels(wd: Mapping[str, Any], namespace_labels: Mapping[str, str], 
         Label.WORKLOAD_DEPLOYMENT_UID.value: ("metadata.uid", get_str(wd, "metadata.uid")),
         Label.WORKLOAD_DEPLOYMENT_NAME.value: ("metadata.name", get_str(wd, "metadata.name")),
         Label.INSTANCE_INDEX.value: ("ordinal", str(ordinal)),
-        Label.CITY_CODE.value: ("spec.cityCode", get_str(wd, "spec.cityCode")),
+        Label.CITY_CODE.value: ("spec.cityCode", wd_city(wd)),
         Label.WORKLOAD_NAME.value: ("spec.workloadRef.name", get_str(wd, "spec.workloadRef.name")),
         Label.PLACEMENT_NAME.value: ("spec.placementName", get_str(wd, "spec.placementName")),
     }
@@ -118,14 +119,33 @@ def instance_labels(wd: Mapping[str, Any], namespace_labels: Mapping[str, str], 
     return labels
 
 
+def wd_city(wd: Mapping[str, Any]) -> str:
+    """The city a WD in this cell was placed for: `spec.cityCode` as written, or — for a WD
+    placed by location (`spec.locationRef`), which names no city — the federator's
+    `topology.datum.net/city-code` label on the copy (its Location's city, resolved in the
+    management cluster). ValueError naming both when neither is there."""
+    city = get_str(wd, "spec.cityCode", required=False)
+    if city:
+        return city
+    labelled = get_str_map(wd, "metadata.labels").get(Label.TOPOLOGY_CITY_CODE.value, "")
+    if labelled:
+        return labelled
+    raise ValueError(
+        f"spec.cityCode: required, or (placed by spec.locationRef) the {Label.TOPOLOGY_CITY_CODE.value} "
+        "label the federator writes on the copy"
+    )
+
+
 def check_served_city(wd: Mapping[str, Any], served_city: str) -> None:
-    """A cell started with `--city-code` serves that city only: a WD of another city here
-    means its registration (the city-code label the federator places by) disagrees with
-    its own settings. ValueError naming both; nothing is created for it."""
-    city = get_str(wd, "spec.cityCode")
-    if served_city and city != served_city:
+    """A cell started with `--city-code` serves that city only (compared as placement does,
+    case-insensitively): a WD of another city here means its registration (the city-code
+    label the federator places by) disagrees with its own settings. ValueError naming both;
+    nothing is created for it."""
+    city = wd_city(wd)
+    if served_city and not same_city(city, served_city):
+        where = "spec.cityCode" if get_str(wd, "spec.cityCode", required=False) else "the city-code label"
         raise ValueError(
-            f"spec.cityCode: {city!r}, but this cell serves {served_city!r} (--city-code); its registration's "
+            f"{where}: {city!r}, but this cell serves {served_city!r} (--city-code); its registration's "
             "topology.datum.net/city-code label and its settings disagree"
         )
 

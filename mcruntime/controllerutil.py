@@ -43,16 +43,28 @@ def finalizer_field_manager(finalizer: str) -> str:
     return f"finalizer/{finalizer}"[:128]
 
 
-async def add_finalizer(client: Client, resource: Resource, obj: Mapping[str, Any], finalizer: str) -> Obj:
-    """Add `finalizer` to `obj` (as read, e.g. from the cache); no request if present.
-    Returns the object after the change (the server's answer) or `obj` unchanged."""
-    if has_finalizer(obj, finalizer):
+async def add_finalizer(
+    client: Client,
+    resource: Resource,
+    obj: Mapping[str, Any],
+    finalizer: str,
+    *,
+    annotations: Mapping[str, str] | None = None,
+) -> Obj:
+    """Add `finalizer` to `obj` (as read, e.g. from the cache), with `annotations` in the
+    same write; no request if the finalizer is there and every annotation already has its
+    value. Returns the object after the change (the server's answer) or `obj` unchanged."""
+    wanted = dict(annotations or {})
+    current = meta(obj).get("annotations") or {}
+    if has_finalizer(obj, finalizer) and all(current.get(k) == v for k, v in wanted.items()):
         return dict(obj)
     intent: dict[str, Any] = {
         "apiVersion": resource.api_version,
         "kind": resource.kind,
         "metadata": {"name": name_of(obj), "finalizers": [finalizer]},
     }
+    if wanted:
+        intent["metadata"]["annotations"] = wanted
     if namespace_of(obj):
         intent["metadata"]["namespace"] = namespace_of(obj)
     return await client.apply(resource, intent, field_manager=finalizer_field_manager(finalizer))

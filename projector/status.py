@@ -2,8 +2,8 @@
 aggregated from its copies in the cells `plan()` names, with honest freshness.
 
 Request key: (project cluster, project namespace, project WD name).
-Reads (caches): the project WD and its namespace; the WD copies and downstream namespaces
-in the cells (views shared with the federator); each cell's state and last contact.
+Reads (caches): the project WD and its namespace; the management cluster's Locations; the
+WD copies and downstream namespaces in the cells (views shared with the federator); each cell's state and last contact.
 Writes, and alone writes: the project WD's `status` (status subresource, field manager
 `projector`), only when the aggregate differs from what is cached.
 Never writes: the project WD's metadata or spec, anything in a cell.
@@ -29,30 +29,40 @@ from typing import Any
 
 from federation.api.conditions import find_condition_json
 from federation.api.naming import downstream_namespace_name
-from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate
-from federation.fleet.downstream import cell_owns_replicas, downstream_copy, own_copies, planned_shares
+from federation.fleet.downstream import (
+    UnresolvedLocation,
+    cell_owns_replicas,
+    downstream_copy,
+    own_copies,
+    planned_shares,
+    target_city,
+)
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELLS,
-    CITY_INDEX,
     PROJECTS,
-    city_of_wd,
+    WD_INDEXERS,
     find_copies,
+    known_locations,
     read_cell_copies,
     registered_cells,
 )
+from federation.fleet.locations import CityTarget
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
+from mcruntime.errors import ClusterNotReadyError
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
+from mcruntime.source import LOCAL
 
 log = logging.getLogger(__name__)
 
@@ -75,8 +85,7 @@ class StatusProjector:
         # 2. fetch; 3. early exits
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
         if wd is None or meta(wd).get("deletionTimestamp"):
-            self._awaiting.pop(req, None)
-            return Result()
+            return self._forget(req)
         project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
@@ -84,20 +93,37 @@ class StatusProjector:
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
         copies = own_copies(wd, found)
         try:
-            shares = planned_shares(wd, registered_cells(self.mgr), found)
+            locations = known_locations(self.mgr)
+        except ClusterNotReadyError as exc:
+            raise TemporaryError(str(exc)) from exc
+        target: CityTarget | None = None
+        unplaced: str | None = None
+        try:
+            target = target_city(wd, locations)
+            shares = planned_shares(wd, registered_cells(self.mgr), found, locations)
+        except UnresolvedLocation as exc:
+            # a Location missing or without a city: NoMatchingLocation naming it (and its
+            # Event, `_say_unplaced`); the Location's next change re-aggregates
+            shares, unplaced = [], str(exc)
         except PlacementError as exc:
             raise PermanentError(str(exc)) from exc  # the federator reports it on the WD as an Event
         namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
-        reports, deadline = self._reports(wd, shares, copies, namespace, req.cluster)
-        status = aggregate(wd, reports, now=datetime.datetime.now(datetime.UTC), subset=self.matches)
+        reports, deadline = self._reports(wd, target, shares, copies, namespace, req.cluster)
+        city = target.city_code if target is not None else None
+        now = datetime.datetime.now(datetime.UTC)
+        status = aggregate(wd, reports, now=now, city=city, unplaced=unplaced, subset=self.matches)
         # 5. write only the difference, once the cells observed this spec (or after a while)
-        hold = self._hold(req, wd, status)
-        if hold is not None:
+        if (hold := self._hold(req, wd, status)) is not None:
             return Result(requeue_after=hold if deadline is None else min(hold, deadline))
         if status != (wd.get("status") or {}):
             await self._write(project, wd, status)
             await self._say_unplaced(project, wd, status)
         return Result(requeue_after=deadline)
+
+    def _forget(self, req: Request) -> Result:
+        """A WD gone or going: nothing to hold back for it any more."""
+        self._awaiting.pop(req, None)
+        return Result()
 
     def _hold(self, req: Request, wd: Obj, status: Obj) -> float | None:
         """Seconds to hold back a status that awaits the cells' observation of the WD's
@@ -119,7 +145,13 @@ class StatusProjector:
         return remaining if remaining > 0 else None
 
     def _reports(
-        self, wd: Obj, shares: list[Share], copies: Mapping[str, Mapping[str, Any]], namespace: str, project: str
+        self,
+        wd: Obj,
+        target: CityTarget | None,
+        shares: list[Share],
+        copies: Mapping[str, Mapping[str, Any]],
+        namespace: str,
+        project: str,
     ) -> tuple[list[CellReport], float | None]:
         """One report per target cell, and the seconds until an unreachable cell's numbers
         turn stale (None when no cell is on its way to stale)."""
@@ -127,7 +159,11 @@ class StatusProjector:
         reports: list[CellReport] = []
         deadline: float | None = None
         for share in shares:
-            desired = downstream_copy(project, wd, share, namespace, include_replicas=include_replicas)["spec"]
+            if target is None:
+                continue
+            desired = downstream_copy(project, wd, share, namespace, include_replicas=include_replicas, target=target)[
+                "spec"
+            ]
             cell = self.mgr.clusters.get(share.cell)
             stale_since = None
             # unreachable, or re-syncing after it was: not fresh until its views follow it again
@@ -170,8 +206,13 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     ctrl = mgr.new_controller(
         "status-projector", projector, workers=options.workers, batch_period=options.status_batch_period,
     )  # fmt: skip
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
+    ctrl.watch(
+        LOCATIONS,
+        EnqueueRequestsFromMapFunc(routes.wds_of_location, cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=LOCAL,
+    )
     read_cell_copies(ctrl)
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,

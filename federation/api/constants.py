@@ -107,6 +107,14 @@ class Label(DocumentedStr):
         "topology.datum.net/city-code",
         "City code a cell serves (on cell ClusterProfiles) or a downstream WorkloadDeployment was placed for.",
     )
+    SERVICE_NAME = (
+        "services.miloapis.com/service-name",
+        "The service an object belongs to, `compute.datumapis.com` (upstream lists by it); on cell HPAs.",
+    )
+    TOPOLOGY_LOCATION = (
+        "topology.datum.net/location",
+        "Location a downstream WorkloadDeployment was placed for (spec.locationRef.name), beside its city code.",
+    )
     UPSTREAM_CLUSTER_NAME = (
         "meta.datumapis.com/upstream-cluster-name",
         "Encoded project the object came from, `cluster-<org>_<project>`; on downstream namespaces, "
@@ -126,6 +134,11 @@ class Annotation(DocumentedStr):
     RESTARTED_AT = (
         "compute.datumapis.com/restartedAt",
         "RFC 3339 time on a template's annotations; changing it changes the template hash and rolls every Instance.",
+    )
+    FEDERATION_NAMESPACE = (
+        "compute.datumapis.com/federation-namespace",
+        "On a project WorkloadDeployment, written by the federator with its finalizer: the cell namespace its "
+        "copies live in, `ns-<project namespace UID>` (so finalization needs nothing else).",
     )
     ORDINAL_START = (
         "compute.datumapis.com/ordinal-start",

@@ -385,9 +385,10 @@ COMPAT_NOTES: tuple[CompatNote, ...] = (
         "spec.locationRef",
         True,
         "`{name}` of a `Location`; exactly one of `locationRef` and `cityCode` (CEL on `spec`). The Location's "
-        '`spec.topology["topology.datum.net/city-code"]` names the city whose cells serve it '
-        "(`federation/fleet/locations.py`); the federator places by `spec.cityCode` until it is wired to "
-        "that resolver.",
+        '`spec.topology["topology.datum.net/city-code"]` names the city whose cells serve it; placement, '
+        "status, `plan`, `status` and `check` all resolve it (read from the management cluster) and a Location "
+        "change re-plans. Copies carry `topology.datum.net/location` beside the city-code label. A missing "
+        "Location, or one without a city, is `Available=False/NoMatchingLocation` naming it, with an Event.",
         "Required; the only placement field.",
         "Both eras are served, so stored and new objects keep working.",
     ),
@@ -407,7 +408,15 @@ COMPAT_NOTES: tuple[CompatNote, ...] = (
         "Same; resolved once at creation from the RuntimeClass.",
         "No RuntimeClass catalog here, so nothing fills it in.",
     ),
-    CompatNote("WorkloadDeployment", "status.suspended", True, "Served.", "Served."),
+    CompatNote(
+        "WorkloadDeployment",
+        "status.suspended",
+        True,
+        "Served, not written yet: `compute.datumapis.com/suspended` reaches the cell copies with the other "
+        "annotations, but the cells do not act on it yet.",
+        "Set while the deployment is suspended.",
+        "Suspension in the cells is not built yet (issue 20 point 3).",
+    ),
     CompatNote(
         "WorkloadDeployment",
         "status.location",
@@ -423,6 +432,15 @@ COMPAT_NOTES: tuple[CompatNote, ...] = (
         "Exactly one of `locations`, `locationSelector` and `cityCodes` per placement (CEL). Served as written.",
         "Deprecated; a mutating webhook rewrites it into a `locationSelector` on `topology.datum.net/city-code`.",
         "No admission webhooks here; the stored object stays what the user wrote.",
+    ),
+    CompatNote(
+        "Workload",
+        "spec.placements.locations",
+        True,
+        "Each named Location whose city has a registered cell gets a WorkloadDeployment with `spec.locationRef`, "
+        "named `<workload>-<placement>-<lowercase location>`; the others are named in the placement's "
+        "`NoMatchingLocation`.",
+        "Same WorkloadDeployment per Location.",
     ),
     CompatNote(
         "Workload",
@@ -523,6 +541,23 @@ Also:
   update that only sets conditions is accepted; writers here always send them.
 - The WorkloadDeployment printer columns are upstream's (`Location` from
   `.spec.locationRef.name`, empty for a `cityCode` deployment).
+- A project WorkloadDeployment's annotations reach its cell copies, except the
+  federation's own bookkeeping keys (`kubectl.kubernetes.io/last-applied-configuration`,
+  `compute.datumapis.com/federation-namespace`, `meta.datumapis.com/upstream-uid`,
+  `compute.datumapis.com/ordinal-start`: client or federation records a tenant must not
+  forge); its labels do not (identity comes from where a copy lives).
+- The federator records `compute.datumapis.com/federation-namespace: ns-<project namespace
+  UID>` on the project WorkloadDeployment, with its finalizer in one write.
+- A cell's HorizontalPodAutoscaler is labelled like its WorkloadDeployment
+  (`services.miloapis.com/service-name: compute.datumapis.com`, workload-deployment name
+  and UID, workload name, placement name, city code, and the Location when placed by one).
+- Deleting a project WorkloadDeployment (or its namespace) never waits on a cell's
+  operator: once every copy is gone or accepted for deletion by a reachable cell
+  (deletionTimestamp set) the federator's finalizer goes; the cell finalizes the copy
+  when its operator runs.
+- A template stored before the CRD gained the interface defaults (`name: eth0`,
+  `ipFamilies: [IPv6]`, `reclaimPolicy: Delete`) and its defaulted form have the same
+  template hash, so the upgrade rolls no Instance.
 """
 
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 from .constants import Label
 
 
-def workload_deployment_name(workload: str, placement: str, city_code: str) -> str:
-    """`<workload>-<placement>-<lowercase city>`: one WorkloadDeployment per placement and city."""
-    if not city_code:
-        raise ValueError(f"city code {city_code!r}: must not be empty")
-    return f"{workload}-{placement}-{city_code.lower()}"
+def workload_deployment_name(workload: str, placement: str, target: str) -> str:
+    """`<workload>-<placement>-<lowercase target>`: one WorkloadDeployment per placement and
+    target (a Location's name, or a city code)."""
+    if not target:
+        raise ValueError(f"placement target {target!r}: must not be empty")
+    return f"{workload}-{placement}-{target.lower()}"
 
 
 def instance_name(workload_deployment: str, ordinal: int) -> str:

@@ -7,9 +7,13 @@ the ONE thing to do now. The federator performs it and decides again on the next
 requeue: no memory between calls, and time enters only as each cell's `unreachable_for`.
 
 Rules, first match wins:
-1. A ready cell holds a copy not yet being deleted → `RemoveCopies` there (exact deletes),
-   then wait for them to go (`waiting` names every ready cell still holding one).
-2. A ready cell still holds a copy (being deleted) → `AwaitRemoval`.
+1. A ready cell holds a copy not yet being deleted → `RemoveCopies` there (exact deletes);
+   the copies' next event (deletionTimestamp set, or gone) brings the decision back.
+2. A copy in a ready cell that is being deleted (deletionTimestamp set) has been accepted
+   for deletion: the cell finalizes it when its operator runs, so it holds nothing here —
+   a deletion never waits on a cell's operator (issue 20). Its cell's cache keeps
+   watching it; if the copy is still there when the cell's operator is back, the operator
+   finalizes it; anything left over is the orphan sweep's (`Routes.wds_to_replan`).
 3. A cell of the city that never synced and is not unreachable may hold a copy nobody
    has seen → `AwaitSync` on it.
 4. A held cell (a copy in a cell that is not ready, or an unsynced city cell that is
@@ -46,12 +50,6 @@ class DeletionCell:
 @dataclass(frozen=True)
 class RemoveCopies:
     cells: tuple[str, ...]  # delete the copy in each
-    waiting: tuple[str, ...]  # every ready cell holding a copy, these included
-
-
-@dataclass(frozen=True)
-class AwaitRemoval:
-    cells: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -69,7 +67,7 @@ class Release:
     overdue: tuple[tuple[str, float], ...]  # (cell, seconds unreachable) for each Warning
 
 
-Step = RemoveCopies | AwaitRemoval | AwaitSync | AwaitGrace | Release
+Step = RemoveCopies | AwaitSync | AwaitGrace | Release
 
 MIN_REQUEUE = 0.1  # seconds: a grace that ends now is looked at again shortly, never in a hot loop
 
@@ -79,13 +77,9 @@ def next_step(cells: Iterable[DeletionCell], grace: float) -> Step:
     if grace < 0:
         raise ValueError(f"grace {grace!r}: must be >= 0 seconds")
     found = sorted(cells, key=lambda c: c.name)
-    ready_copies = [c for c in found if c.copy and c.state is CellState.READY]
-    to_remove = tuple(c.name for c in ready_copies if not c.copy_deleting)
-    waiting = tuple(dict.fromkeys(c.name for c in ready_copies))
+    to_remove = tuple(c.name for c in found if c.copy and c.state is CellState.READY and not c.copy_deleting)
     if to_remove:
-        return RemoveCopies(to_remove, waiting)
-    if waiting:
-        return AwaitRemoval(waiting)
+        return RemoveCopies(to_remove)
     syncing = tuple(c.name for c in found if c.unsynced and not c.copy and c.state is not CellState.UNREACHABLE)
     if syncing:
         return AwaitSync(syncing)

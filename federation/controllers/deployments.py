@@ -1,6 +1,8 @@
-"""What a Workload asks for (pure): one WorkloadDeployment per placement and city code
-that has a registered cell, named `<workload>-<placement>-<lowercase city>`, and the
-Workload's status summed over the deployments that exist.
+"""What a Workload asks for (pure): one WorkloadDeployment per placement target (a
+Location, or a city code) whose city has a registered cell — named
+`<workload>-<placement>-<lowercase location>` (placing by `spec.locationRef`) or
+`<workload>-<placement>-<lowercase city>` (by `spec.cityCode`) — and the Workload's status
+summed over the deployments that exist.
 
 A city without a registered cell gets no deployment (DESIGN §2); the placement's
 status says so, so the user sees why fewer deployments exist than cities were asked for."""
@@ -14,6 +16,7 @@ from federation.api.conditions import FALSE, TRUE, find_condition_json, set_cond
 from federation.api.constants import API_VERSION, Kind, Label
 from federation.api.naming import workload_deployment_name
 from federation.api.reasons import WorkloadCondition, WorkloadDeploymentAvailableReason
+from federation.fleet.locations import ByCity, ByLocation, KnownLocation, placement_targets
 from federation.fleet.placement import city_key
 
 COUNTERS = ("replicas", "currentReplicas", "desiredReplicas", "readyReplicas")
@@ -25,53 +28,75 @@ def placements(workload: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [p for p in found if isinstance(p, Mapping)]
 
 
-def desired_deployments(workload: Mapping[str, Any], cities_with_cells: Iterable[str]) -> dict[str, dict[str, Any]]:
+def desired_deployments(
+    workload: Mapping[str, Any], cities_with_cells: Iterable[str], locations: Iterable[KnownLocation] = ()
+) -> dict[str, dict[str, Any]]:
     """The WorkloadDeployments (apply intents, by name) a Workload wants, given the city
-    codes that have at least one registered cell. `spec.replicas` is deliberately left
-    out: it belongs to the scale subresource (`kubectl scale`, an autoscaler)."""
+    codes that have at least one registered cell and the known Locations
+    (`locations.placement_targets`): a placement's `locations` / `locationSelector` give
+    WDs with `spec.locationRef`, named `<workload>-<placement>-<lowercase location>`; its
+    `cityCodes` give WDs with `spec.cityCode`, named by the lowercase city. A target whose
+    city no registered cell serves gets none. `spec.replicas` is deliberately left out: it
+    belongs to the scale subresource (`kubectl scale`, an autoscaler)."""
     served = {city_key(c) for c in cities_with_cells}
+    known = {loc.name: loc for loc in locations}
     meta = workload.get("metadata") or {}
     name, namespace, uid = str(meta.get("name") or ""), str(meta.get("namespace") or ""), str(meta.get("uid") or "")
     if not (name and namespace and uid):
         raise ValueError("a Workload needs metadata.name, metadata.namespace and metadata.uid")
     template = (workload.get("spec") or {}).get("template") or {}
     wanted: dict[str, dict[str, Any]] = {}
-    for placement in placements(workload):
+    for i, placement in enumerate(placements(workload)):
         placement_name = str(placement.get("name") or "")
-        for city in placement.get("cityCodes") or []:
-            if city_key(str(city)) not in served:
+        for target in placement_targets(placement, known.values(), where=f"spec.placements[{i}]").targets:
+            city = target.city_code if isinstance(target, ByCity) else known[target.name].city_code
+            if not city or city_key(city) not in served:
                 continue
-            wd_name = workload_deployment_name(name, placement_name, str(city))
+            labels = {
+                str(Label.WORKLOAD_UID): uid,
+                str(Label.WORKLOAD_NAME): name,
+                str(Label.PLACEMENT_NAME): placement_name,
+                str(Label.CITY_CODE): city,
+            }
+            spec: dict[str, Any] = {"workloadRef": {"name": name, "uid": uid}, "placementName": placement_name}
+            if isinstance(target, ByLocation):
+                wd_name = workload_deployment_name(name, placement_name, target.name)
+                labels[str(Label.TOPOLOGY_LOCATION)] = target.name
+                spec["locationRef"] = {"name": target.name}
+            else:
+                wd_name = workload_deployment_name(name, placement_name, city)
+                spec["cityCode"] = city
+            spec.update(template=template, scaleSettings=placement.get("scaleSettings") or {})
             wanted[wd_name] = {
                 "apiVersion": API_VERSION,
                 "kind": str(Kind.WORKLOAD_DEPLOYMENT),
-                "metadata": {
-                    "name": wd_name,
-                    "namespace": namespace,
-                    "labels": {
-                        str(Label.WORKLOAD_UID): uid,
-                        str(Label.WORKLOAD_NAME): name,
-                        str(Label.PLACEMENT_NAME): placement_name,
-                        str(Label.CITY_CODE): str(city),
-                    },
-                },
-                "spec": {
-                    "workloadRef": {"name": name, "uid": uid},
-                    "placementName": placement_name,
-                    "cityCode": str(city),
-                    "template": template,
-                    "scaleSettings": placement.get("scaleSettings") or {},
-                },
+                "metadata": {"name": wd_name, "namespace": namespace, "labels": labels},
+                "spec": spec,
             }
     return wanted
 
 
-def unserved_cities(workload: Mapping[str, Any], cities_with_cells: Iterable[str]) -> dict[str, list[str]]:
-    """Per placement, the city codes no registered cell serves."""
+def unserved_targets(
+    workload: Mapping[str, Any], cities_with_cells: Iterable[str], locations: Iterable[KnownLocation] = ()
+) -> dict[str, list[str]]:
+    """Per placement, what no registered cell serves: city codes, Locations whose city has
+    no cell (or that name none, or do not exist: the error's message names the field)."""
     served = {city_key(c) for c in cities_with_cells}
+    known = {loc.name: loc for loc in locations}
     out: dict[str, list[str]] = {}
-    for placement in placements(workload):
-        missing = [str(c) for c in placement.get("cityCodes") or [] if city_key(str(c)) not in served]
+    for i, placement in enumerate(placements(workload)):
+        found = placement_targets(placement, known.values(), where=f"spec.placements[{i}]")
+        missing = [error.message for error in found.errors]
+        for target in found.targets:
+            if isinstance(target, ByCity):
+                if city_key(target.city_code) not in served:
+                    missing.append(target.city_code)
+                continue
+            city = known[target.name].city_code
+            if not city:
+                missing.append(f"Location {target.name} (it names no city)")
+            elif city_key(city) not in served:
+                missing.append(f"Location {target.name} ({city})")
         if missing:
             out[str(placement.get("name") or "")] = missing
     return out
@@ -88,6 +113,7 @@ def workload_status(
     cities_with_cells: Iterable[str],
     *,
     now: str,
+    locations: Iterable[KnownLocation] = (),
 ) -> dict[str, Any]:
     """The Workload's status: counters summed over its deployments, per placement and in
     total, and `Available` (True when any deployment is available). Conditions keep their
@@ -96,7 +122,7 @@ def workload_status(
     totals = dict.fromkeys(COUNTERS, 0)
     per_placement: dict[str, dict[str, Any]] = {}
     previous_placements = {p.get("name"): p for p in previous.get("placements") or [] if isinstance(p, Mapping)}
-    missing = unserved_cities(workload, cities_with_cells)
+    missing = unserved_targets(workload, cities_with_cells, locations)
     for placement in placements(workload):
         pname = str(placement.get("name") or "")
         mine = [d for d in deployments if (d.get("spec") or {}).get("placementName") == pname]

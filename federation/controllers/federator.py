@@ -1,20 +1,20 @@
 """Federator (management mode): a project WorkloadDeployment's spec flows down to every
-cell of its city, its replicas divided between them.
+cell of its city (its `spec.cityCode`, or its `spec.locationRef` Location's), replicas divided.
 
 Request key: (project cluster = the bare project name, project namespace, WD name).
-Reads (caches only): project WDs and namespaces; in every cell, the WD copies and the
-downstream namespaces (labelled views, `fleet.fleetview`); cluster states.
-Writes, and alone writes: the `compute.datumapis.com/federator` finalizer and Events on the
-project WD; downstream namespaces and WD copies in cells (field manager `federator`, plus
-`federator-initial-replicas` for an autoscaled copy's replicas at creation).
+Reads (caches only): project WDs and namespaces; the management cluster's Locations; in
+every cell, the WD copies and downstream namespaces (`fleet.fleetview`); cluster states.
+Writes, and alone writes: the `compute.datumapis.com/federator` finalizer with the
+`federation-namespace` annotation (one write), and Events on the project WD; downstream
+namespaces and WD copies in cells (field managers `federator`, `federator-initial-replicas`).
 Never writes: the project WD's spec or status, another project's downstream namespace.
 
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 1, 7 test_downstream_events_map_back_to_the_bare_project_name,
 test_a_copy_edited_or_deleted_by_hand_is_restored; 2-5 test_fan_out_divides_replicas_over_the_city,
-test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged;
+test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged, test_location_placement.py;
 6 (`deletion.next_step`, tests/federation/test_deletion.py) test_deletion_and_the_orphan_sweep,
-test_a_cell_that_never_synced_holds_a_deletion_for_the_grace;
+test_a_cell_that_never_synced_holds_a_deletion_for_the_grace, test_deletion_without_operator.py;
 8 test_forged_labels_and_colliding_names_stay_in_their_project,
 test_a_registration_naming_another_project_writes_nothing, tests/federation/test_tenant_isolation.py;
 9 test_the_federator_never_writes_project_status. At rest no write: tests/chaos."""
@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 
 import anyio
 
-from federation.api.constants import Finalizer, Label
-from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.api.constants import Annotation, Finalizer, Label
+from federation.api.naming import downstream_namespace_name
+from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.controllers.deletion import (
     AwaitGrace,
-    AwaitRemoval,
     AwaitSync,
     CellState,
     DeletionCell,
@@ -40,28 +40,31 @@ from federation.controllers.deletion import (
 )
 from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
+    UnresolvedLocation,
     cell_owns_replicas,
     downstream_copy,
     downstream_namespace,
     planned_shares,
+    target_city,
     upstream_identity,
 )
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELL_NAMESPACES_SELECTOR,
     CELLS,
-    CITY_INDEX,
     PROJECTS,
     UPSTREAM_INDEX,
+    WD_INDEXERS,
     cell_clusters,
     cell_synced,
-    city_of_wd,
     find_copies,
+    known_locations,
     namespace_upstream,
     registered_cells,
 )
+from federation.fleet.locations import CityTarget, KnownLocation
 from federation.fleet.options import ManagementOptions
-from federation.fleet.placement import PlacementError, Share, city_code, same_city
+from federation.fleet.placement import PlacementError, Share, same_city
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
@@ -74,6 +77,7 @@ from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
+from mcruntime.source import LOCAL
 
 log = logging.getLogger(__name__)
 
@@ -126,29 +130,64 @@ class Federator:
             return Result()
         if meta(wd).get("deletionTimestamp"):
             return await self._finalize(project, wd, copies)
-        # 4. desired state from the pure placement function
+        # 4. first sighting: the finalizer, and the cell namespace of its copies, in one write
+        wd = await self._claim(project, wd)
+        # 5. desired state from the pure placement function
         uid = str(meta(wd).get("uid"))
-        try:
-            shares = planned_shares(wd, registered_cells(self.mgr), ((c.cell.name, c.obj) for c in copies))
-        except PlacementError as exc:
-            await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
-            raise PermanentError(str(exc)) from exc
+        target, shares = await self._plan(project, wd, copies)
         namespace = await self._downstream_namespace(project, wd)
-        # 5. write only the difference: the finalizer (first sighting) and every target cell's
-        # copy at once, then the copies of cells that stop matching
+        # 6. write only the difference: every target cell's copy at once, then the copies of
+        # cells that stop matching
         outcome = Outcome()
         targets = {share.cell for share in shares}
         stale = [c for c in copies if c.cell.name not in targets or c.upstream_uid != uid]
         await self._remove(stale, outcome)
         by_cell = {c.cell.name: c for c in copies if c not in stale}
-        await self._place_all(project, namespace, wd, shares, by_cell, outcome)
-        # 6. tell the user, retry what failed
+        if target is not None:
+            await self._place_all(project, namespace, wd, target, shares, by_cell, outcome)
+        # 7. tell the user, retry what failed
         await self._report(project.name, wd, shares, outcome, first=not by_cell)
         if outcome.failed:
             raise TemporaryError("; ".join(f"cell {cell}: {why}" for cell, why in sorted(outcome.failed.items())))
         return Result()
 
+    # ------------------------------------------------------------------ claiming
+    async def _claim(self, project: Cluster, wd: Obj) -> Obj:
+        """The federator's finalizer and the `federation-namespace` annotation (the cell
+        namespace its copies live in, `ns-<project namespace UID>`) in one write; none when
+        both are there."""
+        namespace = str(meta(wd)["namespace"])
+        project_ns = await project.client.get_or_none(NAMESPACES, namespace)
+        if project_ns is None:
+            raise TemporaryError(f"project namespace {namespace} is not cached yet")
+        cell_namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
+        return await controllerutil.add_finalizer(
+            project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR,
+            annotations={str(Annotation.FEDERATION_NAMESPACE): cell_namespace},
+        )  # fmt: skip
+
     # ------------------------------------------------------------------ reading
+    async def _plan(self, project: Cluster, wd: Obj, copies: list[Copy]) -> tuple[CityTarget | None, list[Share]]:
+        """The WD's target city and its shares (`planned_shares`). A Location no cell serves
+        places nowhere (no target): the projector says NoMatchingLocation, with an Event, and
+        a change of the Location re-plans (`Routes.wds_of_location`). A bad spec is an Event."""
+        locations = self._locations()
+        try:
+            target = target_city(wd, locations)
+            pairs = ((c.cell.name, c.obj) for c in copies)
+            return target, planned_shares(wd, registered_cells(self.mgr), pairs, locations)
+        except UnresolvedLocation:
+            return None, []
+        except PlacementError as exc:
+            await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
+            raise PermanentError(str(exc)) from exc
+
+    def _locations(self) -> list[KnownLocation]:
+        try:
+            return known_locations(self.mgr)
+        except ClusterNotReadyError as exc:
+            raise TemporaryError(str(exc)) from exc
+
     async def _downstream_namespace(self, project: Cluster, wd: Obj) -> Obj:
         """The cell namespace the WD's copies go to (an apply intent), from the project
         namespace and the project's registration; a registration that cannot name it is
@@ -173,31 +212,33 @@ class Federator:
 
     # ------------------------------------------------------------------ writing (one write per helper)
     async def _place_all(
-        self, project: Cluster, ns: Obj, wd: Obj, shares: list[Share], by_cell: dict[str, Copy], outcome: Outcome
+        self,
+        project: Cluster,
+        ns: Obj,
+        wd: Obj,
+        target: CityTarget,
+        shares: list[Share],
+        by_cell: dict[str, Copy],
+        outcome: Outcome,
     ) -> None:
-        """The finalizer and every cell's copy, written concurrently (each helper one write):
-        one WD costs one round trip, not one per cell. The finalizer need not precede the
-        copies: a WD deleted before it lands is gone at once, and every copy it left maps
-        back to it (the copy's own watch event, the READY sweep, a restart's initial list)
-        where `reconcile` finds no WD and removes the copy (DESIGN §3 Federator 6)."""
+        """Every cell's copy, written concurrently (each helper one write): one WD costs one
+        round trip, not one per cell. `_place` records its cell's failures, so one slow or
+        failing cell never holds the others."""
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._finalizer, project, wd)
                 for share in shares:
-                    tg.start_soon(self._place, project, ns, wd, share, by_cell.get(share.cell), outcome)
-        except ExceptionGroup as group:  # `_place` records its cell's failures: this is the finalizer's
-            if len(group.exceptions) == 1:  # as itself, so the runtime's conflict/not-ready handling applies
+                    tg.start_soon(self._place, project, ns, wd, target, share, by_cell.get(share.cell), outcome)
+        except ExceptionGroup as group:  # an unexpected error: as itself, for the runtime's handling
+            if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
             raise
-
-    async def _finalizer(self, project: Cluster, wd: Obj) -> None:
-        await controllerutil.add_finalizer(project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR)
 
     async def _place(
         self,
         project: Cluster,
         ns: Obj,
         wd: Obj,
+        target: CityTarget,
         share: Share,
         existing: Copy | None,
         outcome: Outcome,
@@ -212,7 +253,9 @@ class Federator:
             if not await self._ensure_namespace(cell, ns, project.name, outcome):
                 return
             autoscaled = cell_owns_replicas(wd)
-            desired = downstream_copy(project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled)
+            desired = downstream_copy(
+                project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled, target=target
+            )
             result = await controllerutil.apply_if_differs(
                 cell.client, WORKLOAD_DEPLOYMENTS, desired, cached=existing.obj if existing else None,
                 field_manager=FIELD_MANAGER,
@@ -268,14 +311,14 @@ class Federator:
     # ------------------------------------------------------------------ deletion
     async def _finalize(self, project: Cluster, wd: Obj, copies: list[Copy]) -> Result:
         """Deletion, one step at a time (`deletion.next_step`): delete every copy, wait until
-        they are gone, then release the finalizer; a cell unreachable past the grace does
-        not hold it (a Warning names it, its copy is swept when it is back)."""
+        each is gone or accepted for deletion by its (ready) cell — never for the cell's
+        operator to finalize it — then release the finalizer; a cell unreachable past the
+        grace does not hold it (a Warning names it, its copy is swept when it is back)."""
         step = next_step(self._deletion_cells(wd, copies), self.unreachable_grace)
         if isinstance(step, RemoveCopies):
             await self._remove([c for c in copies if c.cell.name in step.cells], Outcome())
-        if isinstance(step, RemoveCopies | AwaitRemoval):
-            waiting = step.waiting if isinstance(step, RemoveCopies) else step.cells
-            raise TemporaryError(f"waiting for copies in {', '.join(waiting)} to be deleted")
+            # the copies' events (deletionTimestamp set, or gone) bring the WD back; the retry backs that up
+            raise TemporaryError(f"waiting for the copies in {', '.join(step.cells)} to be accepted for deletion")
         if isinstance(step, AwaitSync):
             raise TemporaryError(f"waiting for {', '.join(step.cells)} to sync: it may hold a copy")
         if isinstance(step, AwaitGrace):
@@ -304,9 +347,9 @@ class Federator:
         """The engaged cells serving the WD's city whose copies' cache has not synced (and
         that are not already known to hold a copy)."""
         try:
-            city = city_code(wd)
-        except PlacementError:
-            return []  # no valid city: no cell ever got a copy of it
+            city = target_city(wd, known_locations(self.mgr)).city_code
+        except (PlacementError, ClusterNotReadyError):
+            return []  # no valid city (or its Location is gone): no cell ever got a copy of it
         serving = {info.name for info in registered_cells(self.mgr) if same_city(info.city_code, city)}
         return [cell for cell in cell_clusters(self.mgr)
                 if cell.name in serving and cell.name not in known and not cell_synced(cell)]  # fmt: skip
@@ -347,8 +390,14 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     federator = Federator(mgr, unreachable_grace=options.cell_unreachable_grace)
     routes = Routes(mgr)
     ctrl = mgr.new_controller("federator", federator, workers=options.workers)
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers={CITY_INDEX: city_of_wd})
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
+    # the management cluster's Locations: a WD placed by location re-plans when its Location changes
+    ctrl.watch(
+        LOCATIONS,
+        EnqueueRequestsFromMapFunc(routes.wds_of_location, cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=LOCAL,
+    )
     # a copy's status is the cell's to write (often); only its spec and metadata are ours
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,

@@ -1,19 +1,19 @@
-"""Workload controller (management mode): a Workload's placements and city codes become
+"""Workload controller (management mode): a Workload's placements become
 WorkloadDeployments in the same project namespace.
 
 Request key: (project cluster, project namespace, Workload name).
-Reads (caches): Workloads and WorkloadDeployments of project clusters (the same WD view
-the federator uses); the registered cells (`fleetview`).
+Reads (caches): Workloads and WorkloadDeployments of project clusters (the federator's WD
+view); the registered cells (`fleetview`); the management cluster's Locations.
 Writes, and alone writes: WorkloadDeployments controlled by a Workload (field manager
 `workload-controller`; never `spec.replicas`, which the scale subresource owns), the
 `compute.datumapis.com/workload-controller` finalizer and the Workload's status.
 Never writes: WorkloadDeployments it does not control, anything in cells.
 
-Invariants (DESIGN §2 Workload) and the tests that pin them
-(tests/federation/test_workload_controller.py):
-- one WD per placement and city with a registered cell, `<workload>-<placement>-<lowercase city>`,
-  controlled by the Workload (test_wds_follow_placements_and_registered_cells);
-- a city whose first cell registers later gets its WD without a restart (same test);
+Invariants (DESIGN §2 Workload), pinned by tests/federation/test_workload_controller.py:
+- one WD per placement target whose city has a registered cell: `<workload>-<placement>-
+  <lowercase city>` (test_wds_follow_placements_and_registered_cells, also for a city whose
+  first cell registers later) or `<lowercase location>` with `spec.locationRef`
+  (test_placements_by_location_make_location_deployments);
 - WDs no longer wanted are deleted; the finalizer is released only when they are gone
   (test_deleting_the_workload_waits_for_its_deployments);
 - status sums the WDs and is written only when it changes (test_zero_writes_when_converged)."""
@@ -26,19 +26,23 @@ from typing import Any
 from federation.api.conditions import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.reasons import WorkloadDeploymentAvailableReason
-from federation.api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
+from federation.api.resources import LOCATIONS, WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.controllers.deployments import desired_deployments, newly_unplaced, workload_status
-from federation.fleet.fleetview import CELLS, PROJECTS, registered_cells
+from federation.fleet.fleetview import CELLS, PROJECTS, known_locations, registered_cells
+from federation.fleet.locations import KnownLocation
 from federation.fleet.options import ManagementOptions
-from federation.fleet.routing import PLACEMENT_CITY_INDEX, Routes, placement_cities
+from federation.fleet.routing import WORKLOAD_INDEXERS, Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
+from mcruntime.errors import ClusterNotReadyError
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objects import meta
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
+from mcruntime.source import LOCAL
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +72,11 @@ class WorkloadController:
         # 5. desired state from the pure function
         cities = {cell.city_code for cell in registered_cells(self.mgr)}
         try:
-            wanted = desired_deployments(workload, cities)
+            locations = known_locations(self.mgr)
+        except ClusterNotReadyError as exc:
+            raise TemporaryError(str(exc)) from exc
+        try:
+            wanted = desired_deployments(workload, cities, locations)
         except ValueError as exc:
             await self.events.event(req.cluster, workload, "Warning", "InvalidWorkload", str(exc))
             return Result()
@@ -80,7 +88,7 @@ class WorkloadController:
                 await self._delete(project, wd)
         # 7. status
         remaining = [wd for name, wd in owned.items() if name in wanted]
-        await self._status(project, workload, remaining, cities)
+        await self._status(project, workload, remaining, cities, locations)
         return Result()
 
     async def _owned(self, project: Cluster, workload: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -124,9 +132,14 @@ class WorkloadController:
         return Result()
 
     async def _status(
-        self, project: Cluster, workload: dict[str, Any], deployments: list[dict[str, Any]], cities: set[str]
+        self,
+        project: Cluster,
+        workload: dict[str, Any],
+        deployments: list[dict[str, Any]],
+        cities: set[str],
+        locations: list[KnownLocation],
     ) -> None:
-        status = workload_status(workload, deployments, cities, now=rfc3339_now())
+        status = workload_status(workload, deployments, cities, now=rfc3339_now(), locations=locations)
         if status == (workload.get("status") or {}):
             return
         await controllerutil.write_status(project.client, WORKLOADS, workload, status, field_manager=FIELD_MANAGER)
@@ -140,6 +153,13 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: Workloads and their WDs in every project, cell registrations."""
     controller = WorkloadController(mgr)
     ctrl = mgr.new_controller("workload-controller", controller, workers=options.workers)
-    ctrl.for_(WORKLOADS, clusters=PROJECTS, indexers={PLACEMENT_CITY_INDEX: placement_cities})
+    ctrl.for_(WORKLOADS, clusters=PROJECTS, indexers=WORKLOAD_INDEXERS)
     ctrl.owns(WORKLOAD_DEPLOYMENTS, owner=WORKLOADS, clusters=PROJECTS, indexers={CONTROLLER_UID: controller_uid})
-    ctrl.watch_clusters(Routes(mgr).workloads_of_cell, clusters=CELLS)
+    routes = Routes(mgr)
+    ctrl.watch_clusters(routes.workloads_of_cell, clusters=CELLS)
+    # a Location added, relabelled or moved to another city: the Workloads placing by location
+    ctrl.watch(
+        LOCATIONS,
+        EnqueueRequestsFromMapFunc(routes.workloads_of_location, cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=LOCAL,
+    )

@@ -233,6 +233,8 @@ def _roll_up(views: Sequence[_CellView], type_: str, ready: int, desired: int) -
     if worst.status == TRUE:
         what = "instances available" if type_ == AVAILABLE else "replicas ready"
         cells = ", ".join(sorted(v.cell for v in voters))
+        if worst.reason == WorkloadDeploymentAvailableReason.SCALED_TO_ZERO:  # nothing desired: say so
+            return _Contribution(worst.cell, TRUE, worst.reason, f"no Instances desired (replicas is 0) in {cells}")
         return _Contribution(worst.cell, TRUE, worst.reason, f"{ready}/{desired} {what} in {cells}")
     behind = "; ".join(c.message for c in contributions if c.status != TRUE)
     if len(behind) > MAX_MESSAGE:  # the API rejects longer condition messages
@@ -241,18 +243,29 @@ def _roll_up(views: Sequence[_CellView], type_: str, ready: int, desired: int) -
 
 
 def aggregate(
-    wd: Mapping[str, Any], reports: Sequence[CellReport], *, now: datetime, subset: Subset = is_subset
+    wd: Mapping[str, Any],
+    reports: Sequence[CellReport],
+    *,
+    now: datetime,
+    city: str | None = None,
+    unplaced: str | None = None,
+    subset: Subset = is_subset,
 ) -> dict[str, Any]:
     """The project WD's desired `.status`, from one report per share of `plan(wd, ...)`.
 
     Fields of the previous status this function does not compute are kept. Raises
     PlacementError for an invalid spec (as `plan` does) and ValueError for a malformed
-    counter in a cell's status or a naive datetime."""
+    counter in a cell's status or a naive datetime. `city` is the resolved target city
+    (`downstream.target_city`; None reads `spec.cityCode`); `unplaced` is the message of
+    a location that resolves to no city (then there are no reports and the conditions
+    say NoMatchingLocation with it)."""
     meta = _mapping(wd.get("metadata"))
     name = meta.get("name")
     if not isinstance(name, str) or not name:
         raise ValueError(f"WorkloadDeployment metadata.name: required, got {name!r}")
-    city, desired = city_code(wd), desired_replicas(wd)
+    desired = desired_replicas(wd)
+    if unplaced is None and city is None:
+        city = city_code(wd)
     stamp = _rfc3339(now, "now")
     previous = _mapping(wd.get("status"))
     status: dict[str, Any] = _copy.deepcopy(dict(previous))
@@ -275,7 +288,7 @@ def aggregate(
 
     conditions = [dict(c) for c in previous.get("conditions") or [] if isinstance(c, Mapping)]
     if not views:
-        nowhere = f"no registered cell serves city {city}"
+        nowhere = unplaced if unplaced is not None else f"no registered cell serves city {city}"
         rolled = {t: _Contribution("", FALSE, NO_MATCHING_LOCATION, nowhere) for t in (AVAILABLE, REPLICAS_READY)}
     else:
         ready = status["readyReplicas"]

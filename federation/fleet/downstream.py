@@ -23,7 +23,9 @@ Contract
   upstream uid), or None when anything is missing, malformed or contradictory.
 
 Identity comes from where an object lives, never from labels a tenant can write (§3
-Federator 8). So nothing of the project WD's own labels or annotations is copied: the
+Federator 8). So nothing of the project WD's own labels is copied, and of its annotations
+everything but `NOT_FEDERATED_ANNOTATIONS` (the federation's own bookkeeping keys, which a
+tenant must not forge; `compute.datumapis.com/suspended` is what the cells act on): the
 copy's labels are the federator's routing keys, and a tenant label such as
 `meta.datumapis.com/upstream-cluster-name: cluster-acme_shop` on a `web` WD must not reach
 the cell. No user label is copied at all: no consumer in the cell reads WD labels (Instance
@@ -41,10 +43,24 @@ from typing import Any
 from federation.api.clusternames import decode_upstream_cluster_name
 from federation.api.constants import API_VERSION, Annotation, Kind, Label
 from federation.api.naming import downstream_namespace_name
-from federation.fleet.placement import CellInfo, Share, city_code, plan
+from federation.fleet.locations import CityTarget, InvalidPlacementSpec, KnownLocation, resolve_city
+from federation.fleet.placement import CellInfo, PlacementError, Share, city_code, plan
+from mcruntime.objects import LAST_APPLIED
 
 # on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
 UPSTREAM_UID_ANNOTATION = str(Annotation.UPSTREAM_UID)
+
+# The project WD's annotations its copies do NOT carry (every other one does, e.g.
+# `compute.datumapis.com/suspended`), and why:
+NOT_FEDERATED_ANNOTATIONS: frozenset[str] = frozenset(
+    {
+        LAST_APPLIED,  # kubectl's record of the project object: client bookkeeping, large, meaningless in a cell
+        str(Annotation.FEDERATION_NAMESPACE),  # the project side's record of where the copies live
+        # the federator's own on the copy: a tenant writing them must not steer identity or ordinals
+        UPSTREAM_UID_ANNOTATION,
+        str(Annotation.ORDINAL_START),
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,12 +132,45 @@ def downstream_namespace(
     }
 
 
+class UnresolvedLocation(PlacementError):
+    """A `spec.locationRef` naming no Location, or a Location that names no city: nothing
+    is wrong with the spec itself, no cell serves it (yet): `NoMatchingLocation`."""
+
+
+def target_city(wd: Mapping[str, Any], locations: Iterable[KnownLocation]) -> CityTarget:
+    """The WD's target city, the one place it is read from the spec: `spec.locationRef`
+    resolved through the Locations (`locations.resolve_city`), or `spec.cityCode` as
+    written (validated by `placement.city_code`). Raises PlacementError for an invalid
+    spec and UnresolvedLocation for a Location that is missing or names no city."""
+    spec = wd.get("spec")
+    result = resolve_city(spec if isinstance(spec, Mapping) else None, locations)
+    if isinstance(result, InvalidPlacementSpec):
+        raise PlacementError(result.message)
+    if not isinstance(result, CityTarget):
+        raise UnresolvedLocation(result.message)
+    if result.location is None:
+        city_code(wd)  # today's checks of a written city (e.g. no spaces: it becomes a label value)
+    elif any(ch.isspace() for ch in result.city_code):
+        raise UnresolvedLocation(
+            f"spec.locationRef.name: Location {result.location!r} names city {result.city_code!r}, "
+            "which contains spaces, so no cell serves it"
+        )
+    return result
+
+
 def downstream_copy(
-    project_cluster: str, wd: Mapping[str, Any], share: Share, namespace: str, *, include_replicas: bool
+    project_cluster: str,
+    wd: Mapping[str, Any],
+    share: Share,
+    namespace: str,
+    *,
+    include_replicas: bool,
+    target: CityTarget,
 ) -> dict[str, Any]:
     """The WD copy for one cell (an apply intent) in downstream namespace `namespace`
     (`downstream_namespace(...)["metadata"]["name"]`). `include_replicas=False` leaves
-    `spec.replicas` out, for the cell's autoscaler to own after creation."""
+    `spec.replicas` out, for the cell's autoscaler to own after creation. `target`
+    (`target_city`) gives the city-code label and, placed by location, the location label."""
     _check_cluster(project_cluster)
     if not isinstance(namespace, str) or not namespace:
         raise ValueError(f"downstream namespace {namespace!r}: must not be empty")
@@ -129,8 +178,16 @@ def downstream_copy(
     what = f"WorkloadDeployment {project_cluster}/{_meta(wd).get('namespace')}/{name}"
     project_ns = _required(wd, "namespace", what)
     uid = _required(wd, "uid", what)
-    city = city_code(wd)  # validated: it becomes a label value
+    labels = {str(Label.TOPOLOGY_CITY_CODE): target.city_code, str(Label.UPSTREAM_NAMESPACE): project_ns}
+    if target.location is not None:
+        labels[str(Label.TOPOLOGY_LOCATION)] = target.location
     spec = {k: _copy.deepcopy(v) for k, v in wd["spec"].items() if k != "replicas"}
+    own = _meta(wd).get("annotations")
+    federated = {
+        str(k): str(v)
+        for k, v in (own if isinstance(own, Mapping) else {}).items()
+        if k not in NOT_FEDERATED_ANNOTATIONS
+    }
     if include_replicas:
         spec["replicas"] = share.replicas
     return {
@@ -139,11 +196,9 @@ def downstream_copy(
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {
-                str(Label.TOPOLOGY_CITY_CODE): city,
-                str(Label.UPSTREAM_NAMESPACE): project_ns,
-            },
+            "labels": labels,
             "annotations": {
+                **federated,
                 str(Annotation.ORDINAL_START): str(share.ordinal_start),
                 UPSTREAM_UID_ANNOTATION: uid,
             },
@@ -187,11 +242,17 @@ def own_copies(wd: Mapping[str, Any], copies: Iterable[tuple[str, Mapping[str, A
 
 
 def planned_shares(
-    wd: Mapping[str, Any], cells: Iterable[CellInfo], copies: Iterable[tuple[str, Mapping[str, Any]]]
+    wd: Mapping[str, Any],
+    cells: Iterable[CellInfo],
+    copies: Iterable[tuple[str, Mapping[str, Any]]],
+    locations: Iterable[KnownLocation],
 ) -> list[Share]:
-    """`plan(wd, cells, current)` with `current` read from the `(cell, copy)` pairs found
-    in the cells: the ordinals each of this WD's own copies holds now. Raises PlacementError."""
-    return plan(wd, cells, current_ordinals(wd, copies))
+    """`plan(wd, cells, current, city=...)` with the city from `target_city` (so a
+    `spec.locationRef` places through the Locations) and `current` read from the
+    `(cell, copy)` pairs found in the cells: the ordinals each of this WD's own copies
+    holds now. Raises PlacementError (UnresolvedLocation for a location no cell serves)."""
+    city = target_city(wd, locations).city_code
+    return plan(wd, cells, current_ordinals(wd, copies), city=city)
 
 
 def current_ordinals(wd: Mapping[str, Any], copies: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, range]:

@@ -10,15 +10,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from federation.api.constants import ClusterRole, Label
-from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import upstream_identity
+from federation.fleet.locations import KnownLocation, known_location
 from federation.fleet.placement import CellInfo, city_key
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotReadyError
 from mcruntime.manager import Manager
 from mcruntime.objects import meta
-from mcruntime.source import ClusterFilter, engaged
+from mcruntime.source import LOCAL, ClusterFilter, engaged
 
 CELLS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.CELL}")
 PROJECTS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.PROJECT}")
@@ -30,13 +31,41 @@ CELL_NAMESPACES_SELECTOR = str(Label.UPSTREAM_CLUSTER_NAME)  # present
 UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project namespace>"
 
 
-CITY_INDEX = "city"  # project WDs by spec.cityCode
+CITY_INDEX = "city"  # project WDs by spec.cityCode, and by spec.locationRef.name (LOCATION_INDEX)
+LOCATION_INDEX = "location"
 
 
 def city_of_wd(wd: dict[str, Any]) -> list[str]:
-    """Index: a WD's city, as `city_key` (case-insensitive; query with `city_key` too)."""
+    """Index: a WD's written city, as `city_key` (case-insensitive; query with `city_key`
+    too). A WD placed by location has none here: its city is its Location's, found
+    through LOCATION_INDEX (`Routes.wds_of_city`)."""
     city = (wd.get("spec") or {}).get("cityCode")
     return [city_key(city)] if isinstance(city, str) and city else []
+
+
+def location_of_wd(wd: dict[str, Any]) -> list[str]:
+    """Index: the Location a WD names (`spec.locationRef.name`), if any."""
+    ref = (wd.get("spec") or {}).get("locationRef")
+    name = ref.get("name") if isinstance(ref, dict) else None
+    return [name] if isinstance(name, str) and name else []
+
+
+WD_INDEXERS = {CITY_INDEX: city_of_wd, LOCATION_INDEX: location_of_wd}
+
+
+def read_locations(ctrl: Controller) -> None:
+    """Declare the view `known_locations` reads: every Location of the management cluster."""
+    ctrl.reads(LOCATIONS, clusters=LOCAL)
+
+
+def known_locations(mgr: Manager) -> list[KnownLocation]:
+    """The Locations of the management cluster, as placement reads them. Raises
+    ClusterNotReadyError until their view has listed once (an empty list before then would
+    read as "every location is unknown")."""
+    informer = mgr.local.cache.informer_of(LOCATIONS)
+    if not informer.has_synced:
+        raise ClusterNotReadyError(mgr.local.name, "syncing", "its Locations view has not listed yet")
+    return [known_location(obj) for obj in informer.store.list()]
 
 
 def upstream_key(project: str, namespace: str) -> str:

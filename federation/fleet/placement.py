@@ -295,11 +295,18 @@ def _fill(sizes: Sequence[int], more: int) -> list[int]:
     return out
 
 
-def plan(wd: Mapping[str, Any], cells: Iterable[CellInfo], current: Mapping[str, range] | None = None) -> list[Share]:
+def plan(
+    wd: Mapping[str, Any],
+    cells: Iterable[CellInfo],
+    current: Mapping[str, range] | None = None,
+    *,
+    city: str | None = None,
+) -> list[Share]:
     """The shares of `wd` over the cells of its city, in ordinal order (see the module
     docstring for the rules). `current` (cell → ordinals its copy has now) decides what
-    must not move."""
-    city = city_code(wd)
+    must not move. `city` is the WD's resolved target city (`downstream.target_city`:
+    a `spec.locationRef` resolved through the Locations); None reads `spec.cityCode`."""
+    city = city_code(wd) if city is None else city
     replicas = desired_replicas(wd)
     targets = _target_cells(cells, city)
     if not targets:

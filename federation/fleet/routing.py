@@ -19,15 +19,19 @@ from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import UpstreamRef, upstream_identity
 from federation.fleet.fleetview import (
     CITY_INDEX,
+    LOCATION_INDEX,
     UPSTREAM_INDEX,
     cell_clusters,
     cell_synced,
+    known_locations,
     project_clusters,
     upstream_key,
 )
-from federation.fleet.placement import city_key
+from federation.fleet.locations import known_location
+from federation.fleet.placement import city_key, same_city
 from federation.fleet.projection import CELL_ANNOTATION
 from mcruntime import controllerutil
+from mcruntime.errors import ClusterNotReadyError
 from mcruntime.indexers import CONTROLLER_UID
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
@@ -38,6 +42,8 @@ from mcruntime.source import ClusterEvent, ClusterEventType
 PLACEMENT_CITY_INDEX = "placement-city"  # Workloads by every city code their placements name
 PROJECTED_FROM_INDEX = "projected-from"  # Instance projections by the cell they mirror
 INSTANCES_OF_COPY_INDEX = "instances-of-copy"  # cell Instances by "<cell namespace>/<WD name>"
+PLACES_BY_LOCATION_INDEX = "places-by-location"  # Workloads with a placement naming or selecting Locations
+BY_LOCATION = "yes"
 
 
 def placement_cities(workload: dict[str, Any]) -> list[str]:
@@ -45,6 +51,16 @@ def placement_cities(workload: dict[str, Any]) -> list[str]:
     cities = [city_key(str(c)) for p in (workload.get("spec") or {}).get("placements") or []
               for c in p.get("cityCodes") or []]  # fmt: skip
     return sorted(set(cities))
+
+
+def places_by_location(workload: dict[str, Any]) -> list[str]:
+    """Index: `BY_LOCATION` for a Workload with a placement by `locations` or `locationSelector`."""
+    found = any(isinstance(p, dict) and (p.get("locations") is not None or p.get("locationSelector") is not None)
+                for p in (workload.get("spec") or {}).get("placements") or [])  # fmt: skip
+    return [BY_LOCATION] if found else []
+
+
+WORKLOAD_INDEXERS = {PLACEMENT_CITY_INDEX: placement_cities, PLACES_BY_LOCATION_INDEX: places_by_location}
 
 
 def projected_from(projection: Obj) -> list[str]:
@@ -117,8 +133,25 @@ class Routes:
         return [Request(ref.project, ref.namespace, str(meta(c).get("name"))) for c in copies]
 
     def wds_of_city(self, city: str) -> list[Request]:
-        """Every project WD placed in `city`."""
-        return self._in_projects(WORKLOAD_DEPLOYMENTS, CITY_INDEX, city_key(city)) if city else []
+        """Every project WD placed in `city`: by `spec.cityCode`, or by a Location whose
+        topology names that city (Locations not listed yet: only the former; the WDs of
+        Locations re-plan when their view lists them, `wds_of_location`)."""
+        if not city:
+            return []
+        found = dict.fromkeys(self._in_projects(WORKLOAD_DEPLOYMENTS, CITY_INDEX, city_key(city)))
+        try:
+            locations = known_locations(self.mgr)
+        except ClusterNotReadyError:
+            locations = []
+        for loc in locations:
+            if loc.city_code and same_city(loc.city_code, city):
+                found.update(dict.fromkeys(self._in_projects(WORKLOAD_DEPLOYMENTS, LOCATION_INDEX, loc.name)))
+        return list(found)
+
+    async def wds_of_location(self, _cluster: str, location: dict[str, Any]) -> list[Request]:
+        """A Location changed (created, its city changed, deleted): the WDs naming it re-plan."""
+        name = known_location(location).name
+        return self._in_projects(WORKLOAD_DEPLOYMENTS, LOCATION_INDEX, name) if name else []
 
     # ------------------------------------------------------------------ cell lifecycle
     def wds_of_cell(self, event: ClusterEvent) -> Iterable[Request]:
@@ -147,7 +180,15 @@ class Routes:
         if event.type not in (ClusterEventType.ENGAGED, ClusterEventType.DISENGAGED):
             return []
         city = event.labels.get(Label.TOPOLOGY_CITY_CODE)
-        return self._in_projects(WORKLOADS, PLACEMENT_CITY_INDEX, city_key(city)) if city else []
+        if not city:
+            return []
+        # a placement by location may resolve to this city: those Workloads look again too
+        by_location = self._in_projects(WORKLOADS, PLACES_BY_LOCATION_INDEX, BY_LOCATION)
+        return list(dict.fromkeys(self._in_projects(WORKLOADS, PLACEMENT_CITY_INDEX, city_key(city)) + by_location))
+
+    async def workloads_of_location(self, _cluster: str, _location: dict[str, Any]) -> list[Request]:
+        """A Location changed: every Workload placing by location (a selector may now match it)."""
+        return self._in_projects(WORKLOADS, PLACES_BY_LOCATION_INDEX, BY_LOCATION)
 
     def projections_of_cell(self, event: ClusterEvent) -> Iterable[Request]:
         """A cell removed or ready again: the projections it fed are checked."""

@@ -30,6 +30,7 @@ from rich.text import Text
 
 from federation import output
 from federation.api.constants import REGISTRATION_NAMESPACE
+from federation.fleet.locations import InvalidPlacementSpec, resolve_city
 from federation.fleet.placement import PlacementError, city_code, desired_replicas
 from federation.ops import invariants, planview, statusview
 from federation.ops.snapshot import (
@@ -287,8 +288,11 @@ async def plan(args: argparse.Namespace) -> None:
     try:
         text, source = await _read_input(args.filename)
         wd = planview.parse_workload_deployment(text, source)
-        try:  # placement's own checks, before any cluster is asked
-            city_code(wd)
+        try:  # placement's own checks, before any cluster is asked (a Location is resolved after)
+            if isinstance(spec_error := resolve_city(wd.get("spec"), ()), InvalidPlacementSpec):
+                raise PlacementError(spec_error.message)
+            if (wd.get("spec") or {}).get("cityCode") is not None:
+                city_code(wd)
             desired_replicas(wd)
         except PlacementError as exc:
             raise CommandError(f"{source}: {exc}") from None

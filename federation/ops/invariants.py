@@ -35,7 +35,13 @@ from typing import Any
 from federation.api.constants import Annotation, Finalizer
 from federation.api.naming import downstream_namespace_name
 from federation.fleet.aggregate import CellReport, aggregate
-from federation.fleet.downstream import cell_owns_replicas, downstream_copy, planned_shares, upstream_identity
+from federation.fleet.downstream import (
+    cell_owns_replicas,
+    downstream_copy,
+    planned_shares,
+    target_city,
+    upstream_identity,
+)
 from federation.fleet.placement import PlacementError, Share
 from federation.fleet.projection import CELL_ANNOTATION, Source, choose, holds_ordinal
 from federation.ops.snapshot import CellCopy, ProjectSnapshot, Snapshot, controller_uid
@@ -230,7 +236,8 @@ class _Checker:
             return
         ours = [c for c in named if c.upstream_uid == uid]
         try:
-            shares = planned_shares(wd, self.cells, ((c.cell, c.obj) for c in named))
+            target = target_city(wd, self.snap.locations)
+            shares = planned_shares(wd, self.cells, ((c.cell, c.obj) for c in named), self.snap.locations)
         except PlacementError as exc:
             self.unchecked.append(f"{what}: cannot be placed ({exc}); its copies are not checked")
             return
@@ -239,7 +246,12 @@ class _Checker:
         try:
             desired = {
                 s.cell: downstream_copy(
-                    project.name, wd, s, namespace or "ns-unknown", include_replicas=not cell_owns_replicas(wd)
+                    project.name,
+                    wd,
+                    s,
+                    namespace or "ns-unknown",
+                    include_replicas=not cell_owns_replicas(wd),
+                    target=target,
                 )["spec"]
                 for s in shares
             }
@@ -399,7 +411,9 @@ class _Checker:
         by_cell = {c.cell: c.obj for c in ours}
         reports = [CellReport(s, by_cell.get(s.cell), desired[s.cell]) for s in shares]
         try:
-            expected = aggregate(wd, reports, now=self.snap.taken_at)
+            expected = aggregate(
+                wd, reports, now=self.snap.taken_at, city=target_city(wd, self.snap.locations).city_code
+            )
         except ValueError as exc:
             self.unchecked.append(f"{what}: status not checked ({exc})")
             return

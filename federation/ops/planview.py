@@ -38,8 +38,9 @@ from federation.fleet.downstream import (
     current_ordinals,
     downstream_copy,
     planned_shares,
+    target_city,
 )
-from federation.fleet.placement import city_code, desired_replicas, moves
+from federation.fleet.placement import desired_replicas, moves
 from federation.ops.snapshot import CellCopy, Snapshot
 from federation.ops.statusview import ordinals_text
 from mcruntime.controllerutil import is_subset
@@ -156,7 +157,8 @@ def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace
     ours = {c.cell: c for c in named if uid and c.upstream_uid == uid}
     placed = {**wd, "metadata": {**dict(meta(wd)), "namespace": namespace, "uid": uid or _PLACEHOLDER_UID}}
     pairs = [(c.cell, c.obj) for c in named]
-    shares = planned_shares(placed, snapshot.cell_infos(), pairs)
+    target = target_city(placed, snapshot.locations)
+    shares = planned_shares(placed, snapshot.cell_infos(), pairs, snapshot.locations)
     moved = tuple(m.describe(name) for m in moves(current_ordinals(placed, pairs), shares))
     autoscaled = cell_owns_replicas(wd)
     cells: list[CellPlan] = []
@@ -167,7 +169,8 @@ def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace
         if cell is None or not cell.reachable:
             action = Action.UNKNOWN
         elif copy is not None:
-            desired = downstream_copy(project, placed, share, _PLACEHOLDER_NAMESPACE, include_replicas=not autoscaled)
+            desired = downstream_copy(project, placed, share, _PLACEHOLDER_NAMESPACE, include_replicas=not autoscaled,
+                                      target=target)  # fmt: skip
             action = _action(share.replicas, share.ordinal_start, copy, desired["spec"], autoscaled)
         elif (stale := next((c for c in named if c.cell == share.cell), None)) is not None:
             action, current_range = Action.REPLACE, copy_ordinals(stale.obj)
@@ -182,7 +185,7 @@ def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace
         project=project,
         namespace=namespace,
         name=name,
-        city=city_code(wd),
+        city=target.city_code,
         replicas=desired_replicas(wd),
         autoscaled=autoscaled,
         deployed=deployed is not None,

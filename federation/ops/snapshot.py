@@ -36,9 +36,18 @@ import anyio
 
 from federation.api.clusterprofile import kubeconfig_secret_name
 from federation.api.constants import KUBECONFIG_SECRET_KEY, REGISTRATION_NAMESPACE, ClusterRole, Label
-from federation.api.resources import CLUSTER_PROFILES, INSTANCES, NAMESPACES, SECRETS, WORKLOAD_DEPLOYMENTS, WORKLOADS
+from federation.api.resources import (
+    CLUSTER_PROFILES,
+    INSTANCES,
+    LOCATIONS,
+    NAMESPACES,
+    SECRETS,
+    WORKLOAD_DEPLOYMENTS,
+    WORKLOADS,
+)
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, UpstreamRef, upstream_identity
 from federation.fleet.fleetview import CELL_COPIES_SELECTOR, CELL_NAMESPACES_SELECTOR
+from federation.fleet.locations import KnownLocation, known_location
 from federation.fleet.placement import CellInfo
 from mcruntime.client import Client
 from mcruntime.connection import ConnectionConfig, from_kubeconfig_file
@@ -152,6 +161,8 @@ class Snapshot:
     projects: Mapping[str, ProjectSnapshot] = field(default_factory=dict)
     cells: Mapping[str, CellSnapshot] = field(default_factory=dict)
     taken_at: datetime.datetime = field(default_factory=lambda: datetime.datetime.now(datetime.UTC))
+    # the management cluster's Locations, as placement reads them (`fleetview.known_locations`)
+    locations: tuple[KnownLocation, ...] = ()
     # how each registered project was reached (for `plan`'s server-side dry run); not state
     project_configs: Mapping[str, ConnectionConfig] = field(default_factory=dict, compare=False, repr=False)
 
@@ -349,6 +360,12 @@ async def load_snapshot(
             CLUSTER_PROFILES, namespace=registration_namespace, label_selector=REGISTRATION_SELECTOR
         )
         got["secrets"] = await client.list_live(SECRETS, namespace=registration_namespace)
+        try:
+            got["locations"] = await client.list_live(LOCATIONS)
+        except APIError as exc:
+            if exc.status != 404:
+                raise
+            got["locations"] = []  # no Location CRD installed: only cityCode deployments place
 
     health = await _read(MANAGEMENT, management, read_timeout, registration)
     if not health.reachable:
@@ -375,6 +392,7 @@ async def load_snapshot(
         registration_namespace,
         dict(sorted(projects.items())),
         dict(sorted(cells.items())),
+        locations=tuple(known_location(obj) for obj in got.get("locations", [])),
         project_configs={
             reg.name: reg.config for reg in regs if reg.role == ClusterRole.PROJECT and reg.config is not None
         },

@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from federation.fleet.aggregate import AVAILABLE, REASON_ORDER, REPLICAS_READY
-from federation.fleet.downstream import planned_shares
+from federation.fleet.downstream import planned_shares, target_city
 from federation.fleet.placement import CellInfo, PlacementError
 from federation.ops.snapshot import CellCopy, Snapshot
 from mcruntime.objects import Obj, meta, name_of
@@ -139,6 +139,14 @@ def _cell_row(snapshot: Snapshot, cell: str, share: int, start: int, copy: CellC
     )
 
 
+def _city(wd: Obj, snapshot: Snapshot) -> str:
+    """The WD's target city (its Location's, or as written); "" when it has none."""
+    try:
+        return target_city(wd, snapshot.locations).city_code
+    except PlacementError:
+        return ""
+
+
 def _wd_row(
     snapshot: Snapshot,
     registered: list[CellInfo],
@@ -153,7 +161,7 @@ def _wd_row(
     problem = ""
     cells: tuple[CellRow, ...] = ()
     try:
-        shares = planned_shares(wd, registered, ((c.cell, c.obj) for c in named))
+        shares = planned_shares(wd, registered, ((c.cell, c.obj) for c in named), snapshot.locations)
         cells = tuple(
             _cell_row(snapshot, s.cell, s.replicas, s.ordinal_start, ours.get(s.cell))
             for s in sorted(shares, key=lambda s: s.cell)
@@ -164,7 +172,7 @@ def _wd_row(
         project=project,
         namespace=ns,
         name=name,
-        city=str(_mapping(wd.get("spec")).get("cityCode") or ""),
+        city=_city(wd, snapshot),
         deleting=bool(meta(wd).get("deletionTimestamp")),
         desired=_int(status.get("desiredReplicas")),
         ready=_int(status.get("readyReplicas")),

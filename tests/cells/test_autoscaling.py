@@ -17,7 +17,12 @@ MEMORY = {"resource": {"name": "memory", "target": {"averageValue": "1Gi"}}}
 def wd(**scale: Any) -> dict[str, Any]:
     return {
         "metadata": {"name": "api", "namespace": "ns-1", "uid": "wd-uid"},
-        "spec": {"scaleSettings": {"minReplicas": 2, **scale}},
+        "spec": {
+            "workloadRef": {"name": "web", "uid": "w-uid"},
+            "placementName": "edge",
+            "cityCode": "dfw",
+            "scaleSettings": {"minReplicas": 2, **scale},
+        },
     }
 
 
@@ -42,6 +47,14 @@ def test_the_autoscaler_targets_the_scale_subresource_and_is_owned_by_the_deploy
         "metadata": {
             "name": "api",
             "namespace": "ns-1",
+            "labels": {
+                "services.miloapis.com/service-name": "compute.datumapis.com",
+                "compute.datumapis.com/workload-deployment-name": "api",
+                "compute.datumapis.com/workload-deployment-uid": "wd-uid",
+                "compute.datumapis.com/workload-name": "web",
+                "compute.datumapis.com/placement-name": "edge",
+                "compute.datumapis.com/city-code": "dfw",
+            },
             "ownerReferences": [
                 {
                     "apiVersion": "compute.datumapis.com/v1alpha",
@@ -113,6 +126,16 @@ def test_the_autoscaler_targets_the_scale_subresource_and_is_owned_by_the_deploy
 def test_what_an_autoscaler_cannot_do_is_an_error_naming_the_field(scale: dict[str, Any], field: str) -> None:
     with pytest.raises(ValueError, match="^" + re.escape(field)):
         autoscaler_for(wd(**scale))
+
+
+def test_an_autoscaler_placed_by_location_carries_the_location_and_the_copys_city() -> None:
+    by_location = wd(maxReplicas=5, metrics=[CPU])
+    del by_location["spec"]["cityCode"]
+    by_location["spec"]["locationRef"] = {"name": "dfw-a"}
+    by_location["metadata"]["labels"] = {"topology.datum.net/city-code": "DFW"}
+    labels = autoscaler_for(by_location)["metadata"]["labels"]
+    assert labels["topology.datum.net/location"] == "dfw-a"
+    assert labels["compute.datumapis.com/city-code"] == "DFW"
 
 
 def test_only_an_autoscaler_the_deployment_controls_is_its_own() -> None:

@@ -213,6 +213,19 @@ async def test_a_wd_of_another_city_is_refused(tmp_path: Path) -> None:
         assert c.instances() == {}
 
 
+async def test_a_copy_placed_by_location_runs_in_its_city(tmp_path: Path) -> None:
+    """A copy of a `spec.locationRef` WD names no city: the cell (--city-code DFW) takes it
+    from the federator's city-code label, compared case-insensitively, and runs it."""
+    async with cell(tmp_path) as c:
+        wd = workload_deployment("api", 2)
+        del wd["spec"]["cityCode"]
+        wd["spec"]["locationRef"] = {"name": "dfw"}
+        wd["metadata"].setdefault("labels", {})[str(Label.TOPOLOGY_CITY_CODE)] = "dfw"
+        c.create_wd(wd)
+        await c.converged("api", {"api-0", "api-1"})
+        assert {i["metadata"]["labels"][str(Label.CITY_CODE)] for i in c.instances("api").values()} == {"dfw"}
+
+
 async def test_ordinal_start_and_scale_follow(tmp_path: Path) -> None:
     async with cell(tmp_path) as c:
         c.create_wd(workload_deployment("api", 2, ordinal_start=7))

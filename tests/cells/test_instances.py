@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from cells.instances import instance_for, observe, ordinal_of, ordinal_range
+from cells.instances import check_served_city, instance_for, observe, ordinal_of, ordinal_range, wd_city
 from cells.stateful import Observed
 from tests.cells.builders import cond, instance
 from tests.federation.api.objects import TEMPLATE_SPEC, workload_deployment
@@ -296,3 +296,35 @@ def test_observe_without_a_hash_reads_as_drifted() -> None:
 def test_observe_refuses_a_name_outside_the_scheme() -> None:
     with pytest.raises(ValueError, match=r"metadata\.name: 'stray' is not an Instance name of 'web'"):
         observe(instance("stray"), "web")
+
+
+def _by_location(label: str | None) -> dict[str, Any]:
+    wd = _wd()
+    del wd["spec"]["cityCode"]
+    wd["spec"]["locationRef"] = {"name": "dfw"}
+    if label is not None:
+        wd["metadata"].setdefault("labels", {})["topology.datum.net/city-code"] = label
+    return wd
+
+
+@pytest.mark.parametrize(
+    ("wd", "served", "city"),
+    [
+        (_wd(), "DFW", "DFW"),  # spec.cityCode as written
+        (_by_location("dfw"), "DFW", "dfw"),  # a locationRef copy: the federator's city label
+        (_by_location("DFW"), "", "DFW"),  # a cell without --city-code serves every city
+    ],
+    ids=["city-code", "location-lower-case", "no-served-city"],
+)
+def test_a_location_copy_takes_its_city_from_the_label(wd: dict[str, Any], served: str, city: str) -> None:
+    check_served_city(wd, served)
+    assert wd_city(wd) == city
+    got = instance_for(wd, {}, 0, "abc")
+    assert got["metadata"]["labels"]["compute.datumapis.com/city-code"] == city
+
+
+def test_a_location_copy_of_another_city_or_without_one_is_refused() -> None:
+    with pytest.raises(ValueError, match=r"the city-code label: 'LHR', but this cell serves 'DFW'"):
+        check_served_city(_by_location("LHR"), "DFW")
+    with pytest.raises(ValueError, match=r"spec\.cityCode: required, or \(placed by spec\.locationRef\)"):
+        check_served_city(_by_location(None), "DFW")

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cells.template import canonical_json, template_hash
+from cells.template import canonical_json, template_hash, without_server_defaults
 from tests.federation.api.objects import workload_deployment
 
 
@@ -107,3 +107,54 @@ json_values = st.recursive(
 @given(st.dictionaries(st.text(max_size=5), json_values, max_size=5))
 def test_insertion_order_never_matters(template: dict[str, Any]) -> None:
     assert template_hash(_reversed_keys(template)) == template_hash(template)
+
+
+# ------------------------------------------------------------------ server defaults (CRD upgrade)
+
+
+def _with_interfaces(*interfaces: dict[str, Any]) -> dict[str, Any]:
+    template = _template()
+    template["spec"]["networkInterfaces"] = [copy.deepcopy(i) for i in interfaces]
+    return template
+
+
+OLD = {"network": {"name": "default"}}
+DEFAULTED = {"network": {"name": "default"}, "name": "eth0", "ipFamilies": ["IPv6"], "reclaimPolicy": "Delete"}
+
+
+@pytest.mark.parametrize(
+    ("stored", "same_as_old"),
+    [
+        (DEFAULTED, True),  # what the upgraded CRD stores for the old template
+        ({**OLD, "name": "eth0"}, True),  # partly defaulted
+        ({**OLD, "ipFamilies": ["IPv6"]}, True),
+        ({**OLD, "reclaimPolicy": "Delete"}, True),
+        ({**DEFAULTED, "name": "eth1"}, False),  # a value other than the default is a change
+        ({**DEFAULTED, "ipFamilies": ["IPv4"]}, False),
+        ({**DEFAULTED, "ipFamilies": ["IPv6", "IPv4"]}, False),
+        ({**DEFAULTED, "reclaimPolicy": "Retain"}, False),
+        ({**DEFAULTED, "network": {"name": "other"}}, False),  # a field that is not defaulted
+    ],
+    ids=["defaulted", "name", "ipFamilies", "reclaimPolicy", "other-name", "ipv4", "dual-stack", "retain", "network"],
+)
+def test_server_defaults_do_not_change_the_hash(stored: dict[str, Any], same_as_old: bool) -> None:
+    old = template_hash(_with_interfaces(OLD))
+    assert (template_hash(_with_interfaces(stored)) == old) is same_as_old
+
+
+def test_without_server_defaults_leaves_the_input_and_odd_shapes_alone() -> None:
+    template = _with_interfaces(DEFAULTED, OLD)
+    before = copy.deepcopy(template)
+    got = without_server_defaults(template)
+    assert got["spec"]["networkInterfaces"] == [OLD, OLD]
+    assert template == before, "the input is not changed"
+    assert without_server_defaults({"spec": {"networkInterfaces": "x"}}) == {"spec": {"networkInterfaces": "x"}}
+    assert without_server_defaults({"spec": {"networkInterfaces": [1]}}) == {"spec": {"networkInterfaces": [1]}}
+    assert without_server_defaults({"metadata": {}}) == {"metadata": {}}
+
+
+@given(st.lists(st.fixed_dictionaries({}, optional={k: st.just(v) for k, v in DEFAULTED.items()}), max_size=3))
+def test_any_mix_of_defaults_hashes_as_the_undefaulted_template(interfaces: list[dict[str, Any]]) -> None:
+    """Whatever subset of the defaults the server (or the user) wrote, per interface."""
+    undefaulted = [{k: v for k, v in i.items() if k == "network"} for i in interfaces]
+    assert template_hash(_with_interfaces(*interfaces)) == template_hash(_with_interfaces(*undefaulted))

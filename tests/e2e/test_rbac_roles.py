@@ -17,6 +17,7 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 WD = "workloaddeployments.compute.datumapis.com"
 INST = "instances.compute.datumapis.com"
 PROFILES = "clusterprofiles.multicluster.x-k8s.io"
+LOCATIONS = "locations.networking.datumapis.com"
 
 
 async def can(kubectl: Kubectl, verb: str, resource: str, *where: str) -> bool:
@@ -45,6 +46,13 @@ async def test_each_identity_has_what_its_mode_needs_and_no_more(tmp_path: Path)
             (manager, "update", "leases.coordination.k8s.io", ns, True),
             (manager, "list", "secrets", ("-n", "default"), False),
             (manager, "create", PROFILES, ns, False),
+            # ... and the Locations placement resolves through (cluster-scoped), read only
+            (manager, "get", LOCATIONS, (), True),
+            (manager, "list", LOCATIONS, (), True),
+            (manager, "watch", LOCATIONS, (), True),
+            (manager, "create", LOCATIONS, (), False),
+            (manager, "update", LOCATIONS, (), False),
+            (manager, "delete", LOCATIONS, (), False),
             (manager, "create", "secrets", ns, False),
             (manager, "create", "namespaces", (), False),
             (manager, "create", "clusterroles.rbac.authorization.k8s.io", (), False),

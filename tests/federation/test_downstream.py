@@ -11,6 +11,7 @@ import pytest
 from federation.api.constants import API_VERSION, Annotation, Label
 from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
+    UnresolvedLocation,
     UpstreamRef,
     cell_owns_replicas,
     copy_ordinals,
@@ -18,10 +19,14 @@ from federation.fleet.downstream import (
     downstream_namespace,
     own_copies,
     planned_shares,
+    target_city,
     upstream_identity,
 )
+from federation.fleet.locations import CityTarget, KnownLocation
 from federation.fleet.placement import CellInfo, PlacementError, Share, plan
 from mcruntime.controllerutil import is_subset
+
+DFW = CityTarget("DFW")
 
 TEMPLATE = {
     "metadata": {
@@ -83,10 +88,10 @@ def test_two_projects_with_the_same_namespace_name_never_share_a_cell_namespace(
     shop = downstream_namespace("shop", "cluster-acme_shop", project_ns("default", "uid-b"))
     assert web["metadata"]["name"] != shop["metadata"]["name"]
     web_copy = downstream_copy(
-        "web", project_wd(), Share("dfw-1", 1, 0), web["metadata"]["name"], include_replicas=True
+        "web", project_wd(), Share("dfw-1", 1, 0), web["metadata"]["name"], include_replicas=True, target=DFW
     )
     shop_copy = downstream_copy(
-        "shop", project_wd(), Share("dfw-1", 1, 0), shop["metadata"]["name"], include_replicas=True
+        "shop", project_wd(), Share("dfw-1", 1, 0), shop["metadata"]["name"], include_replicas=True, target=DFW
     )
     assert web_copy["metadata"]["name"] == shop_copy["metadata"]["name"] == "api"
     assert web_copy["metadata"]["namespace"] != shop_copy["metadata"]["namespace"]
@@ -113,7 +118,7 @@ def test_namespace_rejects_bad_input(cluster: str, label: str, ns: dict[str, Any
 
 def test_copy_labels_annotations_and_spec_are_exact() -> None:
     wd = project_wd()
-    got = downstream_copy("web", wd, Share("dfw-2", 1, 2), "ns-ns-uid-web", include_replicas=True)
+    got = downstream_copy("web", wd, Share("dfw-2", 1, 2), "ns-ns-uid-web", include_replicas=True, target=DFW)
     assert got == {
         "apiVersion": API_VERSION,
         "kind": "WorkloadDeployment",
@@ -121,7 +126,8 @@ def test_copy_labels_annotations_and_spec_are_exact() -> None:
             "name": "api",
             "namespace": "ns-ns-uid-web",
             "labels": {Label.TOPOLOGY_CITY_CODE: "DFW", Label.UPSTREAM_NAMESPACE: "default"},
-            "annotations": {Annotation.ORDINAL_START: "2", UPSTREAM_UID_ANNOTATION: "wd-uid-1"},
+            # the project WD's own annotations travel (issue 20); its labels do not
+            "annotations": {"note": "x", Annotation.ORDINAL_START: "2", UPSTREAM_UID_ANNOTATION: "wd-uid-1"},
         },
         "spec": {**wd["spec"], "replicas": 1},
     }
@@ -131,7 +137,7 @@ def test_copy_labels_annotations_and_spec_are_exact() -> None:
 
 
 def test_replicas_are_left_to_the_cell_when_asked() -> None:
-    got = downstream_copy("web", project_wd(), Share("dfw-1", 2, 0), "ns-x", include_replicas=False)
+    got = downstream_copy("web", project_wd(), Share("dfw-1", 2, 0), "ns-x", include_replicas=False, target=DFW)
     assert "replicas" not in got["spec"]
     assert got["metadata"]["annotations"][Annotation.ORDINAL_START] == "0"
 
@@ -146,7 +152,7 @@ def test_forged_identity_labels_never_reach_the_copy() -> None:
     }
     wd["metadata"]["annotations"] = {UPSTREAM_UID_ANNOTATION: "forged", Annotation.ORDINAL_START: "9"}
     ns = downstream_namespace("web", "cluster-acme_web", project_ns())
-    got = downstream_copy("web", wd, Share("dfw-1", 3, 0), ns["metadata"]["name"], include_replicas=True)
+    got = downstream_copy("web", wd, Share("dfw-1", 3, 0), ns["metadata"]["name"], include_replicas=True, target=DFW)
     assert got["metadata"]["labels"] == {Label.TOPOLOGY_CITY_CODE: "DFW", Label.UPSTREAM_NAMESPACE: "default"}
     assert got["metadata"]["annotations"] == {Annotation.ORDINAL_START: "0", UPSTREAM_UID_ANNOTATION: "wd-uid-1"}
     # the namespace is built from the registration, not from anything on the WD
@@ -160,21 +166,20 @@ def test_forged_identity_labels_never_reach_the_copy() -> None:
         (lambda wd: wd["metadata"].pop("uid"), ValueError, "WorkloadDeployment web/default/api metadata.uid: required"),
         (lambda wd: wd["metadata"].pop("namespace"), ValueError, "metadata.namespace: required"),
         (lambda wd: wd["metadata"].pop("name"), ValueError, "metadata.name: required"),
-        (lambda wd: wd["spec"].pop("cityCode"), PlacementError, "spec.cityCode: required"),
     ],
 )
 def test_copy_rejects_bad_input(mutate: Any, error: type[Exception], message: str) -> None:
     wd = project_wd()
     mutate(wd)
     with pytest.raises(error, match=message):
-        downstream_copy("web", wd, Share("dfw-1", 1, 0), "ns-x", include_replicas=True)
+        downstream_copy("web", wd, Share("dfw-1", 1, 0), "ns-x", include_replicas=True, target=DFW)
 
 
 def test_copy_needs_a_cluster_and_a_namespace() -> None:
     with pytest.raises(ValueError, match="project cluster name '': must not be empty"):
-        downstream_copy("", project_wd(), Share("dfw-1", 1, 0), "ns-x", include_replicas=True)
+        downstream_copy("", project_wd(), Share("dfw-1", 1, 0), "ns-x", include_replicas=True, target=DFW)
     with pytest.raises(ValueError, match="downstream namespace '': must not be empty"):
-        downstream_copy("web", project_wd(), Share("dfw-1", 1, 0), "", include_replicas=True)
+        downstream_copy("web", project_wd(), Share("dfw-1", 1, 0), "", include_replicas=True, target=DFW)
 
 
 @pytest.mark.parametrize(
@@ -300,7 +305,9 @@ def test_upstream_identity_of_a_namespace_alone() -> None:
 
 def test_upstream_identity_round_trips_what_the_federator_writes() -> None:
     ns = downstream_namespace("web", "cluster-acme_web", project_ns())
-    copy_ = downstream_copy("web", project_wd(), Share("dfw-1", 1, 0), ns["metadata"]["name"], include_replicas=True)
+    copy_ = downstream_copy(
+        "web", project_wd(), Share("dfw-1", 1, 0), ns["metadata"]["name"], include_replicas=True, target=DFW
+    )
     assert upstream_identity(copy_, ns) == UpstreamRef("web", "default", "api", "wd-uid-1")
 
 
@@ -377,7 +384,7 @@ def test_planned_shares_is_plan_over_the_ordinals_the_own_copies_hold(
     assert set(own_copies(wd, copies)) == {
         cell for cell, c in copies if c["metadata"]["annotations"][UPSTREAM_UID_ANNOTATION] == "wd-uid"
     }
-    assert planned_shares(wd, REGISTERED, copies) == plan(wd, REGISTERED, current)
+    assert planned_shares(wd, REGISTERED, copies, ()) == plan(wd, REGISTERED, current)
 
 
 def test_planned_shares_without_a_uid_reads_no_copy() -> None:
@@ -385,4 +392,90 @@ def test_planned_shares_without_a_uid_reads_no_copy() -> None:
     wd["metadata"].pop("uid", None)
     copies = [("dfw-2", held_copy("", "0", 3))]
     assert own_copies(wd, copies) == {}
-    assert planned_shares(wd, REGISTERED, copies) == plan(wd, REGISTERED, {})
+    assert planned_shares(wd, REGISTERED, copies, ()) == plan(wd, REGISTERED, {})
+
+
+# ------------------------------------------------------------------ placement by location
+
+LOCATIONS = (KnownLocation("dfw", "DFW"), KnownLocation("lhr", "lhr"), KnownLocation("nowhere", ""))
+BY_LOCATION = {"locationRef": {"name": "lhr"}}
+
+
+def _placed_by(**placement: Any) -> dict[str, Any]:
+    wd = project_wd()
+    wd["spec"].pop("cityCode")
+    wd["spec"].update(placement)
+    return wd
+
+
+@pytest.mark.parametrize(
+    ("placement", "expected"),
+    [
+        ({"cityCode": "dfw"}, CityTarget("dfw")),  # as written, any case
+        ({"cityCode": "DFW"}, CityTarget("DFW")),
+        ({"locationRef": {"name": "dfw"}}, CityTarget("DFW", "dfw")),  # the Location's city
+        ({"locationRef": {"name": "lhr"}}, CityTarget("lhr", "lhr")),
+    ],
+)
+def test_target_city_reads_the_location_or_the_written_city(placement: dict[str, Any], expected: CityTarget) -> None:
+    assert target_city(_placed_by(**placement), LOCATIONS) == expected
+
+
+@pytest.mark.parametrize(
+    ("placement", "error", "message"),
+    [
+        ({"locationRef": {"name": "mars"}}, UnresolvedLocation, "Location 'mars' does not exist"),
+        ({"locationRef": {"name": "nowhere"}}, UnresolvedLocation, "Location 'nowhere' has no"),
+        ({}, PlacementError, "exactly one of spec.locationRef or spec.cityCode"),
+        ({"cityCode": "DFW", "locationRef": {"name": "dfw"}}, PlacementError, "exactly one of"),
+        ({"cityCode": "D FW"}, PlacementError, "must not contain spaces"),
+        ({"locationRef": {}}, PlacementError, "spec.locationRef.name: required"),
+    ],
+)
+def test_target_city_errors_name_the_field(placement: dict[str, Any], error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message) as raised:
+        target_city(_placed_by(**placement), LOCATIONS)
+    # an invalid spec (InvalidPlacement) is never read as a Location no cell serves (NoMatchingLocation)
+    assert isinstance(raised.value, UnresolvedLocation) == (error is UnresolvedLocation)
+
+
+def test_a_copy_placed_by_location_carries_the_location_and_city_labels() -> None:
+    wd = _placed_by(**BY_LOCATION)
+    target = target_city(wd, LOCATIONS)
+    got = downstream_copy("web", wd, Share("lhr-1", 1, 0), "ns-x", include_replicas=True, target=target)
+    assert got["metadata"]["labels"] == {
+        Label.TOPOLOGY_CITY_CODE: "lhr",
+        Label.TOPOLOGY_LOCATION: "lhr",
+        Label.UPSTREAM_NAMESPACE: "default",
+    }
+    assert got["spec"]["locationRef"] == {"name": "lhr"}  # the spec travels as written
+
+
+def test_planned_shares_places_a_location_on_its_citys_cells_in_any_case() -> None:
+    cells = [CellInfo("dfw-1", "dfw"), CellInfo("dfw-2", "DFW"), CellInfo("lhr-1", "LHR")]
+    wd = _placed_by(locationRef={"name": "dfw"})
+    by_location = planned_shares(wd, cells, [], LOCATIONS)
+    assert [s.cell for s in by_location] == ["dfw-1", "dfw-2"]
+    for written in ("dfw", "DFW"):
+        assert planned_shares(_placed_by(cityCode=written), cells, [], LOCATIONS) == by_location
+    with pytest.raises(UnresolvedLocation, match="'dfw' does not exist"):
+        planned_shares(wd, cells, [], ())
+
+
+def test_annotations_reach_the_copy_except_the_federations_own_bookkeeping() -> None:
+    wd = project_wd()
+    wd["metadata"]["annotations"] = {
+        "compute.datumapis.com/suspended": "true",
+        "team.example.com/owner": "blue",
+        "kubectl.kubernetes.io/last-applied-configuration": "{...}",
+        Annotation.FEDERATION_NAMESPACE: "ns-ns-uid-web",
+        UPSTREAM_UID_ANNOTATION: "forged",
+        Annotation.ORDINAL_START: "9",
+    }
+    got = downstream_copy("web", wd, Share("dfw-1", 1, 3), "ns-x", include_replicas=True, target=DFW)
+    assert got["metadata"]["annotations"] == {
+        "compute.datumapis.com/suspended": "true",
+        "team.example.com/owner": "blue",
+        Annotation.ORDINAL_START: "3",
+        UPSTREAM_UID_ANNOTATION: "wd-uid-1",
+    }

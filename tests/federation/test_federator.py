@@ -14,10 +14,9 @@ import anyio
 import pytest
 
 from federation.api.constants import Annotation, Finalizer, Label
-from federation.api.resources import WORKLOAD_DEPLOYMENTS
 from federation.controllers.federator import Federator
 from federation.fleet.routing import Routes
-from mcruntime import Manager, Request, controllerutil
+from mcruntime import Manager, Request
 from tests.projector.cellsim import settle
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, record, running
 
@@ -136,6 +135,12 @@ async def test_fan_out_divides_replicas_over_the_city(tmp_path: Path) -> None:
         assert WDs(f, "lhr-1").list() == []
         live = web.get("default", "api")
         assert live is not None and live["metadata"]["finalizers"] == [Finalizer.FEDERATOR]
+        # the cell namespace of its copies, recorded with the finalizer (one write, by one manager)
+        assert live["metadata"]["annotations"][Annotation.FEDERATION_NAMESPACE] == downstream
+        (claim,) = [
+            m for m in live["metadata"]["managedFields"] if "f:finalizers" in m["fieldsV1"].get("f:metadata", {})
+        ]
+        assert "f:annotations" in claim["fieldsV1"]["f:metadata"]
 
         # a spec edit reaches both copies
         web.edit("default", "api", lambda o: o["spec"]["template"]["metadata"]["labels"].update(tier="gold"))
@@ -263,7 +268,11 @@ async def test_the_federator_never_writes_project_status(tmp_path: Path) -> None
         for entry in ours:
             assert entry.get("subresource", "") == ""
             assert set(entry["fieldsV1"]) == {"f:metadata"}, entry
-            assert set(entry["fieldsV1"]["f:metadata"]) == {"f:finalizers"}, entry
+            # its finalizer, and the federation-namespace annotation written with it
+            assert set(entry["fieldsV1"]["f:metadata"]) == {"f:finalizers", "f:annotations"}, entry
+            assert set(entry["fieldsV1"]["f:metadata"]["f:annotations"]) == {f"f:{Annotation.FEDERATION_NAMESPACE}"}, (
+                entry
+            )
 
 
 async def test_a_registration_naming_another_project_writes_nothing(tmp_path: Path) -> None:
@@ -443,12 +452,10 @@ async def test_a_kubeconfig_directory_registers_cells_and_projects(tmp_path: Pat
             }
 
 
-async def test_one_wds_finalizer_and_copies_are_written_concurrently(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A new WD's finalizer and its copies in both DFW cells are in flight together: the
-    second cell's write does not wait for the first's answer, nor the copies for the
-    finalizer's (counted by wrapping the helpers; nothing here measures time)."""
+async def test_one_wds_copies_are_written_concurrently(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new WD's copies in both DFW cells are in flight together: the second cell's
+    write does not wait for the first's answer (counted by wrapping the helpers; nothing
+    here measures time)."""
     in_flight: set[str] = set()
     together: list[frozenset[str]] = []
 
@@ -466,13 +473,9 @@ async def test_one_wds_finalizer_and_copies_are_written_concurrently(
 
         return wrapper
 
-    def finalizer(client: Any, resource: Any, obj: Any, *_: Any) -> str | None:
-        return "finalizer" if resource is WORKLOAD_DEPLOYMENTS and obj["metadata"]["name"] == "api" else None
-
-    def place(_self: Any, _project: Any, _ns: Any, wd: Any, share: Any, *_: Any) -> str | None:
+    def place(_self: Any, _project: Any, _ns: Any, wd: Any, _target: Any, share: Any, *_: Any) -> str | None:
         return f"copy in {share.cell}" if wd["metadata"]["name"] == "api" else None
 
-    monkeypatch.setattr(controllerutil, "add_finalizer", tracked(controllerutil.add_finalizer, finalizer))
     monkeypatch.setattr(Federator, "_place", tracked(Federator._place, place))
     async with federation(tmp_path) as (f, _mgr):
         WDs(f, "web").create(workload_deployment("api", "DFW", 4))
@@ -480,4 +483,37 @@ async def test_one_wds_finalizer_and_copies_are_written_concurrently(
         await eventually(lambda: Finalizer.FEDERATOR in WDs(f, "web").get("default", "api")["metadata"]["finalizers"],
                          "the finalizer")  # fmt: skip
     widest = max(together, key=len)
-    assert widest == {"finalizer", "copy in dfw-1", "copy in dfw-2"}, f"in flight together: {together}"
+    assert widest == {"copy in dfw-1", "copy in dfw-2"}, f"in flight together: {together}"
+
+
+async def test_project_annotations_reach_the_copies_and_their_removal_too(tmp_path: Path) -> None:
+    """Annotations of the project WD travel to its copies (all but the federation's own
+    bookkeeping: downstream.NOT_FEDERATED_ANNOTATIONS); removing one removes it there."""
+    async with federation(tmp_path) as (f, _mgr):
+        web = WDs(f, "web")
+        wd = workload_deployment("api", "DFW", 2)
+        wd["metadata"]["annotations"] = {"compute.datumapis.com/suspended": "true", "team.example.com/owner": "blue"}
+        web.create(wd)
+
+        def copy_annotations() -> list[dict[str, str]]:
+            return [c["metadata"].get("annotations") or {} for cell in ("dfw-1", "dfw-2")
+                    for c in WDs(f, cell).list() if c["metadata"]["name"] == "api"]  # fmt: skip
+
+        def carried() -> bool:
+            found = copy_annotations()
+            return len(found) == 2 and all(
+                a.get("compute.datumapis.com/suspended") == "true" and a.get("team.example.com/owner") == "blue"
+                for a in found
+            )
+
+        await eventually(carried, "both copies carry the project WD's annotations")
+        assert all(Annotation.FEDERATION_NAMESPACE not in a for a in copy_annotations())
+        web.edit("default", "api", lambda o: o["metadata"]["annotations"].pop("compute.datumapis.com/suspended"))
+
+        def removed() -> bool:
+            found = copy_annotations()
+            return len(found) == 2 and all(
+                "compute.datumapis.com/suspended" not in a and a.get("team.example.com/owner") == "blue" for a in found
+            )
+
+        await eventually(removed, "the removed annotation gone from both copies")

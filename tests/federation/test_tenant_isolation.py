@@ -59,23 +59,23 @@ async def test_a_hostile_tenant_writes_only_into_its_own_downstream_namespaces(t
         squatter = workload_deployment("api", "DFW", 1)
         squatter["metadata"]["namespace"] = shop_down
         WDs(f, "web").create(squatter)
-        # 3. hundreds of labels and maximum-length values, and a lower-case city code (one city
-        # with DFW: it places, in web's own namespace like the rest)
+        # 3. hundreds of labels and maximum-length values, a lower-case city code (DFW's: it
+        # places, issue 20) and a Location that does not exist
         noisy = workload_deployment("noisy", "DFW", 1)
         noisy["metadata"]["labels"] = {f"tenant.example.com/k{i}": "v" * 63 for i in range(300)}
         WDs(f, "web").create(noisy)
         WDs(f, "web").create(workload_deployment("lowercase", "dfw", 1))
+        nowhere = workload_deployment("nowhere", "unused", 1)
+        del nowhere["spec"]["cityCode"]
+        nowhere["spec"]["locationRef"] = {"name": "mars"}
+        WDs(f, "web").create(nowhere)
 
         web_default, web_squat = downstream_of(f, "web", "default"), downstream_of(f, "web", shop_down)
 
         def settled() -> bool:
             names = {(c["metadata"]["namespace"], c["metadata"]["name"]) for _cell, c, _ns in every_copy(f)}
-            return {
-                (web_default, "api"),
-                (web_squat, "api"),
-                (web_default, "noisy"),
-                (web_default, "lowercase"),
-            } <= names
+            wanted = {(web_default, "api"), (web_squat, "api"), (web_default, "noisy"), (web_default, "lowercase")}
+            return wanted <= names
 
         await eventually(settled, "web's copies, each in web's own downstream namespace")
         assert await all_idle(mgr)
@@ -95,11 +95,18 @@ async def test_a_hostile_tenant_writes_only_into_its_own_downstream_namespaces(t
             assert ref is not None, f"{cell}: {copy['metadata']['namespace']}/{copy['metadata']['name']} unmapped"
             upstream = WDs(f, ref.project).get(ref.namespace, ref.name)
             assert upstream is not None and upstream["metadata"]["uid"] == ref.uid, (cell, ref)
-        # no tenant label reached a cell
+        # no tenant label reached a cell; the unknown Location placed nothing and is said with an Event
         noisy_copy = WDs(f, "dfw-1").get(web_default, "noisy")
         assert noisy_copy is not None and not any(
             k.startswith("tenant.example.com/") for k in noisy_copy["metadata"]["labels"]
         )
+        assert all(c["metadata"]["name"] != "nowhere" for _cell, c, _ns in every_copy(f))
+
+        def said() -> bool:
+            events = web.list("events", "default")
+            return any(e["reason"] == "NoMatchingLocation" and "'mars'" in e["message"] for e in events)
+
+        await eventually(said, "a NoMatchingLocation Event naming mars")
         assert shop.list("events", "default") == [] or all(
             "web" not in e["message"] for e in shop.list("events", "default")
         )

@@ -11,6 +11,7 @@ from federation.api.constants import Finalizer, Label
 from tests.support import Plane, eventually, fleet, management_settings, running
 
 from .test_federator import TEMPLATE, WDs
+from .test_location_placement import NET_VERSION, NETWORKING, location
 
 GROUP, VERSION = "compute.datumapis.com", "v1alpha"
 
@@ -105,3 +106,50 @@ async def test_deleting_the_workload_waits_for_its_deployments(tmp_path: Path) -
         await eventually(lambda: workloads(project) == [], "the Workload gone once its deployments are")
         assert wds.list("default") == []
         assert WDs(f, "dfw-1").list() == [], "and their copies in the cell"
+
+
+async def test_placements_by_location_make_location_deployments(tmp_path: Path) -> None:
+    """`locations` and `locationSelector` give WDs with `spec.locationRef`, named by the
+    lowercase Location; a Location whose city has no cell, or none at all, gets no WD and
+    is named in the placement's NoMatchingLocation; a new Location a selector matches gets
+    its WD without any edit of the Workload."""
+    cells = (("dfw-1", "DFW"), ("lhr-1", "LHR"))
+    async with (
+        fleet(tmp_path, projects=("acme/web",), cells=cells) as f,
+        running(management_settings(tmp_path / "management.kubeconfig")) as _mgr,
+    ):
+        mgmt = Plane(f.management)
+        for name, city in (("DFW-A", "dfw"), ("lhr", "LHR"), ("nrt", "NRT")):
+            mgmt.create("locations", location(name.lower(), city), group=NETWORKING, version=NET_VERSION)
+        wl = workload("api", ["DFW"])
+        wl["spec"]["placements"] = [
+            {"name": "named", "locations": [{"name": "dfw-a"}, {"name": "nrt"}], "scaleSettings": {"minReplicas": 1}},
+            {"name": "picked", "scaleSettings": {"minReplicas": 1},
+             "locationSelector": {"matchLabels": {str(Label.TOPOLOGY_CITY_CODE): "lhr"}}},
+        ]  # fmt: skip
+        project = Plane(f.server("web"))
+        project.create("workloads", wl, group=GROUP, version=VERSION)
+        wds = WDs(f, "web")
+
+        def names() -> set[str]:
+            return {o["metadata"]["name"] for o in wds.list("default") if not o["metadata"].get("deletionTimestamp")}
+
+        await eventually(lambda: names() == {"api-named-dfw-a", "api-picked-lhr"}, "one WD per served Location")
+        named = wds.get("default", "api-named-dfw-a")
+        assert named is not None
+        assert named["spec"]["locationRef"] == {"name": "dfw-a"} and "cityCode" not in named["spec"]
+        assert named["metadata"]["labels"][str(Label.TOPOLOGY_LOCATION)] == "dfw-a"
+        # and the federator places it through the Location, on the DFW cell
+        await eventually(lambda: WDs(f, "dfw-1").list() != [], "the location WD reached dfw-1")
+
+        def unplaced() -> str:
+            (found,) = [w for w in workloads(project) if w["metadata"]["name"] == "api"]
+            for p in (found.get("status") or {}).get("placements") or []:
+                if p["name"] == "named":
+                    return str(p["conditions"][0]["message"])
+            return ""
+
+        await eventually(lambda: "Location nrt (NRT)" in unplaced(), "nrt named: its city has no cell")
+        # a second LHR Location: the selector matches it, its WD appears
+        mgmt.create("locations", location("lhr-b", "lhr"), group=NETWORKING, version=NET_VERSION)
+        await eventually(lambda: names() == {"api-named-dfw-a", "api-picked-lhr", "api-picked-lhr-b"}, "lhr-b selected")

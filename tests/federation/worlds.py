@@ -21,6 +21,7 @@ from federation.fleet.downstream import (
     downstream_copy,
     downstream_namespace,
     planned_shares,
+    target_city,
 )
 from federation.fleet.placement import CellInfo
 from federation.fleet.projection import Source, projection, projection_status
@@ -127,14 +128,19 @@ class World:
         """The federator's writes for one WD: namespaces and copies in the planned cells."""
         p = self.projects[project]
         project_ns = p.namespace(wd["metadata"]["namespace"])
-        for share in planned_shares(wd, self.cell_infos(), self.copies_of(project, wd).items()):
+        for share in planned_shares(wd, self.cell_infos(), self.copies_of(project, wd).items(), ()):
             cell = self.cells[share.cell]
             ns = downstream_namespace(project, p.label, project_ns)
             if not any(n["metadata"]["name"] == ns["metadata"]["name"] for n in cell.namespaces):
                 ns["metadata"]["uid"] = uid("cellns")
                 cell.namespaces.append(ns)
             desired = downstream_copy(
-                project, wd, share, ns["metadata"]["name"], include_replicas=not cell_owns_replicas(wd)
+                project,
+                wd,
+                share,
+                ns["metadata"]["name"],
+                include_replicas=not cell_owns_replicas(wd),
+                target=target_city(wd, ()),
             )
             desired["metadata"].update(uid=uid("copy"), generation=1)
             desired["spec"].setdefault("replicas", share.replicas)  # an autoscaled copy's initial replicas
@@ -219,7 +225,7 @@ class World:
         """The projector's writes for one WD: projections and the aggregated status."""
         p = self.projects[project]
         copies = self.copies_of(project, wd)
-        shares = planned_shares(wd, self.cell_infos(), copies.items())
+        shares = planned_shares(wd, self.cell_infos(), copies.items(), ())
         p.instances = [i for i in p.instances if i["metadata"]["ownerReferences"][0]["uid"] != wd["metadata"]["uid"]]
         for cell_name, c in sorted(copies.items()):
             for inst in self.cells[cell_name].instances:
@@ -233,7 +239,14 @@ class World:
             CellReport(
                 s,
                 copies.get(s.cell),
-                downstream_copy(project, wd, s, "ns-x", include_replicas=not cell_owns_replicas(wd))["spec"],
+                downstream_copy(
+                    project,
+                    wd,
+                    s,
+                    "ns-x",
+                    include_replicas=not cell_owns_replicas(wd),
+                    target=target_city(wd, ()),
+                )["spec"],
             )
             for s in shares
         ]

@@ -87,6 +87,29 @@ async def test_finalizers_are_added_and_removed_once_and_without_clobbering(
     assert unchanged == configmap("x")
 
 
+async def test_a_finalizer_and_its_annotations_go_in_one_write_and_none_after(
+    apiserver: EmbeddedAPIServer, cluster: Cluster
+) -> None:
+    plane = Plane(apiserver)
+    plane.create("configmaps", configmap("g"))
+    cluster.cache.declare(View(CONFIGMAPS))
+    obj = await cached(cluster, "g")
+    before = writes(apiserver)
+    note = {"example.com/where": "ns-1"}
+    added = await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, obj, "example.com/guard", annotations=note)
+    assert added["metadata"]["finalizers"] == ["example.com/guard"]
+    assert added["metadata"]["annotations"] == note
+    assert writes(apiserver) == before + 1, "one write for both"
+    await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, added, "example.com/guard", annotations=note)
+    assert writes(apiserver) == before + 1, "both present: nothing sent"
+    # the finalizer there but an annotation missing (an object claimed before it was recorded): one write
+    bare = copy.deepcopy(added)
+    bare["metadata"]["annotations"] = {}
+    fixed = await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, bare, "example.com/guard", annotations=note)
+    assert fixed["metadata"]["annotations"] == note and fixed["metadata"]["finalizers"] == ["example.com/guard"]
+    assert writes(apiserver) == before + 2
+
+
 def test_owner_references_come_from_live_objects() -> None:
     owner = {"apiVersion": "compute.datumapis.com/v1alpha", "kind": "WorkloadDeployment",
              "metadata": {"name": "web", "namespace": "ns", "uid": "u-1"}}  # fmt: skip

@@ -10,7 +10,7 @@ import pytest
 
 from federation.api.conditions import find_condition_json
 from federation.fleet.aggregate import CELL_UNREACHABLE, CellReport, aggregate
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy, target_city
 from federation.fleet.placement import PlacementError, Share
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
@@ -49,7 +49,7 @@ def cell_copy(
     observed: int | None = 1,
 ) -> dict[str, Any]:
     """A copy as the federator wrote it and the cell's WD controller reported on it."""
-    obj = downstream_copy("web", wd, share, "ns-uid", include_replicas=True)
+    obj = downstream_copy("web", wd, share, "ns-uid", include_replicas=True, target=target_city(wd, ()))
     n = share.replicas
     obj["metadata"]["generation"] = generation
     obj["status"] = {
@@ -77,7 +77,9 @@ def report(
     last_seen: datetime | None = None,
     include_replicas: bool = True,
 ) -> CellReport:
-    desired = downstream_copy("web", wd, share, "ns-uid", include_replicas=include_replicas)["spec"]
+    desired = downstream_copy(
+        "web", wd, share, "ns-uid", include_replicas=include_replicas, target=target_city(wd, ())
+    )["spec"]
     return CellReport(share, copy_, desired, stale_since=stale_since, last_seen=last_seen)
 
 
@@ -405,3 +407,15 @@ def test_bad_input_is_named() -> None:
         aggregate({"metadata": {"name": "api"}, "spec": {}}, [], now=T0)
     with pytest.raises(ValueError, match=r"metadata\.name: required"):
         aggregate({"spec": {"cityCode": "DFW"}}, [], now=T0)
+
+
+def test_scaled_to_zero_says_so_in_the_project() -> None:
+    """Issue 18 item 1: a WD at 0 replicas is Available=True/ScaledToZero in the project,
+    with a message that says nothing is desired (not a count of nothing)."""
+    wd = project_wd(replicas=0)
+    zero = Share("dfw-1", 0, 0)
+    said = ("True", "ScaledToZero", "no Instances desired (replicas is 0)")
+    status = aggregate(wd, [report(wd, zero, cell_copy(wd, zero, available=said))], now=T1)
+    available = condition(status, "Available")
+    assert (available["status"], available["reason"]) == ("True", "ScaledToZero")
+    assert available["message"] == "no Instances desired (replicas is 0) in dfw-1"

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from federation.api.constants import REGISTRATION_NAMESPACE
-from federation.api.crds import all_crd_manifests
+from federation.join import compute_crds as join_compute_crds
+from federation.join import inventory_crds
 from federation.registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
 from kubeplane import EmbeddedAPIServer
 from mcruntime import ConnectionConfig
@@ -120,7 +121,7 @@ def _address(obj: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def compute_crds() -> list[dict[str, Any]]:
-    return [c for c in all_crd_manifests() if c["spec"]["group"] != INVENTORY_GROUP]
+    return join_compute_crds()
 
 
 @asynccontextmanager
@@ -136,9 +137,8 @@ async def fleet(
         management = await stack.enter_async_context(
             EmbeddedAPIServer(name="management", kubeconfig=tmp / "management.kubeconfig", bookmark_interval=1.0)
         )
-        for crd in all_crd_manifests():
-            if crd["spec"]["group"] == INVENTORY_GROUP:
-                await install_crd(management, crd)
+        for crd in inventory_crds():  # registrations and the Location registry
+            await install_crd(management, crd)
         Plane(management).create("namespaces", {"metadata": {"name": REGISTRATION_NAMESPACE}})
         f = Fleet(tmp, stack, management)
         for path in projects:

@@ -159,6 +159,7 @@ async def deployed_fleet(
         names = ["management", *fleet.project_paths, *fleet.cities]
         await asyncio.gather(*(fleet.start_server(name) for name in names))
         await fleet.install_crds("management", "cluster-inventory")
+        await fleet.install_crds("management", "locations")  # placement by spec.locationRef reads them
         await fleet.kubectl("management")("create", "namespace", REGISTRATION_NAMESPACE)
         await asyncio.gather(*(fleet.install_crds(name, "compute") for name in names if name != "management"))
         if rbac:

@@ -189,7 +189,7 @@ def test_names_by_convention() -> None:
     assert instance_name("web-edge-dfw", 4) == "web-edge-dfw-4"
     assert downstream_namespace_name("0f9c1a52") == "ns-0f9c1a52"
     assert workload_deployment_selector("web-edge-dfw") == f"{Label.WORKLOAD_DEPLOYMENT_NAME}=web-edge-dfw"
-    with pytest.raises(ValueError, match="city code"):
+    with pytest.raises(ValueError, match="placement target"):
         workload_deployment_name("w", "p", "")
     with pytest.raises(ValueError, match="ordinal"):
         instance_name("w", -1)
