@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from federation.api.constants import CLUSTER_INVENTORY_GROUP, REGISTRATION_NAMESPACE  # noqa: E402
-from federation.api.crds import all_crd_manifests  # noqa: E402
+from federation.join import compute_crds, inventory_crds  # noqa: E402
 from federation.registration import cell_profile, kubeconfig_secret, project_profile  # noqa: E402
 
 RESULTS = Path(os.environ.get("BENCH_RESULTS") or REPO / "bench" / "results")  # BENCH_RESULTS: elsewhere
@@ -212,9 +212,9 @@ class Fleet:
 
     # -------------------------------------------------------------- setup
     async def install_crds(self) -> None:
-        crds = all_crd_manifests()
         for name in self.servers:
-            wanted = [c for c in crds if (c["spec"]["group"] == CLUSTER_INVENTORY_GROUP) == (name == "management")]
+            # what each kind of cluster serves, as `join` and `up` install it
+            wanted = inventory_crds() if name == "management" else compute_crds()
             for crd in wanted:
                 await self.apply(
                     name, f"/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{crd['metadata']['name']}", crd

@@ -140,6 +140,7 @@ def management_options(settings: ManagerSettings) -> ManagementOptions:
     return ManagementOptions(
         workers=settings.controllers.workers,
         status_batch_period=settings.controllers.status_batch_period,
+        awaiting_propagation_after=settings.controllers.awaiting_propagation_after,
         cell_status_stale_after=settings.cell_status_stale_after,
         cell_unreachable_grace=settings.cell_unreachable_grace,
     )

@@ -78,9 +78,17 @@ class RegistrationSettings(BaseModel):
 class ControllerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    workers: int = Field(2, ge=1, le=256, description="concurrent reconciles per controller")
+    # reconciles are I/O-bound coroutines (an idle worker costs nothing): the bound is what
+    # the API servers take, not the 2 cores; 16 keeps a create burst's writes in flight
+    workers: int = Field(16, ge=1, le=256, description="concurrent reconciles per controller")
     status_batch_period: float = Field(
         0.05, ge=0, le=10, description="seconds a project WD's status waits for more cell changes before it is written"
+    )
+    awaiting_propagation_after: float = Field(
+        1.0,
+        ge=0,
+        le=60,
+        description="seconds a WD's status waits for its cells to observe a new spec before saying AwaitingPropagation",
     )
 
 
@@ -249,6 +257,7 @@ NESTED_FLAGS: dict[str, tuple[str, str]] = {
     "cluster-selector": ("registration", "label_selector"),
     "workers": ("controllers", "workers"),
     "status-batch-period": ("controllers", "status_batch_period"),
+    "awaiting-propagation-after": ("controllers", "awaiting_propagation_after"),
 }
 _NESTED_MODELS: dict[str, type[BaseModel]] = {"registration": RegistrationSettings, "controllers": ControllerSettings}
 

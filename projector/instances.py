@@ -38,7 +38,14 @@ from federation.fleet.fleetview import (
 )
 from federation.fleet.options import ManagementOptions
 from federation.fleet.projection import Source, choose, holds_ordinal, projection, projection_status
-from federation.fleet.routing import PROJECTED_FROM_INDEX, Routes, deployment_of_instance, projected_from
+from federation.fleet.routing import (
+    INSTANCES_OF_COPY_INDEX,
+    PROJECTED_FROM_INDEX,
+    Routes,
+    deployment_of_instance,
+    instances_of_copy,
+    projected_from,
+)
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_not_found
@@ -162,8 +169,8 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         indexers={CONTROLLER_UID: controller_uid, PROJECTED_FROM_INDEX: projected_from},
     )  # fmt: skip
     # a project WD's status changes all the time (the status projector writes it) and no
-    # projection depends on it: only its coming, going and metadata re-project (mapping one
-    # WD event to its projections reads a whole namespace of cell Instances)
+    # projection depends on it: only its coming, going and metadata re-project (one WD event
+    # finds its cell Instances through the instances-of-copy index and decodes none)
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
         EnqueueRequestsFromMapFunc(routes.projections_of_wd, cluster_name=ClusterName.INJECT_SOURCE),
@@ -175,6 +182,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         INSTANCES,
         EnqueueRequestsFromMapFunc(routes.projection_of_instance, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
+        indexers={INSTANCES_OF_COPY_INDEX: instances_of_copy},
     )
     ctrl.watch_clusters(routes.projections_of_cell, clusters=CELLS)
     read_cell_copies(ctrl)

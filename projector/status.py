@@ -14,12 +14,16 @@ reason wins naming the cell (test_instances_and_status_reach_the_project,
 test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.py);
 NoMatchingLocation (test_no_cell_for_the_city); a dark cell turns Unknown after
 `--cell-status-stale-after` and recovers (test_a_dark_cell_turns_unknown_and_recovers);
-zero writes at steady state (tests/chaos; tests/federation/test_steady_state.py)."""
+one status write once the cells observed a new spec, AwaitingPropagation after
+`--awaiting-propagation-after` otherwise (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes,
+test_a_slow_cell_shows_awaiting_propagation); zero writes at steady state (tests/chaos;
+tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
 import datetime
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -69,12 +73,16 @@ FIELD_MANAGER = "projector"
 
 
 class StatusProjector:
-    def __init__(self, mgr: Manager, *, stale_after: float) -> None:
+    def __init__(self, mgr: Manager, *, stale_after: float, awaiting_after: float = 1.0) -> None:
         self.mgr = mgr
         self.stale_after = stale_after
+        self.awaiting_after = awaiting_after
+        # per WD: (uid, generation) a status was first held back for, and when (monotonic)
+        self._awaiting: dict[Request, tuple[tuple[str, object], float]] = {}
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
+        self.matches = controllerutil.SubsetMemo()  # is_subset, remembered per copy version
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
@@ -82,7 +90,7 @@ class StatusProjector:
         # 2. fetch; 3. early exits
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
         if wd is None or meta(wd).get("deletionTimestamp"):
-            return Result()
+            return self._forget(req)
         project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
@@ -107,14 +115,41 @@ class StatusProjector:
         namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
         reports, deadline = self._reports(wd, target, shares, copies, namespace, req.cluster)
         city = target.city_code if target is not None else None
-        status = aggregate(wd, reports, now=datetime.datetime.now(datetime.UTC), city=city, unplaced=unplaced)
-        # 5. write only the difference
+        now = datetime.datetime.now(datetime.UTC)
+        status = aggregate(wd, reports, now=now, city=city, unplaced=unplaced, subset=self.matches)
+        # 5. write only the difference, once the cells observed this spec (or after a while)
+        if (hold := self._hold(req, wd, status)) is not None:
+            return Result(requeue_after=hold if deadline is None else min(hold, deadline))
         written = status != (wd.get("status") or {})
         if written:
             await self._write(project, wd, status)
             await self._say_unplaced(project, wd, status)
         self.clock.projected(copies, written=written)
         return Result(requeue_after=deadline)
+
+    def _forget(self, req: Request) -> Result:
+        """A WD gone or going: nothing to hold back for it any more."""
+        self._awaiting.pop(req, None)
+        return Result()
+
+    def _hold(self, req: Request, wd: Obj, status: Obj) -> float | None:
+        """Seconds to hold back a status that awaits the cells' observation of the WD's
+        current generation (None: write it now). The copies' status changes bring the WD
+        back the moment they observe it, so a fast cell costs one status write; the delayed
+        requeue, keyed on when this generation was first seen pending, makes a slow cell
+        show AwaitingPropagation after `awaiting_after`. In memory: a restart only starts
+        the short wait again."""
+        generation = meta(wd).get("generation")
+        if status.get("observedGeneration") == generation or status == (wd.get("status") or {}):
+            self._awaiting.pop(req, None)
+            return None
+        pending = (str(meta(wd).get("uid")), generation)
+        now = time.monotonic()
+        seen = self._awaiting.get(req)
+        if seen is None or seen[0] != pending:
+            seen = self._awaiting[req] = (pending, now)
+        remaining = self.awaiting_after - (now - seen[1])
+        return remaining if remaining > 0 else None
 
     def _reports(
         self,
@@ -184,7 +219,9 @@ def _last_seen(cell: Cluster | None) -> datetime.datetime | None:
 
 def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: project WDs; their copies in every cell (mapped back); cell states."""
-    projector = StatusProjector(mgr, stale_after=options.cell_status_stale_after)
+    projector = StatusProjector(
+        mgr, stale_after=options.cell_status_stale_after, awaiting_after=options.awaiting_propagation_after
+    )
     routes = Routes(mgr)
     ctrl = mgr.new_controller(
         "status-projector", projector, workers=options.workers, batch_period=options.status_batch_period,

@@ -25,6 +25,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import anyio
 from opentelemetry import trace
 
 from federation.api.constants import Annotation, Finalizer, Label
@@ -155,17 +156,17 @@ class Federator:
         uid = str(meta(wd).get("uid"))
         target, shares = await self._plan(project, wd, copies)
         namespace = await self._downstream_namespace(project, wd)
-        # 6. write only the difference: per target cell, then cells that stop matching
+        # 6. write only the difference: every target cell's copy at once, then the copies of
+        # cells that stop matching
         outcome = Outcome()
         targets = {share.cell for share in shares}
         stale = [c for c in copies if c.cell.name not in targets or c.upstream_uid != uid]
         await self._remove(stale, outcome)
         by_cell = {c.cell.name: c for c in copies if c not in stale}
-        for share in shares:
-            if target is not None:
-                await self._place(project, namespace, wd, target, share, by_cell.get(share.cell), outcome)
+        if target is not None:
+            await self._place_all(project, namespace, wd, target, shares, by_cell, outcome)
         # 7. tell the user, retry what failed
-        await self._report(project.name, wd, shares, outcome)
+        await self._report(project.name, wd, shares, outcome, first=not by_cell)
         if outcome.failed:
             raise TemporaryError("; ".join(f"cell {cell}: {why}" for cell, why in sorted(outcome.failed.items())))
         return Result()
@@ -230,6 +231,28 @@ class Federator:
         return [Copy(cell, obj) for cell, obj in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
 
     # ------------------------------------------------------------------ writing (one write per helper)
+    async def _place_all(
+        self,
+        project: Cluster,
+        ns: Obj,
+        wd: Obj,
+        target: CityTarget,
+        shares: list[Share],
+        by_cell: dict[str, Copy],
+        outcome: Outcome,
+    ) -> None:
+        """Every cell's copy, written concurrently (each helper one write): one WD costs one
+        round trip, not one per cell. `_place` records its cell's failures, so one slow or
+        failing cell never holds the others."""
+        try:
+            async with anyio.create_task_group() as tg:
+                for share in shares:
+                    tg.start_soon(self._place, project, ns, wd, target, share, by_cell.get(share.cell), outcome)
+        except ExceptionGroup as group:  # an unexpected error: as itself, for the runtime's handling
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+
     async def _place(
         self,
         project: Cluster,
@@ -355,22 +378,27 @@ class Federator:
                 if cell.name in serving and cell.name not in known and not cell_synced(cell)]  # fmt: skip
 
     # ------------------------------------------------------------------ events
-    async def _report(self, project: str, wd: Obj, shares: list[Share], outcome: Outcome) -> None:
-        """Events only when something was written, so a converged WD costs no request."""
+    async def _report(self, project: str, wd: Obj, shares: list[Share], outcome: Outcome, *, first: bool) -> None:
+        """Events only for what a user acts on or would otherwise miss (DESIGN §5 Events),
+        so a converged WD costs no request and a plain create or spec change costs none:
+        the status says those. `Federated` when the cells of a placed WD change (a cell
+        joined or left, the city moved); `CopyRestored` when a copy edited by hand in a
+        cell was put back (the cells had observed this very spec, so the difference is
+        drift, not the user's own change on its way down)."""
         _trace_outcome(shares, outcome)
-        if outcome.created or outcome.removed:
+        if (outcome.created and not first) or outcome.removed:
             placed = ", ".join(f"{s.cell} ({s.replicas} from ordinal {s.ordinal_start})" for s in shares)
             await self.events.event(
                 project, wd, "Normal", "Federated", f"federated to {len(shares)} cells: {placed or '-'}"
             )
-        if outcome.updated:
-            # observedGeneration == generation means every cell had observed this very spec:
-            # a difference now is drift (a hand edit), not a spec change on its way down
-            status = wd.get("status") or {}
-            drift = status.get("observedGeneration") == meta(wd).get("generation")
-            reason, what = ("CopyRestored", "restored after drift") if drift else ("CopyUpdated", "updated")
+        status = wd.get("status") or {}
+        if outcome.updated and status.get("observedGeneration") == meta(wd).get("generation"):
             await self.events.event(
-                project, wd, "Normal", reason, f"copy {what} in {', '.join(sorted(outcome.updated))}"
+                project,
+                wd,
+                "Normal",
+                "CopyRestored",
+                f"copy restored after drift in {', '.join(sorted(outcome.updated))}",
             )
 
 

@@ -40,7 +40,7 @@ Rules
 from __future__ import annotations
 
 import copy as _copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -108,6 +108,10 @@ class CellReport:
     last_seen: datetime | None = None
 
 
+# the comparison rule: `is_subset` itself, or a memo of it (`controllerutil.SubsetMemo`)
+Subset = Callable[[Any, Any], bool]
+
+
 @dataclass(frozen=True, slots=True)
 class _Contribution:
     cell: str
@@ -161,10 +165,10 @@ class _CellView:
         return self.report.share.replicas
 
 
-def _lag(report: CellReport, wd: Mapping[str, Any]) -> str | None:
+def _lag(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
     copy = _mapping(report.copy)
     want = {k: v for k, v in report.desired_copy_spec.items() if not (k == "replicas" and cell_owns_replicas(wd))}
-    if not is_subset({"spec": want}, copy):
+    if not subset({"spec": want}, copy):
         return "copy not yet updated to the current spec"
     annotations = _mapping(_mapping(copy.get("metadata")).get("annotations"))
     if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):
@@ -176,7 +180,7 @@ def _lag(report: CellReport, wd: Mapping[str, Any]) -> str | None:
     return None
 
 
-def _view(report: CellReport, wd: Mapping[str, Any]) -> _CellView:
+def _view(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> _CellView:
     uid = _mapping(wd.get("metadata")).get("uid")
     copy = report.copy
     annotations = _mapping(_mapping(copy.get("metadata")).get("annotations")) if copy is not None else {}
@@ -185,7 +189,7 @@ def _view(report: CellReport, wd: Mapping[str, Any]) -> _CellView:
         report=report,
         stale=report.stale_since is not None,
         present=present,
-        lag=_lag(report, wd) if present else "copy not created yet",
+        lag=_lag(report, wd, subset) if present else "copy not created yet",
         status=_mapping(copy.get("status")) if present and copy is not None else {},
     )
 
@@ -245,6 +249,7 @@ def aggregate(
     now: datetime,
     city: str | None = None,
     unplaced: str | None = None,
+    subset: Subset = is_subset,
 ) -> dict[str, Any]:
     """The project WD's desired `.status`, from one report per share of `plan(wd, ...)`.
 
@@ -264,7 +269,7 @@ def aggregate(
     stamp = _rfc3339(now, "now")
     previous = _mapping(wd.get("status"))
     status: dict[str, Any] = _copy.deepcopy(dict(previous))
-    views = [_view(report, wd) for report in reports]
+    views = [_view(report, wd, subset) for report in reports]
 
     for key in COUNTERS:
         status[key] = sum(v.count(key) for v in views)

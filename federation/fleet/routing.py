@@ -41,6 +41,7 @@ from mcruntime.source import ClusterEvent, ClusterEventType
 
 PLACEMENT_CITY_INDEX = "placement-city"  # Workloads by every city code their placements name
 PROJECTED_FROM_INDEX = "projected-from"  # Instance projections by the cell they mirror
+INSTANCES_OF_COPY_INDEX = "instances-of-copy"  # cell Instances by "<cell namespace>/<WD name>"
 PLACES_BY_LOCATION_INDEX = "places-by-location"  # Workloads with a placement naming or selecting Locations
 BY_LOCATION = "yes"
 
@@ -66,6 +67,13 @@ def projected_from(projection: Obj) -> list[str]:
     """Index: the cell a projection mirrors."""
     cell = (meta(projection).get("annotations") or {}).get(CELL_ANNOTATION)
     return [str(cell)] if cell else []
+
+
+def instances_of_copy(instance: Obj) -> list[str]:
+    """Index: the copy (cell namespace and WD name) an Instance belongs to, so one WD's
+    Instances are found without decoding the rest of the namespace."""
+    wd_name = deployment_of_instance(instance)
+    return [f"{meta(instance).get('namespace') or ''}/{wd_name}"] if wd_name else []
 
 
 def _namespace(mgr: Manager, cell_name: str, obj: dict[str, Any]) -> dict[str, Any] | None:
@@ -203,14 +211,16 @@ class Routes:
         if project is None:
             return []
         namespace = str(meta(wd).get("namespace") or "")
-        names = {str(meta(p).get("name")) for p in project.cache.informer_of(INSTANCES).store.by_index(
-            CONTROLLER_UID, str(meta(wd).get("uid") or ""))}  # fmt: skip
+        projections = project.cache.informer_of(INSTANCES).store
+        # index keys only ("<namespace>/<name>"): a name is all a request needs, nothing is decoded
+        names = {k.rpartition("/")[2] for k in projections.index_keys(CONTROLLER_UID, str(meta(wd).get("uid") or ""))}
         key = upstream_key(project_name, namespace)
+        wd_name = str(meta(wd).get("name"))
         for cell in cell_clusters(self.mgr):
             if cell.cache.view_of(INSTANCES) is None or not cell_synced(cell):
                 continue
+            instances = cell.cache.informer_of(INSTANCES).store
             for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
-                for inst in cell.cache.informer_of(INSTANCES).store.list(str(meta(ns)["name"])):
-                    if deployment_of_instance(inst) == meta(wd).get("name"):
-                        names.add(str(meta(inst).get("name")))
+                for inst_key in instances.index_keys(INSTANCES_OF_COPY_INDEX, f"{meta(ns)['name']}/{wd_name}"):
+                    names.add(inst_key.rpartition("/")[2])
         return [Request(project_name, namespace, name) for name in sorted(names)]

@@ -50,6 +50,7 @@ def test_the_composition_root_builds_each_modes_frozen_options(tmp_path: Path) -
     assert management_options(settings) == ManagementOptions(
         workers=settings.controllers.workers,
         status_batch_period=settings.controllers.status_batch_period,
+        awaiting_propagation_after=settings.controllers.awaiting_propagation_after,
         cell_status_stale_after=7.0,
         cell_unreachable_grace=9.0,
     )

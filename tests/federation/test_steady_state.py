@@ -28,6 +28,14 @@ async def test_zero_writes_when_converged(tmp_path: Path) -> None:
         Plane(f.server("shop")).create("workloads", workload("store", ["DFW", "LHR"]), group=GROUP, version=VERSION)
         await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (1, 2)}, "api federated")
         await eventually(lambda: len(shares(f, "store-edge-lhr")) == 1, "the Workload's WDs federated")
+
+        # no cell observes these copies: each status is written once, AwaitingPropagation,
+        # after --awaiting-propagation-after (a delayed requeue all_idle does not see)
+        def statuses_written() -> bool:
+            wds = [*WDs(f, "web").list(), *WDs(f, "shop").list()]
+            return bool(wds) and all((wd.get("status") or {}).get("conditions") for wd in wds)
+
+        await eventually(statuses_written, "every WD's first status")
         assert await all_idle(mgr)
         servers = [f.management, *f.projects.values(), *f.cells.values()]
         before = [s.plane.counters.writes() for s in servers]

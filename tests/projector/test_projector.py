@@ -10,10 +10,12 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from federation.api.constants import Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
 from tests.federation.test_federator import WDs, shares, workload_deployment
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, running
@@ -307,3 +309,93 @@ async def test_a_restart_before_a_cells_instances_are_listed_removes_no_projecti
             assert await projector.wait_idle(within=30)
         assert {name: p["metadata"]["uid"] for name, p in projections(f).items()} == uids, "recreated"
         assert f.projects["web"].plane.counters.get("delete", "instances.compute.datumapis.com") == deletes
+
+
+async def test_a_wd_finds_its_instances_through_an_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Mapping a project WD event to its projections reads the cell Instances of that WD
+    only, through the instances-of-copy index: no cell Instance is decoded for it."""
+    async with federation(tmp_path) as (f, mgr):
+        created = WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: len(projections(f)) == 4, "4 projections")
+        # another WD's Instances beside api's in the same cell namespace
+        WDs(f, "web").create(workload_deployment("db", "DFW", 40))
+        await eventually(lambda: len(shares(f, "db")) == 2, "db's copies")
+        cell = Plane(f.server("dfw-1"))
+        api_0 = next(
+            i for i in cell.list("instances", group=GROUP, version=VERSION) if i["metadata"]["name"] == "api-0"
+        )
+        namespace = api_0["metadata"]["namespace"]
+        db_copy = WDs(f, "dfw-1").get(namespace, "db")
+        assert db_copy is not None
+        owner = api_0["metadata"]["ownerReferences"][0] | {"name": "db", "uid": db_copy["metadata"]["uid"]}
+        for n in range(20):
+            other = {"apiVersion": api_0["apiVersion"], "kind": api_0["kind"], "spec": api_0["spec"],
+                     "metadata": {"name": f"db-{n}", "namespace": namespace, "labels": api_0["metadata"]["labels"],
+                                  "ownerReferences": [owner]}}  # fmt: skip
+            cell.create("instances", other, group=GROUP, version=VERSION)
+
+        def cached_others() -> bool:
+            store = mgr.clusters["dfw-1"].cache.informer_of(INSTANCES).store
+            return sum(1 for k in store.keys() if "/db-" in k) == 20  # noqa: SIM118 (a Store, not a dict)
+
+        await eventually(cached_others, "the other Instances cached")
+        decoded: list[str] = []
+        loads = orjson.loads
+
+        def counting_loads(raw: Any) -> Any:
+            obj = loads(raw)
+            decoded.append(str(obj.get("kind")) if isinstance(obj, dict) else "")
+            return obj
+
+        monkeypatch.setattr(orjson, "loads", counting_loads)
+        routed = await Routes(mgr).projections_of_wd("web", created)
+        assert routed == [Request("web", "default", f"api-{i}") for i in range(4)]
+        monkeypatch.undo()
+        assert "Instance" not in decoded, f"{decoded.count('Instance')} Instances decoded to route one WD"
+        assert decoded, "the spy saw the namespaces decoded: it was in place"
+
+
+async def test_a_wd_whose_cells_observe_it_costs_the_ideal_writes(tmp_path: Path) -> None:
+    """Create: the finalizer, one copy per target cell, one status write (the converged
+    one, written when the copies are observed), no Event. Update: one write per changed
+    copy and one status write, no Event. Counted by the embedded servers."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, _mgr):
+        web = f.server("web").plane.counters
+        cells = [f.server(c).plane.counters for c in ("dfw-1", "dfw-2", "lhr-1")]
+        wd_resource = f"workloaddeployments.{GROUP}"
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+        assert web.writes(wd_resource) - web.writes(f"{wd_resource}/status") == 1, f"the finalizer: {web.snapshot()}"
+        assert web.writes(f"{wd_resource}/status") == 1, "one status write"
+        assert web.writes("events") == 0, "no Event for a first placement"
+        copy_writes = [c.writes(wd_resource) - c.writes(f"{wd_resource}/status") for c in cells]
+        assert copy_writes == [1, 1, 0], "one copy per target cell"
+
+        before = shares(f, "api")
+        WDs(f, "web").edit("default", "api", lambda o: o["spec"].update(replicas=6))
+        await eventually(lambda: sum(n for n, _ in shares(f, "api").values()) == 6, "6 replicas over the copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 2, "the converged status")
+        assert web.writes(f"{wd_resource}/status") == 2, "one status write for the update"
+        assert web.writes("events") == 0, "no Event for a spec change"
+        copy_writes = [c.writes(wd_resource) - c.writes(f"{wd_resource}/status") for c in cells]
+        after = shares(f, "api")
+        changed = [int(before.get(c) != after.get(c)) for c in ("dfw-1", "dfw-2", "lhr-1")]
+        assert copy_writes == [1 + n for n in changed[:2]] + [0], f"one write per changed copy: {before} → {after}"
+
+
+async def test_a_slow_cell_shows_awaiting_propagation(tmp_path: Path) -> None:
+    """Copies nobody observes: the status is written anyway after the configured delay,
+    saying AwaitingPropagation (a delayed requeue, no copy event needed)."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 0.2}) as (f, _mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        await eventually(lambda: cond(status(f), "ReplicasReady").get("reason") == "AwaitingPropagation", "waiting")
+        assert "observedGeneration" not in status(f)
