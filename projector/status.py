@@ -97,21 +97,7 @@ class StatusProjector:
         # 4. desired status from the pure functions (plan, aggregate)
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
         copies = own_copies(wd, found)
-        try:
-            locations = known_locations(self.mgr)
-        except ClusterNotReadyError as exc:
-            raise TemporaryError(str(exc)) from exc
-        target: CityTarget | None = None
-        unplaced: str | None = None
-        try:
-            target = target_city(wd, locations)
-            shares = planned_shares(wd, registered_cells(self.mgr), found, locations)
-        except UnresolvedLocation as exc:
-            # a Location missing or without a city: NoMatchingLocation naming it (and its
-            # Event, `_say_unplaced`); the Location's next change re-aggregates
-            shares, unplaced = [], str(exc)
-        except PlacementError as exc:
-            raise PermanentError(str(exc)) from exc  # the federator reports it on the WD as an Event
+        target, shares, unplaced = self._placement(wd, found)
         namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
         reports, deadline = self._reports(wd, target, shares, copies, namespace, req.cluster)
         city = target.city_code if target is not None else None
@@ -126,6 +112,21 @@ class StatusProjector:
             await self._say_unplaced(project, wd, status)
         self.clock.projected(copies, written=written)
         return Result(requeue_after=deadline)
+
+    def _placement(self, wd: Obj, found: list[tuple[str, Obj]]) -> tuple[CityTarget | None, list[Share], str | None]:
+        """(target city, shares of `plan`, the message of a location that resolves to no city)."""
+        try:
+            locations = known_locations(self.mgr)
+        except ClusterNotReadyError as exc:
+            raise TemporaryError(str(exc)) from exc
+        try:
+            return target_city(wd, locations), planned_shares(wd, registered_cells(self.mgr), found, locations), None
+        except UnresolvedLocation as exc:
+            # a Location missing or without a city: NoMatchingLocation naming it (and its
+            # Event, `_say_unplaced`); the Location's next change re-aggregates
+            return None, [], str(exc)
+        except PlacementError as exc:
+            raise PermanentError(str(exc)) from exc  # the federator reports it on the WD as an Event
 
     def _forget(self, req: Request) -> Result:
         """A WD gone or going: nothing to hold back for it any more."""
