@@ -236,7 +236,9 @@ class Demo:
         async with _client(self.servers[MANAGEMENT]) as mgmt:
             await install_crds(mgmt, inventory)
             for location in sample_objects("networking_v1alpha_location.yaml"):
-                await mgmt.apply(LOCATIONS, location, force=True)
+                # created once: a restart (or the user's own edit of a sample) writes nothing
+                if await mgmt.get_or_none(LOCATIONS, location["metadata"]["name"]) is None:
+                    await mgmt.create(LOCATIONS, location)
             for name in self.servers:
                 if name != MANAGEMENT:
                     async with _client(self.servers[name]) as client:

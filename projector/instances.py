@@ -114,8 +114,15 @@ class InstanceProjector:
                     raise TemporaryError(f"cell {cell.name}: Instance {namespace}/{req.name} lacks its upstream labels")
                 copy = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(wd_name, namespace=namespace)
                 wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, wd_name, namespace=req.namespace)
-                if copy is None or (wd is not None and meta(wd).get("deletionTimestamp")):
-                    continue  # the copy or its WD is going: so are its Instances
+                if (
+                    copy is None
+                    or meta(copy).get("deletionTimestamp")
+                    or meta(inst).get("deletionTimestamp")
+                    or (wd is not None and meta(wd).get("deletionTimestamp"))
+                ):
+                    # the copy (accepted for deletion: the project WD may already be gone) or
+                    # its WD is going, and so are its Instances: nothing to project or report
+                    continue
                 if wd is None:
                     await self._upstream_missing(project, cell, inst, req, wd_name)
                 if (meta(copy).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) != meta(wd).get("uid"):
