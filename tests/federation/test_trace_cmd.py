@@ -133,7 +133,14 @@ async def test_up_records_one_trace_per_change_across_both_cells(tmp_path: Path)
             found = traceview.change_path(spans, "default", "api-edge-dfw")
             return found if found is not None and found.generation == 2 and not found.stuck else None
 
-        await eventually(lambda: path() is not None, "the change's spans in <state-dir>/traces/", within=30)
+        def both_cells() -> bool:  # each manager exports its spans in batches of its own, in its own time
+            found = path()
+            return found is not None and {s.cluster for s in found.stages if s.name == "cell.reconcile"} == {
+                "dfw-1",
+                "dfw-2",
+            }
+
+        await eventually(both_cells, "the change's spans in <state-dir>/traces/", within=30)
         change = path()
         assert change is not None
         stages = [(s.name, s.cluster) for s in change.stages]
