@@ -23,7 +23,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Iterable, Mapping
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -64,6 +64,7 @@ from .workqueue import QueueShutDown, WorkQueue
 
 if TYPE_CHECKING:
     from .cluster import Cluster
+    from .sharding.gate import Owner, ShardGate
 
 log = logging.getLogger(__name__)
 
@@ -138,6 +139,7 @@ class Controller:
         self._cluster_events_ready = anyio.Event()
         self._bindings: dict[str, list[ListenerHandle]] = {}
         self._attrs = {"controller": name}
+        self._gate: tuple[ShardGate, Owner] | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
         self._stopped = anyio.Event()
@@ -236,6 +238,14 @@ class Controller:
         """Reconcile what `map_func` maps cluster lifecycle events to (engaged, ready,
         unreachable, disengaged), e.g. every object a newly ready cell must receive."""
         self.cluster_watches.append(ClusterWatch(map_func, clusters, frozenset(types)))
+        return self
+
+    def shard(self, gate: ShardGate, owner: Owner) -> Controller:
+        """Reconcile only what this shard owns (`owner(request)` is the owned object's key,
+        None when not owned: the request is dropped) and only while its Lease is fresh
+        (otherwise requests wait with backoff); reconciles in flight are counted per owned
+        object, so a drain is acknowledged only once none is."""
+        self._gate = (gate, owner)
         return self
 
     # ------------------------------------------------------------------ clusters
@@ -433,7 +443,11 @@ class Controller:
                 if not request.cluster:
                     raise ClusterNotEngagedError("")
                 timeout = anyio.fail_after(self.reconcile_timeout) if self.reconcile_timeout else nullcontext()
-                with timeout:
+                scope = self._admit(request)
+                if isinstance(scope, str):
+                    outcome = scope  # not admitted by the shard gate
+                    return
+                with timeout, scope:
                     result = await self.reconciler.reconcile(request)
                 if not isinstance(result, Result):
                     raise TypeError(f"reconciler returned {result!r}; it must return a Result (Result() when done)")
@@ -481,6 +495,21 @@ class Controller:
                 self.metrics.reconcile_time.record(time.monotonic() - started, self._attrs)
                 self.metrics.reconcile_total.add(1, {**self._attrs, "result": outcome})
                 span.set_attribute("result", outcome)
+
+    def _admit(self, request: Request) -> AbstractContextManager[None] | str:
+        """The scope a request is reconciled in when the shard gate admits it (always,
+        unsharded); else the outcome it is recorded with."""
+        if self._gate is None:
+            return nullcontext()
+        gate, owner = self._gate
+        if not gate.lease_fresh():
+            self.queue.add_rate_limited(request)
+            return "lease-not-fresh"
+        key = owner(request)
+        if key is None:
+            self.queue.forget(request)
+            return "not-owned"
+        return gate.reconciling(key)
 
     def _after_success(self, request: Request, result: Result) -> str:
         self.queue.forget(request)
