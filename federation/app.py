@@ -19,7 +19,7 @@ from opentelemetry.trace import TracerProvider
 
 from cells import instance, podruntime, quotagrant, workloaddeployment
 from cells.options import CellOptions
-from federation.controllers import federator, workload
+from federation.controllers import federator, shardacks, sharder, shardleases, workload
 from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
 from mcruntime.leaderelection import LeaderElectionConfig
@@ -31,9 +31,11 @@ from mcruntime.transport import Transport
 from projector import instances as instance_projector
 from projector import status as status_projector
 
+from .api.constants import Label
 from .features import POD_RUNTIME, QUOTA_GATE
 from .fleet.options import ManagementOptions
-from .settings import CLUSTER_ROLE_LABEL, ManagerSettings
+from .fleet.sharding import ShardingOptions
+from .settings import CLUSTER_ROLE_LABEL, SHARD_ID_RULE, ManagerSettings, valid_shard_id
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
@@ -52,6 +54,9 @@ MANAGEMENT_CONTROLLERS: list[tuple[str, ManagementRegistrar]] = [
     ("instance-projector", instance_projector.register),
     ("status-projector", status_projector.register),
 ]
+# with --sharding, the controllers each shard runs for the project WDs it owns (the others
+# run on the elected replica, as without sharding)
+SHARDED_CONTROLLERS = ("federator", "status-projector")
 CELL_CONTROLLERS: list[tuple[str, CellRegistrar]] = [
     (workloaddeployment.NAME, workloaddeployment.register),
     (instance.NAME, instance.register),
@@ -95,8 +100,19 @@ def build_manager(
 ) -> Manager:
     """A Manager configured from settings: local cluster, leader election, endpoints and
     the cluster provider. Controllers are added by `register_controllers`."""
-    election = None
-    if settings.leader_elect:
+    election = shard_lease = None
+    sharding = sharding_options(settings)
+    if sharding is not None:
+        shard_lease = LeaderElectionConfig(
+            namespace=sharding.lease_namespace,
+            name=sharding.shard,
+            identity=sharding.shard,
+            lease_duration=settings.leader_election_lease_duration,
+            renew_deadline=settings.leader_election_renew_deadline,
+            retry_period=settings.leader_election_retry_period,
+            labels=((str(Label.SHARD_RING), sharding.ring),),
+        )
+    if settings.leader_elect or sharding is not None:  # with sharding, the elected replica is the sharder
         election = LeaderElectionConfig(
             namespace=settings.leader_election_namespace or settings.own_namespace(),
             name=settings.leader_election_id,
@@ -114,6 +130,7 @@ def build_manager(
         metrics_bind_address=settings.metrics_bind_address,
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
         tracer_provider=tracer_provider,
+        shard_lease=shard_lease,
     )
     reg = settings.registration
     provider = settings.effective_provider()
@@ -133,6 +150,36 @@ def build_manager(
             KubeconfigDirProvider(reg.kubeconfig_dir, poll_interval=reg.poll_interval, subdir_label=CLUSTER_ROLE_LABEL)
         )
     return manager
+
+
+def sharding_options(settings: ManagerSettings) -> ShardingOptions | None:
+    """This replica's place in the ring, with --sharding (None without)."""
+    if not settings.sharding:
+        return None
+    shard = settings.effective_shard_id()
+    if not valid_shard_id(shard):
+        raise StartupError(f"--shard-id: the default {shard!r} (pod or host name) is not a valid shard name "
+                           f"({SHARD_ID_RULE}); set --shard-id")  # fmt: skip
+    return ShardingOptions(
+        shard=shard,
+        ring=settings.leader_election_id,
+        lease_namespace=settings.leader_election_namespace or settings.own_namespace(),
+    )
+
+
+def shard_management_controllers(manager: Manager, options: ShardingOptions) -> list[str]:
+    """Gate the sharded controllers by this replica's shard, and add the sharder, the
+    shard-lease controller (both on the elected replica) and the drain acknowledger."""
+    gate, election = manager.shard_gate, manager.leader_election
+    assert gate is not None and election is not None, "build_manager gives a sharded manager both Leases"
+    owner = shardacks.owned_by(manager, options.shard)
+    for controller in manager.controllers:
+        if controller.name in SHARDED_CONTROLLERS:
+            controller.shard(gate, owner)
+    sharder.register(manager, options)
+    shardleases.register(manager, options, election.identity)
+    shardacks.register(manager, options)
+    return [sharder.NAME, shardleases.NAME, shardacks.NAME]
 
 
 def management_options(settings: ManagerSettings) -> ManagementOptions:
@@ -173,6 +220,9 @@ def register_controllers(manager: Manager, settings: ManagerSettings) -> list[st
         wire()
         if len(manager.controllers) > before:
             names.append(name)
+    sharding = sharding_options(settings) if settings.enable_management_controllers else None
+    if sharding is not None:
+        names += shard_management_controllers(manager, sharding)
     return names
 
 

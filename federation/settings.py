@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import socket
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -75,6 +76,15 @@ class RegistrationSettings(BaseModel):
         return value
 
 
+SHARD_ID_RULE = "lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 63"
+_SHARD_ID = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$")
+
+
+def valid_shard_id(value: str) -> bool:
+    """A shard name is a Lease name and a label value: both rules at once."""
+    return bool(_SHARD_ID.match(value))
+
+
 class ControllerSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -110,6 +120,16 @@ class ManagerSettings(BaseSettings):
     leader_election_lease_duration: float = Field(15.0, gt=0, description="seconds")
     leader_election_renew_deadline: float = Field(10.0, gt=0, description="seconds")
     leader_election_retry_period: float = Field(2.0, gt=0, description="seconds")
+    sharding: bool = Field(
+        False,
+        description="management mode: every replica is a shard holding its own Lease and reconciles only the project "
+        "WorkloadDeployments labelled for it; the replica elected on --leader-election-id assigns them (DESIGN.md §5)",
+    )
+    shard_id: str = Field(
+        "",
+        description="with --sharding, this replica's shard name: its Lease's name and holder, unique among replicas "
+        "(default: $POD_NAME, else the host name)",
+    )
     metrics_bind_address: str = Field(":8080", description="[host]:port for /metrics, 0 to disable")
     health_probe_bind_address: str = Field(":8081", description="[host]:port for /healthz and /readyz, 0 to disable")
     local_cluster_name: str = Field("management", description="cluster name of the local cluster in requests")
@@ -144,6 +164,13 @@ class ManagerSettings(BaseSettings):
     registration: RegistrationSettings = Field(default_factory=RegistrationSettings)  # type: ignore[arg-type]
     controllers: ControllerSettings = Field(default_factory=ControllerSettings)  # type: ignore[arg-type]
 
+    @field_validator("shard_id")
+    @classmethod
+    def _valid_shard_id(cls, value: str) -> str:
+        if value and not valid_shard_id(value):
+            raise ValueError(f"{value!r} is not a valid shard name: {SHARD_ID_RULE}")
+        return value
+
     @field_validator("metrics_bind_address", "health_probe_bind_address")
     @classmethod
     def _check_bind(cls, value: str) -> str:
@@ -165,6 +192,13 @@ class ManagerSettings(BaseSettings):
                 "leader election needs lease duration > renew deadline > retry period "
                 f"(got {self.leader_election_lease_duration}, {self.leader_election_renew_deadline}, "
                 f"{self.leader_election_retry_period})"
+            )
+        if self.sharding and not self.enable_management_controllers:
+            raise ValueError("--sharding shards the management controllers: it needs --enable-management-controllers")
+        if self.sharding and self.effective_shard_id() == self.leader_election_id:
+            raise ValueError(
+                f"--shard-id {self.effective_shard_id()!r} is the sharder's Lease name (--leader-election-id); "
+                "choose another"
             )
         if self.registration.provider == "kubeconfig-dir" and self.registration.kubeconfig_dir is None:
             raise ValueError("--cluster-provider=kubeconfig-dir needs --kubeconfig-dir")
@@ -196,6 +230,10 @@ class ManagerSettings(BaseSettings):
         if IN_CLUSTER_NAMESPACE_FILE.is_file():
             return IN_CLUSTER_NAMESPACE_FILE.read_text().strip() or "default"
         return "default"
+
+    def effective_shard_id(self) -> str:
+        """This replica's shard name (--shard-id, else the pod name, else the host name)."""
+        return self.shard_id or os.environ.get("POD_NAME") or socket.gethostname()
 
     def effective_provider(self) -> str:
         provider = self.registration.provider

@@ -248,6 +248,11 @@ class Controller:
         self._gate = (gate, owner)
         return self
 
+    @property
+    def sharded(self) -> bool:
+        """Gated by a shard (`shard`): runs while the manager holds its shard Lease."""
+        return self._gate is not None
+
     # ------------------------------------------------------------------ clusters
     def engage(self, cluster: Cluster, *, is_local: bool = False) -> int:
         """Declare this controller's views in the cluster and bind the watches that cover

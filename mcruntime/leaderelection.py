@@ -52,6 +52,7 @@ class LeaderElectionConfig:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
     release_on_cancel: bool = True
+    labels: tuple[tuple[str, str], ...] = ()  # kept on the Lease (a shard's ring label)
 
     def __post_init__(self) -> None:
         if not (self.namespace and self.name and self.identity):
@@ -144,7 +145,7 @@ class LeaderElector:
                 "renewTime": _micro_time(now),
                 "leaseTransitions": 0,
             }
-            body = {"metadata": {"name": cfg.name, "namespace": cfg.namespace}, "spec": spec}
+            body = {"metadata": {"name": cfg.name, "namespace": cfg.namespace, **self._labels(None)}, "spec": spec}
             try:
                 created = await client.create(LEASES, body)
             except APIError as exc:
@@ -170,6 +171,7 @@ class LeaderElector:
                 "name": cfg.name,
                 "namespace": cfg.namespace,
                 "resourceVersion": lease["metadata"]["resourceVersion"],
+                **self._labels(lease),
             },
             "spec": new_spec,
         }
@@ -181,6 +183,12 @@ class LeaderElector:
             raise
         self._observe(updated)
         return True
+
+    def _labels(self, lease: dict[str, Any] | None) -> dict[str, Any]:
+        """The Lease's labels with ours merged in (an update replaces the whole object)."""
+        labels = dict((lease or {}).get("metadata", {}).get("labels") or {})
+        labels.update(self.config.labels)
+        return {"labels": labels} if labels else {}
 
     def _observe(self, lease: dict[str, Any]) -> None:
         spec = lease.get("spec") or {}
@@ -308,6 +316,7 @@ class LeaderElector:
                         "name": cfg.name,
                         "namespace": cfg.namespace,
                         "resourceVersion": lease["metadata"]["resourceVersion"],
+                        **self._labels(lease),
                     },
                     "spec": spec,
                 }

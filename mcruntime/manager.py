@@ -1,5 +1,6 @@
 """The manager: owns the local (management) cluster, engages and disengages provider
-clusters at run time, runs controllers (only while leader, when leader election is on),
+clusters at run time, runs controllers (only while leader, when leader election is on;
+a sharded controller only while this replica holds its shard Lease, `shard_lease`),
 serves /healthz, /readyz and /metrics, and shuts down gracefully on SIGTERM/SIGINT:
 controllers stop taking work and finish what is in flight, the lease is released, then
 providers, clusters (informers and connections) and endpoints stop."""
@@ -9,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -32,6 +34,7 @@ from .providers.base import Provider
 from .ratelimiter import RateLimiter
 from .reconciler import ReconcileFunc, Reconciler
 from .request import Request
+from .sharding.gate import ShardGate
 from .source import ClusterEvent, ClusterEventType, disjoint
 
 log = logging.getLogger(__name__)
@@ -62,6 +65,7 @@ class Manager:
         graceful_shutdown_timeout: float = 30.0,
         cluster_options: ClusterOptions | None = None,
         field_manager: str | None = None,
+        shard_lease: LeaderElectionConfig | None = None,
     ) -> None:
         self.name = name
         self.registry = CollectorRegistry()
@@ -85,6 +89,18 @@ class Manager:
         self.leader_election = leader_election
         if leader_election is not None and local is None:
             raise ValueError("leader election needs a local cluster to hold the Lease")
+        if shard_lease is not None and local is None:
+            raise ValueError("a shard needs a local cluster to hold its Lease")
+        if shard_lease is not None and leader_election is not None and shard_lease.name == leader_election.name:
+            raise ValueError(f"the shard Lease and the leader election Lease cannot both be {shard_lease.name!r}")
+        self.shard_lease = shard_lease
+        # the shard's own Lease, held by its own elector (renewed on a thread of its own);
+        # controllers gated by `shard_gate` run only while it is held
+        self.shard_elector: LeaderElector | None = None
+        self.shard_gate: ShardGate | None = (
+            ShardGate(shard_lease.identity, self._shard_lease_fresh) if shard_lease is not None else None
+        )
+        self._shard_done = anyio.Event()
         self.health_bind = parse_bind_address(health_probe_bind_address)
         self.metrics_bind = parse_bind_address(metrics_bind_address)
         self.graceful_shutdown_timeout = graceful_shutdown_timeout
@@ -346,12 +362,16 @@ class Manager:
                     self._readyz.setdefault("local-cache", lambda: local.cache.has_synced)
                 await tg.start(self._host_clusters)
                 for controller in self.controllers:
-                    if not controller.needs_leader_election:
+                    if not controller.needs_leader_election and not controller.sharded:
                         await tg.start(controller.run)
                 for provider in self.providers:
                     self._readyz.setdefault(f"provider-{provider.name}", lambda p=provider: p.has_synced)  # type: ignore[misc]
                     await tg.start(provider.run, self)
                 tg.start_soon(self._campaign if self.leader_election else self._lead_directly, name="leader")
+                if self.shard_lease is not None:
+                    tg.start_soon(self._hold_shard_lease, name="shard lease")
+                else:
+                    self._shard_done.set()
                 task_status.started()
                 await self._stop.wait()
                 log.info("manager %s: shutting down", self.name)
@@ -360,6 +380,7 @@ class Manager:
                     self._campaign_scope.cancel()  # still campaigning: nothing to hand over
                 with anyio.move_on_after(self.graceful_shutdown_timeout):
                     await self._lead_done.wait()  # the lease is released once leading ends
+                    await self._shard_done.wait()  # and the shard Lease once its controllers stopped
                 tg.cancel_scope.cancel()
         finally:
             self.running = False
@@ -402,7 +423,7 @@ class Manager:
         self.elected.set()
         async with anyio.create_task_group() as tg:
             for controller in self.controllers:
-                if controller.needs_leader_election:
+                if controller.needs_leader_election and not controller.sharded:
                     await tg.start(controller.run)
             await self._stop.wait()  # leadership is held until shutdown, controllers or not
 
@@ -428,6 +449,40 @@ class Manager:
             self._stop.set()
         finally:
             self._lead_done.set()
+
+    # ------------------------------------------------------------------ sharding
+    def _shard_lease_fresh(self) -> bool:
+        """This replica holds its shard Lease and renewed it within the renew deadline
+        (monotonic time keeps running while the process is paused, so a shard resumed
+        after its lease lapsed is not fresh, before its renewal thread even notices)."""
+        elector = self.shard_elector
+        if elector is None or not elector.is_leader or self.shard_lease is None:
+            return False
+        return time.monotonic() - elector.last_renew < self.shard_lease.renew_deadline
+
+    async def _shard_work(self) -> None:
+        """Run the sharded controllers until shutdown (while the shard Lease is held)."""
+        async with anyio.create_task_group() as tg:
+            for controller in self.controllers:
+                if controller.sharded:
+                    await tg.start(controller.run)
+            await self._stop.wait()
+
+    async def _hold_shard_lease(self) -> None:
+        assert self.shard_lease is not None
+        self.shard_elector = LeaderElector(
+            self.local.client, self.shard_lease, metrics=self.metrics, connection=self.local.transport.config
+        )
+        self._healthz["shard-lease"] = self.shard_elector.healthy
+        try:
+            await self.shard_elector.run(self._shard_work)
+        except LeaderElectionLost as exc:
+            # another replica (the sharder) may own this shard's objects now: stop everything
+            log.error("shard %s: %s", self.shard_lease.identity, exc)
+            self.lost_leadership = True
+            self._stop.set()
+        finally:
+            self._shard_done.set()
 
     async def _stop_controllers(self) -> None:
         with anyio.CancelScope(shield=True):

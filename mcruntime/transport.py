@@ -16,6 +16,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
 from typing import Any
 
 import aiohttp
@@ -35,6 +36,10 @@ _NET_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 # failures that say the server cannot be reached at all (as opposed to one connection
 # dropping mid-answer, which a retry on a fresh connection fixes)
 _UNREACHABLE_ERRORS = (aiohttp.ClientConnectorError, asyncio.TimeoutError, aiohttp.ServerTimeoutError, ConnectionError)
+
+WRITE_FENCE: ContextVar[Callable[[], None] | None] = ContextVar("mcruntime_write_fence", default=None)
+"""Called before every write made in this context; raises to refuse it (a shard's
+reconciles run under their gate's fence, `sharding/gate.py`)."""
 
 
 class Contact:
@@ -243,6 +248,8 @@ class Transport:
         answer came within the timeout, and ClusterNotReadyError at once while the cluster
         is unreachable (unless `fail_fast=False`, which informers use: they are the probes)."""
         session = self._require_session()
+        if method != "GET" and (fence := WRITE_FENCE.get()) is not None:
+            fence()
         contact = self.contact
         probing = False
         if fail_fast and contact.reachable is False:

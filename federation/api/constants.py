@@ -124,6 +124,21 @@ class Label(DocumentedStr):
         "meta.datumapis.com/upstream-namespace",
         "Project namespace name the object came from; on downstream namespaces, WorkloadDeployments and Instances.",
     )
+    SHARD = (
+        "sharding.compute.datumapis.com/shard",
+        "On a project WorkloadDeployment, with `run --sharding`: the management shard (replica) that reconciles it; "
+        "written by the sharder, removed by the shard when it acknowledges a drain (docs/DESIGN.md §5).",
+    )
+    DRAIN = (
+        "sharding.compute.datumapis.com/drain",
+        "On a project WorkloadDeployment: the sharder asks its shard to hand it over; the shard stops reconciling it "
+        "and removes this label and the shard label, then the sharder assigns the new shard.",
+    )
+    SHARD_RING = (
+        "sharding.compute.datumapis.com/ring",
+        "On a shard's membership Lease in the management cluster: the sharder Lease name (--leader-election-id) of "
+        "the ring the shard belongs to.",
+    )
     CLUSTER_MANAGER = (
         "x-k8s.io/cluster-manager",
         "SIG Multicluster convention on a ClusterProfile: name of the cluster manager that owns it.",

@@ -2,9 +2,9 @@
 
 - No reconcile and no write while the shard's Lease is not fresh: a shard paused past its
   lease duration (or whose renewals fail) may have been declared dead and its objects
-  given to another shard, so it stops before it writes again (`fence`, wired into the
-  transports of every cluster the manager engages); the Lease elector's loss then stops
-  the manager.
+  given to another shard, so it stops before it writes again: every write a gated
+  reconcile makes, in any cluster, passes `fence` first (`transport.WRITE_FENCE`); the
+  Lease elector's loss then stops the manager.
 - No reconcile of an object the shard does not own (`owns`: the caller's check, e.g. the
   object is in the shard's label-selected cache and carries no drain label). A drained
   object is acknowledged only once no reconcile of it is in flight (`wait_quiet`), so
@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import anyio
+
+from ..transport import WRITE_FENCE
 
 if TYPE_CHECKING:
     from ..request import Request
@@ -48,11 +50,13 @@ class ShardGate:
 
     @contextmanager
     def reconciling(self, key: Hashable) -> Iterator[None]:
-        """Count a reconcile of `key` in flight for its duration."""
+        """Count a reconcile of `key` in flight for its duration; its writes are fenced."""
         self._in_flight[key] = self._in_flight.get(key, 0) + 1
+        token = WRITE_FENCE.set(self.fence)
         try:
             yield
         finally:
+            WRITE_FENCE.reset(token)
             left = self._in_flight[key] - 1
             if left:
                 self._in_flight[key] = left

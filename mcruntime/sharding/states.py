@@ -54,6 +54,11 @@ def parse_time(value: object) -> float | None:
     return parsed.timestamp()
 
 
+def format_time(epoch: float) -> str:
+    """Epoch seconds as a Lease's MicroTime."""
+    return datetime.datetime.fromtimestamp(epoch, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
 def _times(lease: Mapping[str, Any], now: float) -> tuple[float, float]:
     """(expires, duration) of a Lease."""
     spec = lease.get("spec") or {}

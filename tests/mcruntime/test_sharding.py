@@ -320,3 +320,16 @@ async def test_the_gate_waits_until_no_reconcile_of_the_key_is_in_flight() -> No
         release.set()
     assert order == ["reconcile started", "reconcile finished", "acknowledged"]
     await gate.wait_quiet("other")  # nothing in flight: at once
+
+
+async def test_writes_in_a_gated_reconcile_pass_the_fence_and_others_do_not() -> None:
+    from mcruntime.transport import WRITE_FENCE
+
+    gate = ShardGate("a", lambda: False)
+    assert WRITE_FENCE.get() is None
+    with gate.reconciling("wd"):
+        fence = WRITE_FENCE.get()
+        assert fence is not None
+        with pytest.raises(ShardLeaseNotHeld):
+            fence()
+    assert WRITE_FENCE.get() is None

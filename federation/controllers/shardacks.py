@@ -1,0 +1,94 @@
+"""Drain acknowledger (management mode with `--sharding`, on every shard): hands a WD the
+sharder drains back (DESIGN.md §5).
+
+Request key: (project cluster, project namespace, WD name), for WDs labelled for this shard.
+Reads (cache): project WDs.
+Writes, and alone writes: the removal of the shard and drain labels from a WD labelled
+for this shard and drained — one merge patch guarded by the WD's resourceVersion, made
+only once no reconcile of the WD is in flight on this shard (the other controllers
+refuse a drained WD from the moment its drain label is cached). Never writes: any other
+label, a WD's spec or status, anything in cells.
+
+Invariants, pinned by tests/federation/test_sharding.py:
+- no WD is reconciled by two shards at once (test_a_join_drains_and_hands_over records
+  every reconcile's shard and time);
+- nothing is written for a WD that is not drained (test_zero_sharder_writes_at_steady_state)."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+
+from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from federation.fleet.fleetview import PROJECTS
+from federation.fleet.sharding import SHARD_LABELS, ShardingOptions, labelled_for, owned_key
+from mcruntime.manager import Manager
+from mcruntime.objects import Obj, labels_of, make_key, meta
+from mcruntime.predicates import labels_changed
+from mcruntime.reconciler import Result
+from mcruntime.request import Request
+from mcruntime.sharding import Action, ShardGate, shard_decision
+from mcruntime.sharding.gate import Owner
+
+NAME = "drain-acknowledger"
+FIELD_MANAGER = "drain-acknowledger"
+
+
+class DrainAcknowledger:
+    def __init__(self, mgr: Manager, gate: ShardGate, options: ShardingOptions) -> None:
+        self.mgr = mgr
+        self.gate = gate
+        self.shard = options.shard
+
+    async def reconcile(self, req: Request) -> Result:
+        # 1. fetch (cache)
+        project = self.mgr.get_cluster(req.cluster)
+        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
+        # 2. early exit: gone
+        if wd is None:
+            return Result()
+        # 3. desired, from the pure decision
+        decision = shard_decision(labels_of(wd), SHARD_LABELS, self.shard)
+        # 4. compare: not drained, nothing to do
+        if decision.action is not Action.ACKNOWLEDGE_DRAIN:
+            return Result()
+        # 5. once no reconcile of it runs here, hand it back: one label patch
+        await self.gate.wait_quiet((req.cluster, req.namespace, req.name))
+        patch = {
+            "metadata": {
+                "labels": decision.labels_patch(SHARD_LABELS),
+                "resourceVersion": meta(wd).get("resourceVersion"),
+            }
+        }
+        await project.client.patch(
+            WORKLOAD_DEPLOYMENTS, req.name, patch, namespace=req.namespace, field_manager=FIELD_MANAGER
+        )
+        return Result()
+
+
+def owned_by(mgr: Manager, shard: str) -> Owner:
+    """The owner function a shard's WD controllers are gated with (`Controller.shard`):
+    a WD cached labelled for `shard` and not drained."""
+
+    def owner(req: Request) -> Hashable | None:
+        return owned_key(req.cluster, _cached_wd(mgr, req), shard)
+
+    return owner
+
+
+def _cached_wd(mgr: Manager, req: Request) -> Obj | None:
+    store = mgr.get_cluster(req.cluster).cache.informer_of(WORKLOAD_DEPLOYMENTS).store
+    return store.get(make_key(req.namespace, req.name))
+
+
+def register(mgr: Manager, options: ShardingOptions) -> None:
+    """Wire the watch: project WDs (their labels)."""
+    gate = mgr.shard_gate
+    if gate is None:
+        raise ValueError("the drain acknowledger runs on a shard: the manager needs a shard Lease")
+    ctrl = mgr.new_controller(NAME, DrainAcknowledger(mgr, gate, options), workers=4)
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, predicates=[labels_changed])
+
+    def acknowledging(req: Request) -> Hashable | None:
+        return labelled_for(req.cluster, _cached_wd(mgr, req), options.shard)
+
+    ctrl.shard(gate, acknowledging)

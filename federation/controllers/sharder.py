@@ -1,0 +1,107 @@
+"""Sharder (management mode with `--sharding`, on the elected replica only): assigns each
+project WorkloadDeployment to a shard by writing its shard label (DESIGN.md §5).
+
+Request key: (project cluster, project namespace, WD name).
+Reads (caches): project WDs (every one: the same view the other controllers share); the
+shard Leases in the management cluster (`sharding.compute.datumapis.com/ring=<ring>`).
+Writes, and alone writes: the shard label on project WDs (assign; reassign from a dead
+shard) and the drain label (ask the owner to hand over), one merge patch per decision,
+guarded by the WD's resourceVersion. Never writes: a WD's spec, status or other labels,
+anything in cells, the Leases (the shard-lease controller acquires uncertain ones).
+
+Invariants, pinned by tests/federation/test_sharding.py (the decision table by
+tests/mcruntime/test_sharding.py):
+- every WD is labelled for the ring's shard (test_wds_are_assigned_and_balanced);
+- a move drains first and assigns only once the old shard acknowledged; a dead shard's
+  WDs are reassigned directly (test_a_join_drains_and_hands_over, test_a_dead_shards_wds_are_reassigned);
+- zero writes once assigned (test_zero_sharder_writes_at_steady_state)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from federation.fleet.fleetview import PROJECTS, project_clusters
+from federation.fleet.sharding import SHARD_LABELS, Rings, ShardingOptions, available, shard_states, wd_hash_key
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.informer import EventType, ObjectEvent
+from mcruntime.manager import Manager
+from mcruntime.objects import labels_of, meta
+from mcruntime.predicates import labels_changed
+from mcruntime.reconciler import Result
+from mcruntime.request import Request
+from mcruntime.resources import LEASES
+from mcruntime.sharding import Action, sharder_decision
+from mcruntime.source import LOCAL
+
+NAME = "sharder"
+FIELD_MANAGER = "sharder"
+
+
+def membership_changed(event: ObjectEvent) -> bool:
+    """A Lease created, deleted, released or acquired: the ring may change (a renewal,
+    the every-few-seconds event, changes nothing the sharder decides on)."""
+    if event.type is not EventType.MODIFIED or event.old is None:
+        return True
+    return bool(
+        (event.old.get("spec") or {}).get("holderIdentity") != (event.obj.get("spec") or {}).get("holderIdentity")
+    )
+
+
+class Sharder:
+    def __init__(self, mgr: Manager, options: ShardingOptions) -> None:
+        self.mgr = mgr
+        self.options = options
+        self.rings = Rings()
+
+    async def reconcile(self, req: Request) -> Result:
+        # 1. the project, and its WD (cache)
+        project = self.mgr.get_cluster(req.cluster)
+        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
+        # 2. early exit: gone (a deleting WD still needs its owner to finalize it)
+        if wd is None:
+            return Result()
+        # 3. desired: the pure decision over the ring of available shards
+        leases = await self.mgr.local.client.list(
+            LEASES, namespace=self.options.lease_namespace, label_selector=self.options.lease_selector
+        )
+        states = shard_states(leases, time.time())
+        ring = self.rings.of(available(states))
+        decision = sharder_decision(labels_of(wd), SHARD_LABELS, wd_hash_key(req.cluster, wd), ring, states)
+        # 4. compare: nothing to do at steady state
+        if decision.action is Action.NOTHING:
+            return Result()
+        # 5. write the difference: one label patch, only onto the version decided on
+        patch = {"metadata": {"labels": decision.labels_patch(SHARD_LABELS), "resourceVersion": _rv(wd)}}
+        await project.client.patch(
+            WORKLOAD_DEPLOYMENTS, req.name, patch, namespace=req.namespace, field_manager=FIELD_MANAGER
+        )
+        return Result()
+
+    def every_wd(self, _cluster: str, _lease: dict[str, Any]) -> list[Request]:
+        """Membership changed: every project WD is decided again."""
+        return [
+            Request(project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))
+            for project in project_clusters(self.mgr)
+            for wd in project.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list()
+        ]
+
+
+def _rv(obj: dict[str, Any]) -> str:
+    return str(meta(obj).get("resourceVersion") or "")
+
+
+def register(mgr: Manager, options: ShardingOptions) -> None:
+    """Wire the watches: project WDs (their coming and their labels), the shard Leases."""
+    sharder = Sharder(mgr, options)
+    ctrl = mgr.new_controller(NAME, sharder, workers=4)
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, predicates=[labels_changed])
+    ctrl.watch(
+        LEASES,
+        EnqueueRequestsFromMapFunc(sharder.every_wd, cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=LOCAL,
+        namespace=options.lease_namespace,
+        label_selector=options.lease_selector,
+        predicates=[membership_changed],
+    )

@@ -1,0 +1,83 @@
+"""Sharded management replicas (DESIGN.md §5): which shard a project WorkloadDeployment
+belongs to, and the ring the shard Leases make. Pure: no I/O.
+
+Label keys: `sharding.compute.datumapis.com/shard` (the owning shard, on project WDs),
+`sharding.compute.datumapis.com/drain` (the sharder asks the owner to hand it over) and
+`sharding.compute.datumapis.com/ring` (on each shard's Lease: the ring's name, the
+sharder Lease name). A WD hashes by `<project cluster>/<group>/<Kind>/<namespace>/<name>`,
+so two projects' `default/api` land apart; what the federation writes for a WD (copies,
+projections, status) follows the WD's shard, since only its owner reconciles it."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from federation.api.constants import Label
+from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from mcruntime.objects import labels_of, meta
+from mcruntime.sharding import HashRing, ShardLabels, ShardState, is_available, shard_state
+
+SHARD_LABELS = ShardLabels(shard=str(Label.SHARD), drain=str(Label.DRAIN))
+
+
+@dataclass(frozen=True, slots=True)
+class ShardingOptions:
+    """This replica's place in the ring."""
+
+    shard: str  # its shard name: its Lease's name and holder
+    ring: str  # the ring's name (the sharder Lease's), on every shard Lease as Label.SHARD_RING
+    lease_namespace: str  # where the shard Leases live in the management cluster
+
+    @property
+    def lease_selector(self) -> str:
+        return f"{Label.SHARD_RING}={self.ring}"
+
+
+def wd_hash_key(project: str, wd: Mapping[str, Any]) -> str:
+    m = meta(wd)
+    return f"{project}/{WORKLOAD_DEPLOYMENTS.group}/{WORKLOAD_DEPLOYMENTS.kind}/{m.get('namespace')}/{m.get('name')}"
+
+
+def shard_states(leases: Iterable[Mapping[str, Any]], now: float) -> dict[str, ShardState]:
+    """Each shard's state, by its Lease's name."""
+    return {str(meta(lease).get("name")): shard_state(lease, now) for lease in leases}
+
+
+def available(states: Mapping[str, ShardState]) -> frozenset[str]:
+    return frozenset(name for name, state in states.items() if is_available(state))
+
+
+class Rings:
+    """The ring of each set of available shards, built once (100 tokens per shard)."""
+
+    def __init__(self) -> None:
+        self._rings: dict[frozenset[str], HashRing] = {}
+
+    def of(self, shards: frozenset[str]) -> HashRing:
+        ring = self._rings.get(shards)
+        if ring is None:
+            if len(self._rings) > 16:  # membership history is short; keep the recent few
+                self._rings.clear()
+            ring = self._rings[shards] = HashRing(shards)
+        return ring
+
+
+def owned_key(project: str, wd: Mapping[str, Any] | None, shard: str) -> Hashable | None:
+    """The key a shard's controllers count a WD's reconciles under, if `shard` owns it:
+    labelled for it and not being drained; else None (not reconciled here)."""
+    if wd is None:
+        return None
+    labels = labels_of(wd)
+    if labels.get(SHARD_LABELS.shard) != shard or SHARD_LABELS.drain in labels:
+        return None
+    return (project, meta(wd).get("namespace"), meta(wd).get("name"))
+
+
+def labelled_for(project: str, wd: Mapping[str, Any] | None, shard: str) -> Hashable | None:
+    """The key the drain acknowledger works under when the WD is labelled for `shard`
+    (drained or not): distinct from `owned_key`'s, so it can wait for those to finish."""
+    if wd is None or labels_of(wd).get(SHARD_LABELS.shard) != shard:
+        return None
+    return ("drain", project, meta(wd).get("namespace"), meta(wd).get("name"))
