@@ -1,0 +1,310 @@
+"""Sharded management replicas (`run --enable-management-controllers --sharding`), three
+shards in one process on embedded servers: assignment, balance, drain hand-over on join
+and graceful leave, reassignment of a dead shard's WDs, exclusivity (every reconcile's
+shard and time recorded: no WD reconciled by two shards at once), a shard whose Lease is
+not fresh refusing to write, and zero sharder writes at steady state."""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from contextlib import AsyncExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import anyio
+import anyio.abc
+import pytest
+
+from federation.api.constants import Label
+from federation.fleet.sharding import wd_hash_key
+from mcruntime import Manager, Request, Result
+from mcruntime.leaderelection import LeaderElectionLost
+from mcruntime.resources import LEASES
+from mcruntime.sharding import HashRing
+from mcruntime.sharding.states import format_time
+from tests.support import Fleet, Plane, eventually, fleet, management_settings, running
+from tests.support.manager import controller
+
+from .test_federator import WDs, workload_deployment
+
+pytestmark = pytest.mark.slow
+
+LEASE_NAMESPACE = "default"
+RING = "federation-manager"
+N_WDS = 24
+
+
+@dataclass(frozen=True)
+class Reconcile:
+    shard: str
+    controller: str
+    request: Request
+    started: float
+    ended: float
+
+
+class Recorder:
+    """Wraps the sharded controllers' reconcilers on every shard; keeps every reconcile."""
+
+    def __init__(self) -> None:
+        self.reconciles: list[Reconcile] = []
+
+    def wrap(self, manager: Manager, shard: str, name: str) -> None:
+        ctrl = controller(manager, name)
+        inner, reconciles = ctrl.reconciler, self.reconciles
+
+        class Recording:
+            async def reconcile(self, request: Request) -> Result:
+                started = time.monotonic()
+                try:
+                    result: Result = await inner.reconcile(request)
+                finally:
+                    reconciles.append(Reconcile(shard, name, request, started, time.monotonic()))
+                return result
+
+        ctrl.reconciler = Recording()  # type: ignore[assignment]
+
+    def overlaps(self) -> list[tuple[Reconcile, Reconcile]]:
+        """Pairs of reconciles of one WD by two shards whose times overlap."""
+        by_wd: dict[Request, list[Reconcile]] = defaultdict(list)
+        for r in self.reconciles:
+            by_wd[r.request].append(r)
+        found = []
+        for runs in by_wd.values():
+            runs.sort(key=lambda r: r.started)
+            for i, a in enumerate(runs):
+                for b in runs[i + 1 :]:
+                    if b.started >= a.ended:
+                        break
+                    if a.shard != b.shard:
+                        found.append((a, b))
+        return found
+
+    def shards_of(self, request: Request) -> set[str]:
+        return {r.shard for r in self.reconciles if r.request == request}
+
+
+class Shards:
+    """Shard replicas, each a manager as `run --sharding --shard-id NAME` builds it, each
+    in a task of its own (so any one can stop, in any order)."""
+
+    def __init__(self, tg: anyio.abc.TaskGroup, tmp: Path, recorder: Recorder) -> None:
+        self.tg, self.tmp, self.recorder = tg, tmp, recorder
+        self.stops: dict[str, anyio.Event] = {}
+        self.stopped: dict[str, anyio.Event] = {}
+        self.managers: dict[str, Manager] = {}
+        self.lost: set[str] = set()
+
+    async def start(self, shard: str) -> Manager:
+        manager: Manager = await self.tg.start(self._run, shard)
+        return manager
+
+    async def _run(self, shard: str, *, task_status: anyio.abc.TaskStatus[Manager]) -> None:
+        settings = management_settings(
+            self.tmp / "management.kubeconfig",
+            sharding=True,
+            shard_id=shard,
+            leader_election_namespace=LEASE_NAMESPACE,
+            leader_election_lease_duration=3.0,
+            leader_election_renew_deadline=2.0,
+            leader_election_retry_period=0.5,
+        )
+        self.stops[shard], self.stopped[shard] = anyio.Event(), anyio.Event()
+        try:
+            async with running(settings) as manager:
+                for name in ("federator", "status-projector"):
+                    self.recorder.wrap(manager, shard, name)
+                self.managers[shard] = manager
+                task_status.started(manager)
+                await self.stops[shard].wait()
+        except* LeaderElectionLost:
+            self.lost.add(shard)  # as `run` exits when its Lease is lost
+        finally:
+            self.managers.pop(shard, None)
+            self.stopped[shard].set()
+
+    def members_seen(self) -> set[str]:
+        """The shard Leases the elected replica (the sharder) has cached."""
+        for manager in self.managers.values():
+            if manager.elector is not None and manager.elector.is_leader:
+                return {meta["metadata"]["name"] for meta in manager.local.cache.informer_of(LEASES).store.list()}
+        return set()
+
+    async def joined(self, *shards: str) -> None:
+        """Wait until the sharder knows every shard's Lease (so new WDs go straight to the ring's shard)."""
+        await eventually(lambda: set(shards) <= self.members_seen(), f"{shards} in the sharder's view", within=20)
+
+    async def idle(self) -> bool:
+        """Every running controller idle: the sharded ones on each shard, all on the sharder."""
+        for manager in self.managers.values():
+            leading = manager.elector is not None and manager.elector.is_leader
+            for ctrl in manager.controllers:
+                if (ctrl.sharded or leading) and not await ctrl.wait_idle(within=30):
+                    return False
+        return True
+
+    async def stop(self, shard: str) -> None:
+        self.stops[shard].set()
+        await self.stopped[shard].wait()
+
+    async def stop_all(self) -> None:
+        for shard in list(self.managers):
+            await self.stop(shard)
+
+
+def labels(f: Fleet) -> dict[str, dict[str, str]]:
+    return {wd["metadata"]["name"]: wd["metadata"].get("labels") or {} for wd in WDs(f, "web").list("default")}
+
+
+def ring_owners(f: Fleet, shards: list[str]) -> dict[str, str]:
+    ring = HashRing(shards)
+    return {wd["metadata"]["name"]: ring.owner(wd_hash_key("web", wd)) or "" for wd in WDs(f, "web").list("default")}
+
+
+def assigned_as_the_ring_says(f: Fleet, shards: list[str]) -> bool:
+    want = ring_owners(f, shards)
+    got = {name: ls.get(Label.SHARD, "") for name, ls in labels(f).items()}
+    drains = [name for name, ls in labels(f).items() if Label.DRAIN in ls]
+    return len(got) == N_WDS and got == want and not drains
+
+
+def copies_in_cell(f: Fleet) -> int:
+    return len([wd for wd in WDs(f, "cell-dfw").list() if not wd["metadata"].get("deletionTimestamp")])
+
+
+async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        shards = Shards(tg, tmp_path, recorder)
+        try:
+            for shard in ("shard-a", "shard-b"):
+                await shards.start(shard)
+            await shards.joined("shard-a", "shard-b")
+            for i in range(N_WDS):
+                WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 1))
+
+            # assignment: every WD labelled for the shard the ring names, and federated
+            await eventually(lambda: assigned_as_the_ring_says(f, ["shard-a", "shard-b"]), "assigned", within=30)
+            await eventually(lambda: copies_in_cell(f) == N_WDS, "every WD federated", within=30)
+            owners = ring_owners(f, ["shard-a", "shard-b"])
+            assert set(owners.values()) == {"shard-a", "shard-b"}  # balance: both shards own some
+            # each WD was reconciled by its owner only
+            for name, owner in owners.items():
+                assert recorder.shards_of(Request("web", "default", name)) <= {owner}, name
+
+            # join: shard-c takes its share through drain and acknowledgement
+            await shards.start("shard-c")
+            await eventually(
+                lambda: assigned_as_the_ring_says(f, ["shard-a", "shard-b", "shard-c"]), "rebalanced on join", within=30
+            )
+            moved = {n for n, s in ring_owners(f, ["shard-a", "shard-b", "shard-c"]).items() if s == "shard-c"}
+            assert moved, "shard-c owns some WDs"
+            for name in moved:  # shard-c now reconciles what it took over (a status write, a requeue...)
+                WDs(f, "web").edit("default", name, lambda wd: wd["metadata"].setdefault("annotations", {}).update(
+                    {"example.com/touch": "1"}))  # fmt: skip
+            await eventually(
+                lambda: all("shard-c" in recorder.shards_of(Request("web", "default", n)) for n in moved),
+                "shard-c reconciles its WDs",
+                within=30,
+            )
+
+            # graceful leave: shard-b releases its Lease (dead at once) and its WDs move directly
+            await shards.stop("shard-b")
+            await eventually(lambda: assigned_as_the_ring_says(f, ["shard-a", "shard-c"]), "rebalanced on leave", 30)
+            assert copies_in_cell(f) == N_WDS
+
+            assert recorder.overlaps() == [], "a WD reconciled by two shards at once"
+        finally:
+            await shards.stop_all()
+
+
+async def test_a_dead_shards_wds_are_reassigned(tmp_path: Path) -> None:
+    """A shard that stops renewing (as after SIGKILL): expired, uncertain after two lease
+    durations, then the sharder acquires its Lease (dead) and reassigns its WDs directly."""
+    recorder = Recorder()
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        shards = Shards(tg, tmp_path, recorder)
+        mgmt = Plane(f.management)
+        # a shard that joined and then stopped: its Lease was renewed once, just now
+        mgmt.create(
+            "leases",
+            {
+                "metadata": {
+                    "name": "shard-gone", "namespace": LEASE_NAMESPACE, "labels": {str(Label.SHARD_RING): RING}
+                },
+                "spec": {"holderIdentity": "shard-gone", "leaseDurationSeconds": 2,
+                         "acquireTime": format_time(time.time()), "renewTime": format_time(time.time())},
+            },
+            group="coordination.k8s.io",
+            version="v1",
+        )  # fmt: skip
+        try:
+            await shards.start("shard-a")
+            await shards.joined("shard-a", "shard-gone")
+            for i in range(N_WDS):
+                WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 1))
+            # the silent shard is in the ring at first: some WDs are assigned to it
+            await eventually(
+                lambda: any(ls.get(Label.SHARD) == "shard-gone" for ls in labels(f).values()), "assigned", within=20
+            )
+            # then it turns dead and everything is shard-a's, without a drain
+            await eventually(lambda: assigned_as_the_ring_says(f, ["shard-a"]), "reassigned from the dead", within=30)
+            lease = mgmt.get("leases", LEASE_NAMESPACE, "shard-gone", group="coordination.k8s.io", version="v1")
+            assert lease["spec"]["holderIdentity"] not in ("", "shard-gone")  # acquired by the sharder
+            await eventually(lambda: copies_in_cell(f) == N_WDS, "every WD federated", within=30)
+            assert recorder.overlaps() == []
+        finally:
+            await shards.stop_all()
+
+
+async def test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease(tmp_path: Path) -> None:
+    recorder = Recorder()
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        shards = Shards(tg, tmp_path, recorder)
+        try:
+            a = await shards.start("shard-a")
+            await shards.start("shard-b")
+            await shards.joined("shard-a", "shard-b")
+            for i in range(N_WDS):
+                WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 1))
+            await eventually(lambda: assigned_as_the_ring_says(f, ["shard-a", "shard-b"]), "assigned", within=30)
+            await eventually(lambda: copies_in_cell(f) == N_WDS, "every WD federated", within=30)
+            # no cell operator runs here: each status is written once, AwaitingPropagation, after
+            # --awaiting-propagation-after (a delayed requeue `idle` does not see)
+            await eventually(
+                lambda: all((wd.get("status") or {}).get("conditions") for wd in WDs(f, "web").list()), "statuses", 30
+            )
+            assert await shards.idle()
+            servers = [f.server("web"), f.server("cell-dfw")]
+            before = [s.plane.counters.writes() for s in servers]
+            await anyio.sleep(5)
+            after = [s.plane.counters.writes() for s in servers]
+            assert after == before, {s.name: s.plane.counters.snapshot() for s in servers}
+
+            # a shard whose Lease is not fresh (as after a pause past its renew deadline) starts
+            # no reconcile and writes nothing; its renewal thread then gives up and it stops,
+            # and the other shard takes its WDs once its Lease is dead
+            assert a.shard_elector is not None
+            stale_at = time.monotonic()
+            a.shard_elector.last_renew -= 60.0  # as if the process had been stopped for a minute
+            owned = sorted(n for n, s in ring_owners(f, ["shard-a", "shard-b"]).items() if s == "shard-a")
+            for name in owned:
+                WDs(f, "web").edit("default", name, lambda wd: wd["spec"].update(replicas=2))
+            await eventually(lambda: "shard-a" in shards.lost, "shard-a stops", within=20)
+            await eventually(lambda: assigned_as_the_ring_says(f, ["shard-b"]), "shard-b owns everything", within=40)
+            await eventually(
+                lambda: all(
+                    wd["spec"]["replicas"] == 2 for wd in WDs(f, "cell-dfw").list() if wd["metadata"]["name"] in owned
+                ),
+                "shard-b federated the change",
+                within=30,
+            )
+            late = [r for r in recorder.reconciles if r.shard == "shard-a" and r.started >= stale_at]
+            assert late == [], "shard-a reconciled after its Lease went stale"
+            assert recorder.overlaps() == []
+        finally:
+            await shards.stop_all()
