@@ -314,3 +314,32 @@ async def test_a_batch_period_folds_a_burst_of_events_into_one_reconcile() -> No
     await run_controller(controller, body)
     with pytest.raises(ValueError, match="batch_period"):
         Controller("x", reconcile, batch_period=-1)
+
+
+async def test_a_sharded_controller_reconciles_only_what_its_shard_owns_and_only_with_a_fresh_lease() -> None:
+    from mcruntime.sharding import ShardGate
+
+    seen: list[Request] = []
+    fresh = False
+
+    async def reconcile(req: Request) -> Result:
+        seen.append(req)
+        return Result()
+
+    gate = ShardGate("a", lambda: fresh)
+    mine = {Request("p", "ns", "mine")}
+    controller = Controller("sharded", reconcile, rate_limiter=FAST).shard(gate, lambda r: r if r in mine else None)
+    assert controller.sharded
+
+    async def body() -> None:
+        nonlocal fresh
+        controller.enqueue(Request("p", "ns", "mine"))
+        controller.enqueue(Request("p", "ns", "theirs"))
+        await eventually(lambda: controller.queue.num_requeues(Request("p", "ns", "mine")) >= 3, "retried, not run")
+        assert seen == []  # no fresh Lease: nothing reconciled, the request waits with backoff
+        fresh = True
+        await eventually(lambda: seen, what="the owned request")
+        await controller.wait_idle(within=5)
+
+    await run_controller(controller, body)
+    assert seen == [Request("p", "ns", "mine")]  # "theirs" was dropped: another shard's
