@@ -21,7 +21,7 @@ PROCESS_FILES = (  # every test here starts federation-manager processes or idle
     "tests/kubeplane/test_cli_apiserver.py",
     "tests/cells/test_cell_idle.py", "tests/federation/test_steady_state.py", "tests/test_taskw.py",
     "tests/federation/test_up_clean_start.py", "tests/mcruntime/test_lease_under_load.py", "tests/test_wheel.py",
-    "tests/federation/test_sharding.py",
+    "tests/federation/test_sharding.py", "tests/federation/test_sharded_processes.py",
 )  # fmt: skip
 
 
