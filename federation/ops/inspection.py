@@ -98,7 +98,7 @@ def add_status_arguments(parser: argparse.ArgumentParser) -> None:
     _add_source(parser)
     parser.add_argument("-n", "--namespace", metavar="NS", help="only WorkloadDeployments of this project namespace")
     parser.add_argument("--project", metavar="NAME", help="only this project (its cluster name)")
-    output.add_output_flag(parser, wide="adds each WD's condition MESSAGE")
+    output.add_output_flag(parser, wide="adds each WD's owning SHARD and its condition MESSAGE")
     output.add_wait_flag(parser, "every WD is converged (ready and up to date in every cell, all observed)")
     parser.add_argument("-w", "--watch", action="store_true", help="refresh the table until Ctrl-C")
     parser.add_argument(

@@ -24,11 +24,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from federation.api.constants import Label
 from federation.fleet.aggregate import AVAILABLE, REASON_ORDER, REPLICAS_READY
 from federation.fleet.downstream import planned_shares, target_city
 from federation.fleet.placement import CellInfo, PlacementError
 from federation.ops.snapshot import CellCopy, Snapshot
-from mcruntime.objects import Obj, meta, name_of
+from mcruntime.objects import Obj, labels_of, meta, name_of
 
 _STATUS_RANK = {"False": 0, "Unknown": 1, "True": 2}
 _REASON_RANK = {str(reason): i for i, reason in enumerate(REASON_ORDER)}
@@ -85,6 +86,7 @@ class WorkloadDeploymentRow:
     condition: ConditionRow | None  # the worst of the WD's conditions (None: no status yet)
     problem: str  # why it cannot be placed ("" when it can)
     cells: tuple[CellRow, ...]
+    shard: str = ""  # the management shard that owns it (`run --sharding`; "" unsharded or not yet assigned)
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +182,7 @@ def _wd_row(
         condition=worst_condition(status),
         problem=problem,
         cells=cells,
+        shard=str(labels_of(wd).get(str(Label.SHARD)) or ""),
     )
 
 
@@ -236,6 +239,7 @@ def to_json(view: StatusView) -> dict[str, Any]:
                 "name": r.name,
                 "cityCode": r.city,
                 "deleting": r.deleting,
+                "shard": r.shard,
                 "desired": r.desired,
                 "ready": r.ready,
                 "updated": r.updated,
@@ -286,7 +290,7 @@ _FRESHNESS = {
 
 
 def render(view: StatusView, *, wide: bool = False) -> RenderableType:
-    """The table; `wide` (-o wide) adds the condition's MESSAGE."""
+    """The table; `wide` (-o wide) adds the owning SHARD (`run --sharding`) and the condition's MESSAGE."""
     table = Table(box=None, pad_edge=False, header_style="bold")
     for column in (
         "WORKLOADDEPLOYMENT",
@@ -298,7 +302,7 @@ def render(view: StatusView, *, wide: bool = False) -> RenderableType:
         "UP-TO-DATE",
         "FRESHNESS",
         "REASON",
-        *(("MESSAGE",) if wide else ()),
+        *(("SHARD", "MESSAGE") if wide else ()),
     ):
         table.add_column(column, no_wrap=True)  # never folded: the console is as wide as the table
     for r in view.workload_deployments:
@@ -320,7 +324,7 @@ def render(view: StatusView, *, wide: bool = False) -> RenderableType:
             Text(_number(r.updated)),
             Text(""),
             reason,
-            *((Text(" ".join((cond.message if cond else "").split())),) if wide else ()),
+            *((Text(r.shard or "-"), Text(" ".join((cond.message if cond else "").split()))) if wide else ()),
         )
         for c in r.cells:
             table.add_row(
@@ -333,7 +337,7 @@ def render(view: StatusView, *, wide: bool = False) -> RenderableType:
                 Text(_number(c.updated)),
                 _FRESHNESS[c.copy],
                 Text(""),
-                *((Text(""),) if wide else ()),
+                *((Text(""), Text("")) if wide else ()),
             )
     parts: list[RenderableType] = [table if view.workload_deployments else Text("no WorkloadDeployments found")]
     for cluster in view.clusters:

@@ -17,7 +17,7 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
-from federation.api.constants import Annotation
+from federation.api.constants import Annotation, Label
 from federation.ops.inspection import watch
 from federation.ops.snapshot import Health
 from federation.ops.statusview import CopyState, render, status_view, to_json, worst_condition
@@ -154,6 +154,19 @@ def test_the_table() -> None:
     ]
 
 
+def test_wide_shows_the_owning_shard() -> None:
+    w = standard()
+    w.projects["web"].wd("default", "api")["metadata"]["labels"] = {str(Label.SHARD): "shard-b"}
+    view = status_view(w.snapshot(), project="web")
+    assert [(r.name, r.shard) for r in view.workload_deployments] == [("api", "shard-b"), ("edge", "")]
+    assert [r["shard"] for r in to_json(view)["workloadDeployments"]] == ["shard-b", ""]
+    lines = text_of(render(view, wide=True), width=300)
+    assert lines[0].split()[-2:] == ["SHARD", "MESSAGE"]
+    assert lines[1].split()[:1] == ["web/default/api"] and "shard-b" in lines[1].split()
+    assert "-" in lines[4].split()  # edge: not assigned (an unsharded manager)
+    assert "SHARD" not in text_of(render(view))[0]
+
+
 # ---------------------------------------------------------------------- --watch (in process)
 
 
@@ -233,6 +246,7 @@ def expected_rows(f: Fleet) -> list[dict[str, Any]]:
                     "name": wd["metadata"]["name"],
                     "cityCode": wd["spec"]["cityCode"],
                     "deleting": False,
+                    "shard": "",  # one unsharded manager
                     "desired": status["desiredReplicas"],
                     "ready": status["readyReplicas"],
                     "updated": status["updatedReplicas"],
