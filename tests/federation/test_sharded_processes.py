@@ -1,6 +1,7 @@
 """Sharding in the deployed shape: `apiserver` processes and three `federation-manager run
 --enable-management-controllers --sharding --shard-id NAME` processes. Every reconcile
-is recorded from each shard's span file (`--tracing --traces-file`): assignment by the
+is recorded from each shard's span file (`--tracing --traces-file`); the servers enforce
+RBAC and every identity holds only the shipped roles (the management-sharded overlay's): assignment by the
 ring, hand-over to a shard that joins, a SIGKILLed shard's WDs reassigned once its Lease
 is dead, and no WD reconciled by two shards at once."""
 
@@ -28,16 +29,16 @@ pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
 N_WDS = 18
 LEASE = ("--leader-election-lease-duration=3", "--leader-election-renew-deadline=2",
-         "--leader-election-retry-period=0.5", "--leader-election-namespace=default")  # fmt: skip
+         "--leader-election-retry-period=0.5", "--leader-election-namespace=federation-system")  # fmt: skip
 WORK = {"reconcile federator", "reconcile status-projector"}
 
 
 async def start_shard(f: DeployedFleet, shard: str) -> Process:
-    process = await spawn(shard, ["run", "--enable-management-controllers", "--sharding", f"--shard-id={shard}",
-        f"--kubeconfig={f.kubeconfig('management')}", "--health-probe-bind-address=0", "--metrics-bind-address=0",
-        "--tracing", f"--traces-file={f.workdir / f'{shard}.spans'}", "--graceful-shutdown-timeout=5", *LEASE],
-        f.workdir, env={"OTEL_TRACES_EXPORTER": "none"},
-    )  # fmt: skip
+    args = ["run", "--enable-management-controllers", "--sharding", f"--shard-id={shard}",
+            f"--kubeconfig={f.manager_kubeconfig('management')}", "--health-probe-bind-address=0",
+            "--metrics-bind-address=0", "--tracing", f"--traces-file={f.workdir / f'{shard}.spans'}",
+            "--graceful-shutdown-timeout=5", *LEASE]  # fmt: skip
+    process = await spawn(shard, args, f.workdir, env={"OTEL_TRACES_EXPORTER": "none"})
     f.managers[shard] = process
     f.stack.push_async_callback(process.stop)
     return process
@@ -97,11 +98,12 @@ def overlaps(runs: dict[str, list[tuple[float, float, str]]]) -> list[str]:
 async def test_three_shard_processes_share_hand_over_and_survive_a_sigkill(tmp_path: Path) -> None:
     if kubectl_path() is None:
         pytest.skip("kubectl is not installed on this machine; kubectl-driven checks cannot run")
-    async with deployed_fleet(tmp_path, cells=(("dfw-1", "DFW"),)) as f:
+    async with deployed_fleet(tmp_path, cells=(("dfw-1", "DFW"),), rbac=True) as f:  # the shipped roles only
         a, b = await start_shard(f, "shard-a"), await start_shard(f, "shard-b")
 
         async def leases() -> set[str]:
-            out = await f.kubectl("management")("get", "leases", "-n", "default", "-l", str(Label.SHARD_RING), "-o",
+            out = await f.kubectl("management")("get", "leases", "-n", "federation-system", "-l",
+                                                str(Label.SHARD_RING), "-o",
                                                 "jsonpath={.items[*].spec.holderIdentity}")  # fmt: skip
             return set(out.split())
 

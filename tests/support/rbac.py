@@ -78,6 +78,7 @@ async def grant_shipped_roles(fleet: DeployedFleet) -> tuple[dict[str, Path], di
             docs = _accounts(cluster, ACCOUNT)
             docs += await _render(fleet, cluster, "config/rbac/management")
             docs += await _render(fleet, cluster, "config/rbac/leader-election")
+            docs += await _render(fleet, cluster, "config/rbac/sharding")  # the management-sharded overlay's
         else:
             cell = cluster in fleet.cities
             docs = _accounts(cluster, ACCESS, *([ACCOUNT] if cell else []))

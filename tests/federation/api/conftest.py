@@ -12,7 +12,7 @@ from kubeplane import EmbeddedAPIServer
 from kubeplane.testing import Kubectl
 
 REPO = Path(__file__).resolve().parents[3]
-OVERLAYS = ("management", "cell-dfw", "cell-lhr", "all-in-one")
+OVERLAYS = ("management", "management-sharded", "cell-dfw", "cell-lhr", "all-in-one")
 
 
 def load_docs(text: str) -> list[dict[str, Any]]:

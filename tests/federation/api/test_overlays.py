@@ -30,6 +30,7 @@ MANAGER_FLAGS = {
 }
 MODE_FLAGS = {
     "management": {"--enable-management-controllers"},
+    "management-sharded": {"--enable-management-controllers", "--sharding"},
     "cell-dfw": {"--enable-cell-controllers", "--feature-gates=PodRuntime=true"},
     "cell-lhr": {"--enable-cell-controllers", "--feature-gates=PodRuntime=true"},
     "all-in-one": {"--enable-management-controllers", "--enable-cell-controllers", "--feature-gates=PodRuntime=true"},
@@ -54,6 +55,7 @@ CRDS = {
     },
 }
 CRDS["cell-lhr"] = CRDS["cell-dfw"]
+CRDS["management-sharded"] = CRDS["management"]
 
 
 async def render(kubectl: Kubectl, path: str) -> list[dict[str, Any]]:
@@ -193,6 +195,21 @@ async def test_rbac_has_no_wildcards_and_names_subresources(kubectl: Kubectl) ->
                     assert resource.split("/")[1] in {"status", "finalizers", "scale"}, resource
 
 
+async def test_the_sharded_management_overlay_is_management_with_three_shards(kubectl: Kubectl) -> None:
+    plain, sharded = await render(kubectl, "overlays/management"), await render(kubectl, "overlays/management-sharded")
+    assert _deployment(plain)["spec"]["replicas"] == 1 and _deployment(sharded)["spec"]["replicas"] == 3
+    # the shard's name is its pod's ($POD_NAME, --shard-id's default); its Lease lives where leader election's does
+    env = {v["name"] for v in _deployment(sharded)["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert {"POD_NAME", "POD_NAMESPACE"} <= env
+    # exactly one grant more than the plain overlay: deleting an orphaned shard Lease
+    extra = [d for d in sharded if d not in plain and d["kind"] in {"Role", "ClusterRole"}]
+    assert [(d["metadata"]["name"], d["rules"]) for d in extra] == [
+        ("federation-manager-sharding", [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                                         "verbs": ["delete"]}]),
+    ]  # fmt: skip
+    assert {d["kind"] for d in sharded if d not in plain} == {"Role", "RoleBinding", "Deployment"}
+
+
 async def test_management_role_reads_registrations_and_nothing_it_does_not_need(kubectl: Kubectl) -> None:
     docs = await render(kubectl, "overlays/management")
     rules = _rules(docs, "ClusterRole", "federation-manager-management")
@@ -280,7 +297,7 @@ async def test_project_access_role_is_what_the_projector_and_federator_need(kube
 
 def test_optional_pieces_are_kustomize_components() -> None:
     components = sorted(p.name for p in (REPO / "config/components").iterdir() if p.is_dir())
-    assert components == ["cell-controllers", "leader-election", "management-controllers", "metrics"]
+    assert components == ["cell-controllers", "leader-election", "management-controllers", "metrics", "sharding"]
     for name in components:
         doc = yaml.safe_load((REPO / "config/components" / name / "kustomization.yaml").read_text())
         assert (doc["apiVersion"], doc["kind"]) == ("kustomize.config.k8s.io/v1alpha1", "Component"), name
@@ -342,6 +359,9 @@ async def test_manager_command_line_of_each_overlay_is_accepted_by_the_manager(
     assert loaded.enable_cell_controllers == ("--enable-cell-controllers" in args)
     assert loaded.leader_elect and loaded.leader_election_namespace == "federation-system"
     assert (loaded.metrics_bind_address, loaded.health_probe_bind_address) == (":8080", ":8081")
+    assert loaded.sharding == (overlay == "management-sharded")
+    if loaded.sharding:
+        assert loaded.effective_shard_id() == "federation-manager-0"  # the pod's name
     if loaded.enable_cell_controllers:
         assert loaded.feature_gates.enabled("PodRuntime")
         site = config_maps["federation-site"]["data"]
