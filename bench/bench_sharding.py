@@ -1,0 +1,201 @@
+"""Benchmark: management mode sharded over 1, 2 and 3 replicas (`run --sharding`, DESIGN.md
+§5) against one unsharded replica, on the fan-out workload (P projects x W WorkloadDeployments
+of 1 replica into one DFW cell; no cell manager: the copies are the work). Per run: fan-out
+wall time (first create -> every copy written), CPU-seconds and peak RSS of each replica,
+and manager writes per WD (the servers' write counters less the benchmark's own creates).
+Then, with 2 shards converged, the time until every WD is labelled as the 3-shard ring says
+after a third joins (drain, acknowledgement, assignment), and the time until the 2
+survivors own everything after one is SIGKILLed (its Lease must expire, turn uncertain and
+be acquired: about two lease durations; the lease is shortened to --lease seconds here).
+
+Targets (issue 23): per-shard CPU and memory <= 1.2/N of one replica's; a dead shard's WDs
+handed over within 2x the lease duration; writes per WD unchanged but for the label writes.
+On a 2-core machine the API servers share the cores with the replicas, so wall time cannot
+scale with N here; the per-replica CPU ratio is what predicts more cores. Each shard still
+caches every WD (its caches are not label-selected yet), so RSS is not expected to divide.
+
+Run: python bench/bench_sharding.py [--projects P] [--wds W] [--lease S] [--smoke]"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from harness import (
+    REPO,
+    Fleet,
+    Manager,
+    cpu_seconds,
+    fleet,
+    report,
+    rss_bytes,
+    start_manager,
+    wd_path,
+    workload_deployment,
+)
+
+sys.path.insert(0, str(REPO))
+from federation.api.constants import Label
+from federation.fleet.sharding import wd_hash_key
+from mcruntime.sharding import HashRing
+
+CELLS = (("dfw-1", "DFW"),)
+
+
+def lease_flags(lease: float) -> list[str]:
+    return [f"--leader-election-lease-duration={lease}", f"--leader-election-renew-deadline={lease * 2 / 3:.2f}",
+            f"--leader-election-retry-period={lease / 6:.2f}", "--leader-election-namespace=default"]  # fmt: skip
+
+
+def shard(f: Fleet, name: str, lease: float) -> Manager:
+    kubeconfig = f"--kubeconfig={f.servers['management'].kubeconfig}"
+    flags = ["--enable-management-controllers", "--sharding", f"--shard-id={name}", kubeconfig, "--workers=8"]
+    return start_manager(name, f.workdir, *flags, *lease_flags(lease))
+
+
+def unsharded(f: Fleet) -> Manager:
+    kubeconfig = f"--kubeconfig={f.servers['management'].kubeconfig}"
+    return start_manager("replica", f.workdir, "--enable-management-controllers", "--workers=8", kubeconfig)
+
+
+async def federation_writes(f: Fleet, projects: list[str]) -> int:
+    """Writes the projects and the cell received (not management's: Lease renewals)."""
+    return sum(await asyncio.gather(*(f.writes(c) for c in [*projects, *(c for c, _ in CELLS)])))
+
+
+async def copies(f: Fleet) -> int:
+    return len(await f.list("dfw-1", wd_path()))
+
+
+async def as_the_ring_says(f: Fleet, projects: list[str], shards: list[str], total: int) -> bool:
+    ring, seen = HashRing(shards), 0
+    for project in projects:
+        for wd in await f.list(project, wd_path("default")):
+            labels: dict[str, Any] = wd["metadata"].get("labels") or {}
+            if labels.get(Label.SHARD) != ring.owner(wd_hash_key(project, wd)) or Label.DRAIN in labels:
+                return False
+            seen += 1
+    return seen == total
+
+
+async def until(check: Any, within: float, managers: list[Manager], peaks: dict[str, int]) -> float:
+    """Seconds until `check()` holds, sampling each replica's RSS meanwhile."""
+    started = time.monotonic()
+    while not await check():
+        for m in managers:
+            m.proc.check_alive()
+            peaks[m.name] = max(peaks.get(m.name, 0), rss_bytes(m.pid))
+        if time.monotonic() - started > within:
+            raise RuntimeError(f"not done within {within}s")
+        await asyncio.sleep(0.1)
+    return time.monotonic() - started
+
+
+async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
+    """One fleet, `n` shards (None: one unsharded replica), W x P WDs created at once."""
+    projects = [f"p{i:02d}" for i in range(args.projects)]
+    total = args.projects * args.wds
+    label = f"{n} shard{'s' if n != 1 else ''}" if n else "1 replica, unsharded"
+    with tempfile.TemporaryDirectory(prefix="bench-sharding-") as tmp:
+        async with fleet(Path(tmp), projects=[f"bench/{p}" for p in projects], cells=CELLS) as f:
+            names = [f"shard-{i}" for i in range(n)] if n else []
+            managers = [shard(f, name, args.lease) for name in names] if n else [unsharded(f)]
+            async with aiohttp.ClientSession() as session:
+                for m in managers:
+                    await m.wait_ready(session)
+            peaks: dict[str, int] = {}
+            if n:
+                await until(lambda: _leases(f, names), 60, managers, peaks)
+            cpu0 = {m.name: cpu_seconds(m.pid) for m in managers}
+            writes0 = await federation_writes(f, projects)
+            started = time.monotonic()
+            await asyncio.gather(*(
+                f.request(p, "POST", wd_path("default"), workload_deployment(f"wd-{i:05d}", "DFW", 1))
+                for p in projects for i in range(args.wds)
+            ))  # fmt: skip
+            await until(lambda: _equals(copies(f), total), args.timeout, managers, peaks)
+            wall = time.monotonic() - started
+            if n:
+                await until(lambda: as_the_ring_says(f, projects, names, total), args.timeout, managers, peaks)
+            cpu = {m.name: cpu_seconds(m.pid) - cpu0[m.name] for m in managers}
+            await asyncio.sleep(args.settle)  # statuses and the last label writes
+            writes = await federation_writes(f, projects) - writes0 - total
+            rep.add(f"{label}: fan-out wall time ({total} WDs)", wall, "s")
+            rep.add(f"{label}: CPU-seconds, busiest replica", max(cpu.values()), "CPU-s", "", _each(cpu, "{:.1f}"))
+            rep.add(f"{label}: CPU-seconds, all replicas", sum(cpu.values()), "CPU-s")
+            rep.add(f"{label}: peak RSS, largest replica", max(peaks.values(), default=0) / 2**20, "MiB", "",
+                    _each({k: v / 2**20 for k, v in peaks.items()}, "{:.0f}"))  # fmt: skip
+            rep.add(f"{label}: manager writes per WD (projects and cell)", writes / total, "writes/WD", "",
+                    "sharded: +1 label write per WD assigned")  # fmt: skip
+            if n == 2:
+                await rebalance(f, args, projects, names, total, managers, rep)
+            for m in managers:
+                m.proc.stop()
+
+
+async def rebalance(f: Fleet, args: argparse.Namespace, projects: list[str], names: list[str], total: int,
+                    managers: list[Manager], rep: Any) -> None:  # fmt: skip
+    peaks: dict[str, int] = {}
+    third = shard(f, "shard-2", args.lease)
+    managers.append(third)
+    started = time.monotonic()
+    joined = await until(lambda: as_the_ring_says(f, projects, [*names, "shard-2"], total), args.timeout, managers,
+                         peaks)  # fmt: skip
+    rep.add("rebalance after a third shard joins (process start included)", joined, "s",
+            "", f"{time.monotonic() - started:.1f}s")  # fmt: skip
+    victim = managers[0]
+    victim.proc.proc.send_signal(signal.SIGKILL)
+    victim.proc.proc.wait()
+    survivors = [m for m in managers if m is not victim]
+    dead = await until(lambda: as_the_ring_says(f, projects, [m.name for m in survivors], total), args.timeout,
+                       survivors, peaks)  # fmt: skip
+    rep.add("hand-over of a SIGKILLed shard's WDs", dead, "s", f"<= {2 * args.lease:.0f}s (2x lease)",
+            f"lease {args.lease:.0f}s")  # fmt: skip
+
+
+async def _leases(f: Fleet, names: list[str]) -> bool:
+    items = await f.list("management", "/apis/coordination.k8s.io/v1/namespaces/default/leases")
+    held = {(i.get("spec") or {}).get("holderIdentity") for i in items}
+    return set(names) <= held
+
+
+async def _equals(value: Any, want: int) -> bool:
+    return bool(await value == want)
+
+
+def _each(values: dict[str, float], fmt: str) -> str:
+    return ", ".join(f"{k} {fmt.format(v)}" for k, v in sorted(values.items()))
+
+
+async def main(args: argparse.Namespace) -> None:
+    rep = report("bench_sharding", {"projects": args.projects, "wds_per_project": args.wds, "lease_s": args.lease,
+                                    "shards": args.shards})  # fmt: skip
+    for n in [None, *args.shards]:
+        await fan_out(args, n, rep)
+    rep.write()
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--projects", type=int, default=4)
+    parser.add_argument("--wds", type=int, default=500, help="WorkloadDeployments per project (1 replica each)")
+    parser.add_argument("--lease", type=float, default=6.0, help="shard and sharder lease duration, seconds")
+    parser.add_argument("--settle", type=float, default=2.0, help="seconds after convergence before counting writes")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--smoke", action="store_true", help="1 project x 20 WDs, 1 and 2 shards")
+    args = parser.parse_args(argv)
+    args.shards = [1, 2, 3]
+    if args.smoke:
+        args.projects, args.wds, args.lease, args.settle, args.shards = 1, 20, 3.0, 1.0, [1, 2]
+    return args
+
+
+if __name__ == "__main__":
+    asyncio.run(main(parse(sys.argv[1:])))
