@@ -15,6 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 CONTROLLERS = (
     "federation/controllers/federator.py",
     "federation/controllers/workload.py",
+    "federation/controllers/sharder.py",
+    "federation/controllers/shardleases.py",
+    "federation/controllers/shardacks.py",
     "projector/status.py",
     "projector/instances.py",
     "cells/workloaddeployment.py",

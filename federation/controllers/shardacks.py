@@ -9,10 +9,10 @@ only once no reconcile of the WD is in flight on this shard (the other controlle
 refuse a drained WD from the moment its drain label is cached). Never writes: any other
 label, a WD's spec or status, anything in cells.
 
-Invariants, pinned by tests/federation/test_sharding.py:
-- no WD is reconciled by two shards at once (test_a_join_drains_and_hands_over records
-  every reconcile's shard and time);
-- nothing is written for a WD that is not drained (test_zero_sharder_writes_at_steady_state)."""
+Invariants: no WD reconciled by two shards at once, every reconcile's shard and time
+recorded (test_shards_share_the_wds_and_hand_them_over_without_double_work,
+test_three_shard_processes_share_hand_over_and_survive_a_sigkill); nothing written for a
+WD not drained (test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease)."""
 
 from __future__ import annotations
 

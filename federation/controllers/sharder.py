@@ -9,12 +9,11 @@ shard) and the drain label (ask the owner to hand over), one merge patch per dec
 guarded by the WD's resourceVersion. Never writes: a WD's spec, status or other labels,
 anything in cells, the Leases (the shard-lease controller acquires uncertain ones).
 
-Invariants, pinned by tests/federation/test_sharding.py (the decision table by
-tests/mcruntime/test_sharding.py):
-- every WD is labelled for the ring's shard (test_wds_are_assigned_and_balanced);
-- a move drains first and assigns only once the old shard acknowledged; a dead shard's
-  WDs are reassigned directly (test_a_join_drains_and_hands_over, test_a_dead_shards_wds_are_reassigned);
-- zero writes once assigned (test_zero_sharder_writes_at_steady_state)."""
+Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_decision):
+- every WD labelled as the ring says; a move drains first and assigns once acknowledged
+  (test_shards_share_the_wds_and_hand_them_over_without_double_work);
+- a dead shard's WDs reassigned directly (test_a_dead_shards_wds_are_reassigned);
+- zero writes once assigned (test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease)."""
 
 from __future__ import annotations
 

@@ -9,12 +9,11 @@ after which the shard is dead and the sharder reassigns its WDs directly; the sh
 it still runs, fails to renew and stops) and the deletion of orphaned Leases. Never
 writes: a Lease that is ready or expired (its shard may only be slow), any WD.
 
-A Lease's state changes with time alone, so the request comes back when the next state
-is due (`seconds_to_next_state`), as in kubernetes-controller-sharding.
+A Lease's state changes with time alone: the request comes back when the next state is
+due (`seconds_to_next_state`), as in kubernetes-controller-sharding.
 
-Invariants, pinned by tests/federation/test_sharding.py:
-- a shard that stopped renewing is dead after two lease durations and its WDs move
-  (test_a_dead_shards_wds_are_reassigned)."""
+Invariants: a shard that stopped renewing is dead after two lease durations and its WDs
+move (test_a_dead_shards_wds_are_reassigned, test_three_shard_processes_share_hand_over_and_survive_a_sigkill)."""
 
 from __future__ import annotations
 
