@@ -177,6 +177,15 @@ class Store:
             raise KeyError(f"no index named {index!r}; have {', '.join(self.index_names)}") from None
         return sorted(bucket)
 
+    def indexed(self, index: str, value: str, key: str) -> bool:
+        """Whether the object at `key` is indexed under `value` (O(1), nothing decoded)."""
+        if index == NAMESPACE:
+            return key in self._by_namespace.get(value, ())
+        try:
+            return key in self._indices[index].get(value, ())
+        except KeyError:
+            raise KeyError(f"no index named {index!r}; have {', '.join(self.index_names)}") from None
+
     def by_index(self, index: str, value: str) -> Objs:
         return self._decode(self.index_keys(index, value))
 

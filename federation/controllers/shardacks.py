@@ -20,9 +20,16 @@ from collections.abc import Hashable
 
 from federation.api.resources import WORKLOAD_DEPLOYMENTS
 from federation.fleet.fleetview import PROJECTS
-from federation.fleet.sharding import SHARD_LABELS, ShardingOptions, labelled_for, owned_key
+from federation.fleet.sharding import (
+    DRAIN_INDEX,
+    DRAINING,
+    SHARD_INDEX,
+    SHARD_INDEXERS,
+    SHARD_LABELS,
+    ShardingOptions,
+)
 from mcruntime.manager import Manager
-from mcruntime.objects import Obj, labels_of, make_key, meta
+from mcruntime.objects import labels_of, make_key, meta
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
@@ -70,14 +77,13 @@ def owned_by(mgr: Manager, shard: str) -> Owner:
     a WD cached labelled for `shard` and not drained."""
 
     def owner(req: Request) -> Hashable | None:
-        return owned_key(req.cluster, _cached_wd(mgr, req), shard)
+        store = mgr.get_cluster(req.cluster).cache.informer_of(WORKLOAD_DEPLOYMENTS).store
+        key = make_key(req.namespace, req.name)
+        if store.indexed(SHARD_INDEX, shard, key) and not store.indexed(DRAIN_INDEX, DRAINING, key):
+            return (req.cluster, req.namespace, req.name)
+        return None
 
     return owner
-
-
-def _cached_wd(mgr: Manager, req: Request) -> Obj | None:
-    store = mgr.get_cluster(req.cluster).cache.informer_of(WORKLOAD_DEPLOYMENTS).store
-    return store.get(make_key(req.namespace, req.name))
 
 
 def register(mgr: Manager, options: ShardingOptions) -> None:
@@ -86,9 +92,13 @@ def register(mgr: Manager, options: ShardingOptions) -> None:
     if gate is None:
         raise ValueError("the drain acknowledger runs on a shard: the manager needs a shard Lease")
     ctrl = mgr.new_controller(NAME, DrainAcknowledger(mgr, gate, options), workers=4)
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, predicates=[labels_changed])
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, predicates=[labels_changed], indexers=SHARD_INDEXERS)
 
     def acknowledging(req: Request) -> Hashable | None:
-        return labelled_for(req.cluster, _cached_wd(mgr, req), options.shard)
+        """Labelled for this shard, drained or not (its own key: it waits for the others')."""
+        store = mgr.get_cluster(req.cluster).cache.informer_of(WORKLOAD_DEPLOYMENTS).store
+        if store.indexed(SHARD_INDEX, options.shard, make_key(req.namespace, req.name)):
+            return ("drain", req.cluster, req.namespace, req.name)
+        return None
 
     ctrl.shard(gate, acknowledging)

@@ -10,12 +10,13 @@ projections, status) follows the WD's shard, since only its owner reconciles it.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from federation.api.constants import Label
 from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from mcruntime.indexers import IndexFunc, label_index_name, label_value
 from mcruntime.objects import labels_of, meta
 from mcruntime.sharding import HashRing, ShardLabels, ShardState, is_available, shard_state
 
@@ -64,20 +65,14 @@ class Rings:
         return ring
 
 
-def owned_key(project: str, wd: Mapping[str, Any] | None, shard: str) -> Hashable | None:
-    """The key a shard's controllers count a WD's reconciles under, if `shard` owns it:
-    labelled for it and not being drained; else None (not reconciled here)."""
-    if wd is None:
-        return None
-    labels = labels_of(wd)
-    if labels.get(SHARD_LABELS.shard) != shard or SHARD_LABELS.drain in labels:
-        return None
-    return (project, meta(wd).get("namespace"), meta(wd).get("name"))
+SHARD_INDEX = label_index_name(SHARD_LABELS.shard)  # project WDs by their shard
+DRAIN_INDEX = "sharding-drain"  # project WDs being drained, under DRAINING
+DRAINING = "yes"
 
 
-def labelled_for(project: str, wd: Mapping[str, Any] | None, shard: str) -> Hashable | None:
-    """The key the drain acknowledger works under when the WD is labelled for `shard`
-    (drained or not): distinct from `owned_key`'s, so it can wait for those to finish."""
-    if wd is None or labels_of(wd).get(SHARD_LABELS.shard) != shard:
-        return None
-    return ("drain", project, meta(wd).get("namespace"), meta(wd).get("name"))
+def draining(wd: dict[str, Any]) -> list[str]:
+    return [DRAINING] if SHARD_LABELS.drain in labels_of(wd) else []
+
+
+SHARD_INDEXERS: dict[str, IndexFunc] = {SHARD_INDEX: label_value(SHARD_LABELS.shard), DRAIN_INDEX: draining}
+"""On the project WD view of a shard: whether it owns a WD is two set lookups, no decoding."""

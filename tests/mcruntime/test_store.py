@@ -60,6 +60,20 @@ def test_updates_move_index_entries_and_deletes_remove_them() -> None:
     assert len(store) == 0
 
 
+def test_membership_in_an_index_is_answered_as_the_index_says() -> None:
+    store = Store({"label:app": indexers.label_value("app")})
+    store.put("default/a", obj("a", labels={"app": "web"}))
+    assert store.indexed("label:app", "web", "default/a")
+    assert not store.indexed("label:app", "db", "default/a") and not store.indexed("label:app", "web", "default/b")
+    assert store.indexed(indexers.NAMESPACE, "default", "default/a")
+    store.put("default/a", obj("a", labels={"app": "db"}))
+    assert not store.indexed("label:app", "web", "default/a") and store.indexed("label:app", "db", "default/a")
+    store.delete("default/a")
+    assert not store.indexed("label:app", "db", "default/a")
+    with pytest.raises(KeyError, match="no index named 'nope'"):
+        store.indexed("nope", "x", "default/a")
+
+
 def test_an_indexer_added_later_indexes_existing_objects() -> None:
     store = Store()
     store.put("default/a", obj("a", labels={"tier": "1"}))
