@@ -116,7 +116,7 @@ def build_manager(
         election = LeaderElectionConfig(
             namespace=settings.leader_election_namespace or settings.own_namespace(),
             name=settings.leader_election_id,
-            identity=default_identity(),
+            identity=f"{sharding.shard}_{uuid.uuid4()}" if sharding is not None else default_identity(),
             lease_duration=settings.leader_election_lease_duration,
             renew_deadline=settings.leader_election_renew_deadline,
             retry_period=settings.leader_election_retry_period,
