@@ -506,7 +506,17 @@ COMPAT_NOTES: tuple[CompatNote, ...] = (
         "`{name}`.",
         "Instances written when Locations were namespaced keep validating.",
     ),
-    CompatNote("Instance", "status.suspended", True, "Served.", "Served."),
+    CompatNote(
+        "Instance",
+        "status.suspended",
+        True,
+        "Served and written: the cell WD controller sets it while its WD is suspended (one Instance at a time, "
+        "from the highest ordinal; false again on resume, from the lowest, each once the lower ones are ready); "
+        "no Pod runs meanwhile, Ready and Available are False/`Suspended`, the Instance and its quota claim stay.",
+        "Same field and reasons; the cell WD controller copies it from the WD to every Instance at once; the "
+        "provider stops the process and keeps placement, disks and quota.",
+        "Resumed in ordinal order here, as this cell's one-action-at-a-time control starts Instances.",
+    ),
     CompatNote(
         "Instance",
         "status.networkInterfaces.addresses",
