@@ -31,7 +31,7 @@ import anyio.abc
 from opentelemetry.trace import TracerProvider
 
 from . import logs
-from .errors import APIError, ClusterNotEngagedError, ClusterNotReadyError, is_conflict
+from .errors import APIError, ClusterNotEngagedError, ClusterNotReadyError, NoCacheViewError, is_conflict
 from .handlers import EnqueueRequestForObject, EnqueueRequestForOwner, EventHandler
 from .indexers import IndexFunc
 from .informer import ListenerHandle, ObjectEvent, Transform
@@ -355,11 +355,24 @@ class Controller:
         if not request.name:
             self._dropped("empty-name", f"request {request} has no object name")
             return
+        if self._another_shards(request):
+            return  # not queued at all: a shard pays nothing per event of what it does not own
         if self.batch_period:
             self._batched_until = max(self._batched_until, time.monotonic() + self.batch_period)
             self.queue.add_after(request, self.batch_period)
             return
         self.queue.add(request)
+
+    def _another_shards(self, request: Request) -> bool:
+        """Gated, and the request's object is owned by another shard (checked again before
+        reconciling: ownership may move while it waits). Undecidable here (a cluster gone,
+        a view not declared): queued, and `_process` decides."""
+        if self._gate is None:
+            return False
+        try:
+            return self._gate[1](request) is None
+        except (ClusterNotEngagedError, NoCacheViewError):
+            return False
 
     def _dropped(self, reason: str, detail: str) -> None:
         self.metrics.dropped_requests.add(1, {**self._attrs, "reason": reason})
