@@ -95,6 +95,15 @@ def test_the_shipped_config_file_loads() -> None:
         (["--cluster-provider=carrier-pigeon"], "--cluster-provider: Input should be"),
         (["--cluster-selector=role in cell"], "--cluster-selector: label selector"),
         (["--leader-election-renew-deadline=20"], "lease duration > renew deadline > retry period"),
+        (["--sharding"], "--sharding shards the management controllers: it needs --enable-management-controllers"),
+        (
+            ["--enable-management-controllers", "--sharding", "--shard-id=Shard_A"],
+            "--shard-id: 'Shard_A' is not a valid shard name: lower-case letters",
+        ),
+        (
+            ["--enable-management-controllers", "--sharding", "--shard-id=federation-manager"],
+            "is the sharder's Lease name (--leader-election-id)",
+        ),
     ],
 )
 def test_bad_settings_name_the_flag(argv: list[str], message: str) -> None:
@@ -136,6 +145,16 @@ def test_errors_name_the_environment_variable_the_user_set(monkeypatch: pytest.M
         parse("--workers=0")
 
 
+def test_sharding_flags_and_their_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = parse("--enable-management-controllers", "--sharding", "--shard-id=shard-a")
+    assert settings.sharding and settings.effective_shard_id() == "shard-a"
+    monkeypatch.setenv("FEDERATION_SHARDING", "true")
+    monkeypatch.setenv("POD_NAME", "federation-manager-7f9c-x2x4")
+    from_env = parse("--enable-management-controllers")
+    assert from_env.sharding and from_env.effective_shard_id() == "federation-manager-7f9c-x2x4"  # the pod's name
+    assert not parse("--enable-management-controllers", "--sharding=false").sharding
+
+
 def test_feature_gates_api() -> None:
     gates = FeatureGates.coerce({"QuotaGate": "True"})
     assert gates.enabled("QuotaGate") and str(gates) == "QuotaGate=true"
@@ -157,3 +176,20 @@ def test_the_cli_run_command_reports_bad_settings_and_exits_2() -> None:
     assert proc.returncode == 2
     assert "--feature-gates: unknown feature gate 'Bogus'" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_default_shard_name_that_cannot_be_one_is_refused_at_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    from federation.app import StartupError, sharding_options
+
+    monkeypatch.setenv("POD_NAME", "Build_Host")
+    settings = parse("--enable-management-controllers", "--sharding", "--leader-election-namespace=ops")
+    with pytest.raises(StartupError, match="--shard-id: the default 'Build_Host' .* is not a valid shard name"):
+        sharding_options(settings)
+    monkeypatch.setenv("POD_NAME", "replica-0")
+    options = sharding_options(settings)
+    assert options is not None and (options.shard, options.ring, options.lease_namespace) == (
+        "replica-0",
+        "federation-manager",
+        "ops",
+    )
+    assert sharding_options(parse("--enable-management-controllers")) is None
