@@ -73,9 +73,10 @@ from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controllerutil import Operation
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
+from mcruntime.fields import get_int, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -98,11 +99,11 @@ class Copy:
 
     @property
     def uid(self) -> str:
-        return str(meta(self.obj).get("uid") or "")
+        return get_str(self.obj, "metadata.uid", required=False)
 
     @property
     def upstream_uid(self) -> str:
-        return str((meta(self.obj).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) or "")
+        return str(get_str_map(self.obj, "metadata.annotations").get(UPSTREAM_UID_ANNOTATION) or "")
 
 
 @dataclass
@@ -128,8 +129,11 @@ class Federator:
         """`_reconcile` in the `federate` span of the WD generation's trace (one trace per change)."""
         project = self.mgr.get_cluster(req.cluster)
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        key, generation = (req.cluster, req.namespace, req.name), int(meta(wd).get("generation") or 0) if wd else 0
-        if wd is None or meta(wd).get("deletionTimestamp"):
+        key, generation = (
+            (req.cluster, req.namespace, req.name),
+            get_int(wd, "metadata.generation") or 0 if wd else 0,
+        )
+        if wd is None or is_deleting(wd):
             self.clock.forget(key)
             return await self._reconcile(req)
         self.clock.seen(key, generation)
@@ -148,12 +152,12 @@ class Federator:
         if wd is None:
             await self._remove(copies, Outcome())
             return Result()
-        if meta(wd).get("deletionTimestamp"):
+        if is_deleting(wd):
             return await self._finalize(project, wd, copies)
         # 4. first sighting: the finalizer, and the cell namespace of its copies, in one write
         wd = await self._claim(project, wd)
         # 5. desired state from the pure placement function
-        uid = str(meta(wd).get("uid"))
+        uid = get_str(wd, "metadata.uid", required=False)
         target, shares = await self._plan(project, wd, copies)
         namespace = await self._downstream_namespace(project, wd)
         # 6. write only the difference: every target cell's copy at once, then the copies of
@@ -176,11 +180,11 @@ class Federator:
         """The federator's finalizer and the `federation-namespace` annotation (the cell
         namespace its copies live in, `ns-<project namespace UID>`) in one write; none when
         both are there."""
-        namespace = str(meta(wd)["namespace"])
+        namespace = get_str(wd, "metadata.namespace")
         project_ns = await project.client.get_or_none(NAMESPACES, namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {namespace} is not cached yet")
-        cell_namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
+        cell_namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
         return await controllerutil.add_finalizer(
             project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR,
             annotations={str(Annotation.FEDERATION_NAMESPACE): cell_namespace},
@@ -212,7 +216,7 @@ class Federator:
         """The cell namespace the WD's copies go to (an apply intent), from the project
         namespace and the project's registration; a registration that cannot name it is
         reported on the WD and not retried."""
-        namespace = str(meta(wd)["namespace"])
+        namespace = get_str(wd, "metadata.namespace")
         project_ns = await project.client.get_or_none(NAMESPACES, namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {namespace} is not cached yet")
@@ -274,7 +278,7 @@ class Federator:
                 return
             autoscaled = cell_owns_replicas(wd)
             desired = downstream_copy(
-                project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled, target=target
+                project.name, wd, share, get_str(ns, "metadata.name"), include_replicas=not autoscaled, target=target
             )
             cached = existing.obj if existing else None
             kept = with_traceparent(desired, carried(cached))  # the change's trace rides on a spec write only
@@ -295,14 +299,14 @@ class Federator:
             outcome.updated.append(share.cell)
 
     async def _ensure_namespace(self, cell: Cluster, desired: Obj, project: str, outcome: Outcome) -> bool:
-        name = meta(desired)["name"]
+        name = get_str(desired, "metadata.name")
         cached = await cell.client.get_or_none(NAMESPACES, name)
         if cached is not None:
             owner = upstream_identity(None, cached)
             if owner is None or owner.project != project:
                 outcome.failed[cell.name] = f"namespace {name} belongs to another project; nothing written"
                 return False
-            if meta(cached).get("deletionTimestamp"):
+            if is_deleting(cached):
                 outcome.failed[cell.name] = f"namespace {name} is being deleted; waiting"
                 return False
         await controllerutil.apply_if_differs(
@@ -316,14 +320,17 @@ class Federator:
         body = {
             "apiVersion": desired["apiVersion"],
             "kind": desired["kind"],
-            "metadata": {"name": meta(desired)["name"], "namespace": meta(desired)["namespace"]},
+            "metadata": {
+                "name": get_str(desired, "metadata.name"),
+                "namespace": get_str(desired, "metadata.namespace"),
+            },
             "spec": {"replicas": share.replicas},
         }
         await cell.client.apply(WORKLOAD_DEPLOYMENTS, body, field_manager=INITIAL_REPLICAS_MANAGER, force=True)
 
     async def _remove(self, copies: Iterable[Copy], outcome: Outcome) -> None:
         for copy in copies:
-            if meta(copy.obj).get("deletionTimestamp"):
+            if is_deleting(copy.obj):
                 continue
             if copy.cell.state is not ClusterState.READY:
                 outcome.failed[copy.cell.name] = f"cannot remove the copy: cell {copy.cell.describe()}"
@@ -361,7 +368,7 @@ class Federator:
         for c in copies:
             held.setdefault(c.cell.name, []).append(c)
         cells = [DeletionCell(name, _cell_state(found[0].cell), found[0].cell.unreachable_for(), copy=True,
-                              copy_deleting=all(meta(c.obj).get("deletionTimestamp") for c in found))
+                              copy_deleting=all(is_deleting(c.obj) for c in found))
                  for name, found in held.items()]  # fmt: skip
         unseen = self._unsynced_cells_of_city(wd, set(held))
         return cells + [DeletionCell(c.name, _cell_state(c), c.unreachable_for(), unsynced=True) for c in unseen]
@@ -392,7 +399,7 @@ class Federator:
                 project, wd, "Normal", "Federated", f"federated to {len(shares)} cells: {placed or '-'}"
             )
         status = wd.get("status") or {}
-        if outcome.updated and status.get("observedGeneration") == meta(wd).get("generation"):
+        if outcome.updated and status.get("observedGeneration") == get_int(wd, "metadata.generation"):
             await self.events.event(
                 project,
                 wd,

@@ -1,15 +1,19 @@
-"""Typed reads of plain JSON objects (as the runtime's caches hand them out), with errors
-that name the field.
+"""The one typed reader of plain JSON objects (as the runtime's caches hand them out), with
+errors that name the field.
 
-Every cell-mode function reads wire dicts, never models: a wrong type or a missing required
-field becomes a `ValueError` whose message starts with the full dotted field path
-(`spec.template.spec: expected an object, got list`), never a `KeyError` or `TypeError`
-from deep inside a controller. Absent optional values read as empty (`{}`, `[]`, `None`).
+Controllers, projectors, operator tools and the runtime itself read wire dicts, never
+models, and read them only through these functions (`get_str(obj, "metadata.name")`, not
+`obj["metadata"]["name"]` nor `.get("metadata", {}).get(...)` chains): a wrong type or a
+missing required field becomes a `ValueError` whose message starts with the full dotted
+field path (`spec.template.spec: expected an object, got list`), never a `KeyError` or
+`TypeError` from deep inside a controller. Absent optional values read as empty (`{}`,
+`[]`, `""` when not required, `None` for integers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 
@@ -18,10 +22,15 @@ def join(base: str, path: str) -> str:
     return f"{base}.{path}" if base else path
 
 
+@lru_cache(maxsize=512)
+def _keys(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
 def _walk(obj: Mapping[str, Any], path: str, base: str) -> Any:
     current: Any = obj
     walked = base
-    for key in path.split("."):
+    for key in _keys(path):
         if current is None:
             return None
         if not isinstance(current, Mapping):
@@ -52,6 +61,15 @@ def get_list(obj: Mapping[str, Any], path: str, *, base: str = "") -> list[Any]:
     if not isinstance(value, list):
         raise ValueError(f"{join(base, path)}: expected a list, got {type(value).__name__}")
     return value
+
+
+def get_objects(obj: Mapping[str, Any], path: str, *, base: str = "") -> list[Mapping[str, Any]]:
+    """The list of objects at dotted `path` (ownerReferences, conditions); `[]` when absent."""
+    items = get_list(obj, path, base=base)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{join(base, path)}[{index}]: expected an object, got {type(item).__name__}")
+    return items
 
 
 def get_str(obj: Mapping[str, Any], path: str, *, base: str = "", required: bool = True) -> str:
