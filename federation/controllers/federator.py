@@ -12,12 +12,12 @@ Never writes: the project WD's spec or status, another project's downstream name
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 1, 7 test_downstream_events_map_back_to_the_bare_project_name,
 test_a_copy_edited_or_deleted_by_hand_is_restored; 2-5 test_fan_out_divides_replicas_over_the_city,
-test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged, test_location_placement.py;
+test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged, test_location_placement.py,
+one copy's writes one at a time (`copyplacement.next_action`) test_a_pass_converges_one_write_per_action;
 6 (`deletion.next_step`, tests/federation/test_deletion.py) test_deletion_and_the_orphan_sweep,
 test_a_cell_that_never_synced_holds_a_deletion_for_the_grace, test_deletion_without_operator.py;
-8 test_forged_labels_and_colliding_names_stay_in_their_project,
-test_a_registration_naming_another_project_writes_nothing, tests/federation/test_tenant_isolation.py;
-9 test_the_federator_never_writes_project_status. At rest no write: tests/chaos."""
+8 test_forged_labels_and_colliding_names_stay_in_their_project, test_tenant_isolation.py,
+test_a_registration_naming_another_project_writes_nothing; 9 test_the_federator_never_writes_project_status."""
 
 from __future__ import annotations
 
@@ -31,6 +31,21 @@ from opentelemetry import trace
 from federation.api.constants import Annotation, Finalizer, Label
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.controllers.copyplacement import (
+    Action as PlaceAction,
+)
+from federation.controllers.copyplacement import (
+    ApplyNamespace,
+    Blocked,
+    CopyState,
+    CreateCopy,
+    Done,
+    NamespaceState,
+    Observed,
+    SetInitialReplicas,
+    UpdateCopy,
+    next_action,
+)
 from federation.controllers.deletion import (
     AwaitGrace,
     AwaitSync,
@@ -73,7 +88,7 @@ from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controllerutil import Operation
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
-from mcruntime.fields import get_int, get_str, get_str_map, is_deleting
+from mcruntime.fields import get_int, get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj
@@ -114,6 +129,45 @@ class Outcome:
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Seen:
+    """One cell's downstream namespace and copy as last seen (cache, then each write's
+    answer), and whether this pass created the copy: `copyplacement`'s observation."""
+
+    namespace: Obj | None
+    copy: Obj | None
+    created: bool = False
+
+    def observe(self, project: str, ns: Obj, desired: Obj, autoscaled: bool) -> Observed:
+        return Observed(
+            namespace=_namespace_state(self.namespace, ns, project),
+            copy=_copy_state(self.copy, desired),
+            autoscaled=autoscaled,
+            created=self.created,
+            replicas_set=self.copy is not None and "replicas" in get_mapping(self.copy, "spec"),
+        )
+
+
+def _copy_state(cached: Obj | None, desired: Obj) -> CopyState:
+    if cached is None:
+        return CopyState.MISSING
+    kept = with_traceparent(desired, carried(cached))  # the trace a copy carries is no difference of its own
+    return CopyState.DIFFERS if controllerutil.would_apply(kept, cached, FIELD_MANAGER) else CopyState.CURRENT
+
+
+def _namespace_state(cached: Obj | None, desired: Obj, project: str) -> NamespaceState:
+    if cached is None:
+        return NamespaceState.MISSING
+    owner = upstream_identity(None, cached)
+    if owner is None or owner.project != project:
+        return NamespaceState.FOREIGN
+    if is_deleting(cached):
+        return NamespaceState.DELETING
+    if controllerutil.would_apply(desired, cached, FIELD_MANAGER):
+        return NamespaceState.DIFFERS
+    return NamespaceState.CURRENT
 
 
 class Federator:
@@ -267,54 +321,59 @@ class Federator:
         existing: Copy | None,
         outcome: Outcome,
     ) -> None:
+        """One cell's copy: the pure decision (`copyplacement.next_action`) names one action,
+        `_act` makes its one write, and the decision looks again at what the write returned,
+        until `Done` (recorded as created / updated) or `Blocked` (the cell's failure). An
+        action never repeats within a pass (a write the server did not take as intended
+        waits for its watch event, never a hot loop)."""
         cell = self.mgr.clusters.get(share.cell)
         if cell is None:
             return
         if cell.state is not ClusterState.READY:
             outcome.failed[share.cell] = f"{cell.state} ({cell.describe()})"
             return
+        autoscaled = cell_owns_replicas(wd)
+        name = get_str(ns, "metadata.name")
+        desired = downstream_copy(project.name, wd, share, name, include_replicas=not autoscaled, target=target)
+        done: list[PlaceAction] = []
         try:
-            if not await self._ensure_namespace(cell, ns, project.name, outcome):
-                return
-            autoscaled = cell_owns_replicas(wd)
-            desired = downstream_copy(
-                project.name, wd, share, get_str(ns, "metadata.name"), include_replicas=not autoscaled, target=target
-            )
-            cached = existing.obj if existing else None
-            kept = with_traceparent(desired, carried(cached))  # the change's trace rides on a spec write only
-            desired = copy_with_trace(desired, wd, cached, controllerutil.would_apply(kept, cached, FIELD_MANAGER))
-            result = await controllerutil.apply_if_differs(
-                cell.client, WORKLOAD_DEPLOYMENTS, desired, cached=existing.obj if existing else None,
-                field_manager=FIELD_MANAGER,
-            )  # fmt: skip
-            if result.operation is Operation.CREATED and autoscaled:
-                await self._initial_replicas(cell, desired, share)
+            seen = _Seen(await cell.client.get_or_none(NAMESPACES, name), existing.obj if existing else None)
+            while (action := next_action(seen.observe(project.name, ns, desired, autoscaled))) not in done:
+                if isinstance(action, Blocked):
+                    outcome.failed[share.cell] = f"namespace {name} {action.reason}"
+                    return
+                if isinstance(action, Done):
+                    break
+                await self._act(action, cell, seen, ns, wd, desired, share)
+                done.append(action)
         except (APIError, TransportError, ClusterNotReadyError) as exc:
             # recorded per cell: the healthy cells are still written, the reconcile retries after
             outcome.failed[share.cell] = f"{type(exc).__name__}: {exc}"
             return
-        if result.operation is Operation.CREATED:
+        if CreateCopy() in done:
             outcome.created.append(share.cell)
-        elif result.operation is Operation.UPDATED:
+        elif UpdateCopy() in done:
             outcome.updated.append(share.cell)
 
-    async def _ensure_namespace(self, cell: Cluster, desired: Obj, project: str, outcome: Outcome) -> bool:
-        name = get_str(desired, "metadata.name")
-        cached = await cell.client.get_or_none(NAMESPACES, name)
-        if cached is not None:
-            owner = upstream_identity(None, cached)
-            if owner is None or owner.project != project:
-                outcome.failed[cell.name] = f"namespace {name} belongs to another project; nothing written"
-                return False
-            if is_deleting(cached):
-                outcome.failed[cell.name] = f"namespace {name} is being deleted; waiting"
-                return False
-        await controllerutil.apply_if_differs(
-            cell.client, NAMESPACES, desired, cached=cached, field_manager=FIELD_MANAGER
-        )
-        return True
+    async def _act(
+        self, action: PlaceAction, cell: Cluster, seen: _Seen, ns: Obj, wd: Obj, desired: Obj, share: Share
+    ) -> None:
+        """One write for one action; `seen` takes what the server returned."""
+        if isinstance(action, ApplyNamespace):
+            applied = await controllerutil.apply_if_differs(
+                cell.client, NAMESPACES, ns, cached=seen.namespace, field_manager=FIELD_MANAGER
+            )
+            seen.namespace = applied.obj
+        elif isinstance(action, CreateCopy | UpdateCopy):
+            body = copy_with_trace(desired, wd, seen.copy, writes=True)  # the change's trace rides on a spec write
+            applied = await controllerutil.apply_if_differs(
+                cell.client, WORKLOAD_DEPLOYMENTS, body, cached=seen.copy, field_manager=FIELD_MANAGER
+            )
+            seen.copy, seen.created = applied.obj, applied.operation is Operation.CREATED
+        elif isinstance(action, SetInitialReplicas):
+            seen.copy = await self._initial_replicas(cell, desired, share)
 
-    async def _initial_replicas(self, cell: Cluster, desired: Obj, share: Share) -> None:
+    async def _initial_replicas(self, cell: Cluster, desired: Obj, share: Share) -> Obj:
         """An autoscaled copy gets its first replica count from a field manager that never
         writes again, so the cell's HPA (through the scale subresource) owns it after."""
         body = {
@@ -326,7 +385,7 @@ class Federator:
             },
             "spec": {"replicas": share.replicas},
         }
-        await cell.client.apply(WORKLOAD_DEPLOYMENTS, body, field_manager=INITIAL_REPLICAS_MANAGER, force=True)
+        return await cell.client.apply(WORKLOAD_DEPLOYMENTS, body, field_manager=INITIAL_REPLICAS_MANAGER, force=True)
 
     async def _remove(self, copies: Iterable[Copy], outcome: Outcome) -> None:
         for copy in copies:
