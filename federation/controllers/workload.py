@@ -1,7 +1,8 @@
 """Workload controller (management mode): a Workload's placements become
 WorkloadDeployments in the same project namespace.
 
-Request key: (project cluster, project namespace, Workload name).
+Request key: (project cluster, project namespace, Workload name), handed over as the
+project `Cluster` and the cached Workload (`ForObject`: a gone Workload gets no call).
 Reads (caches): Workloads and WorkloadDeployments of project clusters (the federator's WD
 view); the registered cells (`fleetview`); the management cluster's Locations.
 Writes, and alone writes: WorkloadDeployments controlled by a Workload (field manager
@@ -39,9 +40,9 @@ from mcruntime.fields import get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
+from mcruntime.objectreconciler import ForObject
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
-from mcruntime.request import Request
 from mcruntime.source import LOCAL
 
 log = logging.getLogger(__name__)
@@ -54,13 +55,9 @@ class WorkloadController:
         self.mgr = mgr
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
 
-    async def reconcile(self, req: Request) -> Result:
-        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
-        project = self.mgr.get_cluster(req.cluster)
-        # 2. fetch
-        workload = await project.client.get_or_none(WORKLOADS, req.name, namespace=req.namespace)
-        if workload is None:
-            return Result()  # gone; its WDs are reclaimed through their owner reference
+    async def reconcile(self, project: Cluster, workload: dict[str, Any]) -> Result:
+        # 1-2. the project and the cached Workload (`ForObject`: a cluster not engaged, or a
+        # Workload gone, gets no call; its WDs are reclaimed through their owner reference)
         owned = await self._owned(project, workload)
         # 3. deleting: delete the deployments, release the finalizer when they are gone
         if is_deleting(workload):
@@ -78,7 +75,7 @@ class WorkloadController:
         try:
             wanted = desired_deployments(workload, cities, locations)
         except ValueError as exc:
-            await self.events.event(req.cluster, workload, "Warning", "InvalidWorkload", str(exc))
+            await self.events.event(project.name, workload, "Warning", "InvalidWorkload", str(exc))
             return Result()
         # 6. write only the difference
         for wd in wanted.values():
@@ -156,7 +153,7 @@ class WorkloadController:
 def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: Workloads and their WDs in every project, cell registrations."""
     controller = WorkloadController(mgr)
-    ctrl = mgr.new_controller("workload-controller", controller, workers=options.workers)
+    ctrl = mgr.new_controller("workload-controller", ForObject(mgr, WORKLOADS, controller), workers=options.workers)
     ctrl.for_(WORKLOADS, clusters=PROJECTS, indexers=WORKLOAD_INDEXERS)
     ctrl.owns(WORKLOAD_DEPLOYMENTS, owner=WORKLOADS, clusters=PROJECTS, indexers={CONTROLLER_UID: controller_uid})
     routes = Routes(mgr)
