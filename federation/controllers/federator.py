@@ -31,21 +31,7 @@ from opentelemetry import trace
 from federation.api.constants import Annotation, Finalizer, Label
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.controllers.copyplacement import (
-    Action as PlaceAction,
-)
-from federation.controllers.copyplacement import (
-    ApplyNamespace,
-    Blocked,
-    CopyState,
-    CreateCopy,
-    Done,
-    NamespaceState,
-    Observed,
-    SetInitialReplicas,
-    UpdateCopy,
-    next_action,
-)
+from federation.controllers import copyplacement
 from federation.controllers.deletion import (
     AwaitGrace,
     AwaitSync,
@@ -140,8 +126,8 @@ class _Seen:
     copy: Obj | None
     created: bool = False
 
-    def observe(self, project: str, ns: Obj, desired: Obj, autoscaled: bool) -> Observed:
-        return Observed(
+    def observe(self, project: str, ns: Obj, desired: Obj, autoscaled: bool) -> copyplacement.Observed:
+        return copyplacement.Observed(
             namespace=_namespace_state(self.namespace, ns, project),
             copy=_copy_state(self.copy, desired),
             autoscaled=autoscaled,
@@ -150,24 +136,28 @@ class _Seen:
         )
 
 
-def _copy_state(cached: Obj | None, desired: Obj) -> CopyState:
+def _copy_state(cached: Obj | None, desired: Obj) -> copyplacement.CopyState:
     if cached is None:
-        return CopyState.MISSING
+        return copyplacement.CopyState.MISSING
     kept = with_traceparent(desired, carried(cached))  # the trace a copy carries is no difference of its own
-    return CopyState.DIFFERS if controllerutil.would_apply(kept, cached, FIELD_MANAGER) else CopyState.CURRENT
+    return (
+        copyplacement.CopyState.DIFFERS
+        if controllerutil.would_apply(kept, cached, FIELD_MANAGER)
+        else copyplacement.CopyState.CURRENT
+    )
 
 
-def _namespace_state(cached: Obj | None, desired: Obj, project: str) -> NamespaceState:
+def _namespace_state(cached: Obj | None, desired: Obj, project: str) -> copyplacement.NamespaceState:
     if cached is None:
-        return NamespaceState.MISSING
+        return copyplacement.NamespaceState.MISSING
     owner = upstream_identity(None, cached)
     if owner is None or owner.project != project:
-        return NamespaceState.FOREIGN
+        return copyplacement.NamespaceState.FOREIGN
     if is_deleting(cached):
-        return NamespaceState.DELETING
+        return copyplacement.NamespaceState.DELETING
     if controllerutil.would_apply(desired, cached, FIELD_MANAGER):
-        return NamespaceState.DIFFERS
-    return NamespaceState.CURRENT
+        return copyplacement.NamespaceState.DIFFERS
+    return copyplacement.NamespaceState.CURRENT
 
 
 class Federator:
@@ -335,14 +325,16 @@ class Federator:
         autoscaled = cell_owns_replicas(wd)
         name = get_str(ns, "metadata.name")
         desired = downstream_copy(project.name, wd, share, name, include_replicas=not autoscaled, target=target)
-        done: list[PlaceAction] = []
+        done: list[copyplacement.Action] = []
         try:
             seen = _Seen(await cell.client.get_or_none(NAMESPACES, name), existing.obj if existing else None)
-            while (action := next_action(seen.observe(project.name, ns, desired, autoscaled))) not in done:
-                if isinstance(action, Blocked):
+            while (
+                action := copyplacement.next_action(seen.observe(project.name, ns, desired, autoscaled))
+            ) not in done:
+                if isinstance(action, copyplacement.Blocked):
                     outcome.failed[share.cell] = f"namespace {name} {action.reason}"
                     return
-                if isinstance(action, Done):
+                if isinstance(action, copyplacement.Done):
                     break
                 await self._act(action, cell, seen, ns, wd, desired, share)
                 done.append(action)
@@ -350,27 +342,27 @@ class Federator:
             # recorded per cell: the healthy cells are still written, the reconcile retries after
             outcome.failed[share.cell] = f"{type(exc).__name__}: {exc}"
             return
-        if CreateCopy() in done:
+        if copyplacement.CreateCopy() in done:
             outcome.created.append(share.cell)
-        elif UpdateCopy() in done:
+        elif copyplacement.UpdateCopy() in done:
             outcome.updated.append(share.cell)
 
     async def _act(
-        self, action: PlaceAction, cell: Cluster, seen: _Seen, ns: Obj, wd: Obj, desired: Obj, share: Share
+        self, action: copyplacement.Action, cell: Cluster, seen: _Seen, ns: Obj, wd: Obj, desired: Obj, share: Share
     ) -> None:
         """One write for one action; `seen` takes what the server returned."""
-        if isinstance(action, ApplyNamespace):
+        if isinstance(action, copyplacement.ApplyNamespace):
             applied = await controllerutil.apply_if_differs(
                 cell.client, NAMESPACES, ns, cached=seen.namespace, field_manager=FIELD_MANAGER
             )
             seen.namespace = applied.obj
-        elif isinstance(action, CreateCopy | UpdateCopy):
+        elif isinstance(action, copyplacement.CreateCopy | copyplacement.UpdateCopy):
             body = copy_with_trace(desired, wd, seen.copy, writes=True)  # the change's trace rides on a spec write
             applied = await controllerutil.apply_if_differs(
                 cell.client, WORKLOAD_DEPLOYMENTS, body, cached=seen.copy, field_manager=FIELD_MANAGER
             )
             seen.copy, seen.created = applied.obj, applied.operation is Operation.CREATED
-        elif isinstance(action, SetInitialReplicas):
+        elif isinstance(action, copyplacement.SetInitialReplicas):
             seen.copy = await self._initial_replicas(cell, desired, share)
 
     async def _initial_replicas(self, cell: Cluster, desired: Obj, share: Share) -> Obj:
