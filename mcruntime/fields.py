@@ -28,28 +28,29 @@ def _keys(path: str) -> tuple[str, ...]:
 
 
 def _walk(obj: Mapping[str, Any], path: str, base: str) -> Any:
+    # on every event of every controller: plain dicts take the fast test, and the walked
+    # path is spelled only for an error
     current: Any = obj
-    walked = base
-    for key in _keys(path):
+    keys = _keys(path)
+    for index, key in enumerate(keys):
         if current is None:
             return None
-        if not isinstance(current, Mapping):
+        if type(current) is not dict and not isinstance(current, Mapping):
+            walked = ".".join((base, *keys[:index]) if base else keys[:index])
             raise ValueError(f"{walked}: expected an object, got {type(current).__name__}")
         current = current.get(key)
-        walked = join(walked, key)
     return current
 
 
 def get_mapping(obj: Mapping[str, Any], path: str, *, base: str = "", required: bool = False) -> Mapping[str, Any]:
     """The object at dotted `path`; `{}` when absent (an error when `required`)."""
     value = _walk(obj, path, base)
-    field = join(base, path)
     if value is None:
         if required:
-            raise ValueError(f"{field}: required")
+            raise ValueError(f"{join(base, path)}: required")
         return {}
     if not isinstance(value, Mapping):
-        raise ValueError(f"{field}: expected an object, got {type(value).__name__}")
+        raise ValueError(f"{join(base, path)}: expected an object, got {type(value).__name__}")
     return value
 
 
@@ -75,14 +76,15 @@ def get_objects(obj: Mapping[str, Any], path: str, *, base: str = "") -> list[Ma
 def get_str(obj: Mapping[str, Any], path: str, *, base: str = "", required: bool = True) -> str:
     """The string at dotted `path`; `""` when absent and not `required` (required means non-empty)."""
     value = _walk(obj, path, base)
-    field = join(base, path)
+    if type(value) is str and value:
+        return value
     if value is None or value == "":
         if required:
-            raise ValueError(f"{field}: required")
+            raise ValueError(f"{join(base, path)}: required")
         return ""
-    if not isinstance(value, str):
-        raise ValueError(f"{field}: expected a string, got {type(value).__name__}")
-    return value
+    if isinstance(value, str):  # a str subclass (an enum member in an object built here)
+        return value
+    raise ValueError(f"{join(base, path)}: expected a string, got {type(value).__name__}")
 
 
 def get_int(obj: Mapping[str, Any], path: str, *, base: str = "") -> int | None:
@@ -100,11 +102,10 @@ def get_int(obj: Mapping[str, Any], path: str, *, base: str = "") -> int | None:
 
 def get_str_map(obj: Mapping[str, Any], path: str, *, base: str = "") -> dict[str, str]:
     """The string-to-string map (labels, annotations) at dotted `path`; `{}` when absent."""
-    field = join(base, path)
     out: dict[str, str] = {}
     for key, value in get_mapping(obj, path, base=base).items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise ValueError(f"{field}: expected string keys and values, got {key!r}: {value!r}")
+            raise ValueError(f"{join(base, path)}: expected string keys and values, got {key!r}: {value!r}")
         out[key] = value
     return out
 
