@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cells.conditionset import merge_owned
-from cells.fields import get_list, get_str, is_deleting
 from cells.options import CellOptions
 from cells.quota import claim_name, quota_requeue_after
 from cells.quotaclaim import claim_for, is_claim_of, is_granted, quota_granted, under_quota, validation_failed
@@ -38,9 +37,10 @@ from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_already_exists, is_conflict, is_not_found
+from mcruntime.fields import get_list, get_str, is_deleting
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.source import LOCAL
@@ -145,7 +145,7 @@ class InstanceController:
         remaining = [{"name": gate} for gate in scheduling_gates(instance) if gate not in removable]
         # resourceVersion: the gates are removed from the Instance whose conditions were checked
         patch = {
-            "metadata": {"resourceVersion": meta(instance).get("resourceVersion")},
+            "metadata": {"resourceVersion": get_str(instance, "metadata.resourceVersion", required=False)},
             "spec": {"controller": {"schedulingGates": remaining}},
         }
         await client.patch(
@@ -155,8 +155,8 @@ class InstanceController:
             namespace=get_str(instance, "metadata.namespace"),
             field_manager=FIELD_MANAGER,
         )
-        log.info("Instance %s/%s: removed scheduling gates %s", meta(instance)["namespace"], meta(instance)["name"],
-                 ", ".join(removable))  # fmt: skip
+        log.info("Instance %s/%s: removed scheduling gates %s", get_str(instance, "metadata.namespace"),
+                 get_str(instance, "metadata.name"), ", ".join(removable))  # fmt: skip
 
     # ------------------------------------------------------------------ events
     @staticmethod

@@ -36,6 +36,7 @@ import anyio.abc
 from .client import Client
 from .connection import ConnectionConfig
 from .errors import APIError, TransportError, is_already_exists, is_conflict, is_not_found
+from .fields import get_str, get_str_map
 from .metrics import RuntimeMetrics, default_metrics
 from .resources import LEASES
 from .transport import Transport
@@ -170,7 +171,7 @@ class LeaderElector:
             "metadata": {
                 "name": cfg.name,
                 "namespace": cfg.namespace,
-                "resourceVersion": lease["metadata"]["resourceVersion"],
+                "resourceVersion": get_str(lease, "metadata.resourceVersion"),
                 **self._labels(lease),
             },
             "spec": new_spec,
@@ -186,7 +187,7 @@ class LeaderElector:
 
     def _labels(self, lease: dict[str, Any] | None) -> dict[str, Any]:
         """The Lease's labels with ours merged in (an update replaces the whole object)."""
-        labels = dict((lease or {}).get("metadata", {}).get("labels") or {})
+        labels = get_str_map(lease, "metadata.labels") if lease is not None else {}
         labels.update(self.config.labels)
         return {"labels": labels} if labels else {}
 
@@ -195,7 +196,7 @@ class LeaderElector:
         if spec != self._observed:
             self._observed = dict(spec)
             self._observed_at = time.monotonic()
-        self._lease_rv = (lease.get("metadata") or {}).get("resourceVersion")
+        self._lease_rv = get_str(lease, "metadata.resourceVersion", required=False) or None
 
     async def _attempt(self, client: Client | None = None) -> bool:
         try:
@@ -315,7 +316,7 @@ class LeaderElector:
                     "metadata": {
                         "name": cfg.name,
                         "namespace": cfg.namespace,
-                        "resourceVersion": lease["metadata"]["resourceVersion"],
+                        "resourceVersion": get_str(lease, "metadata.resourceVersion"),
                         **self._labels(lease),
                     },
                     "spec": spec,

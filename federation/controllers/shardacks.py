@@ -28,8 +28,9 @@ from federation.fleet.sharding import (
     SHARD_LABELS,
     ShardingOptions,
 )
+from mcruntime.fields import get_str, get_str_map
 from mcruntime.manager import Manager
-from mcruntime.objects import labels_of, make_key, meta
+from mcruntime.objects import make_key
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
@@ -54,7 +55,7 @@ class DrainAcknowledger:
         if wd is None:
             return Result()
         # 3. desired, from the pure decision
-        decision = shard_decision(labels_of(wd), SHARD_LABELS, self.shard)
+        decision = shard_decision(get_str_map(wd, "metadata.labels"), SHARD_LABELS, self.shard)
         # 4. compare: not drained, nothing to do
         if decision.action is not Action.ACKNOWLEDGE_DRAIN:
             return Result()
@@ -63,7 +64,7 @@ class DrainAcknowledger:
         patch = {
             "metadata": {
                 "labels": decision.labels_patch(SHARD_LABELS),
-                "resourceVersion": meta(wd).get("resourceVersion"),
+                "resourceVersion": get_str(wd, "metadata.resourceVersion"),
             }
         }
         await project.client.patch(

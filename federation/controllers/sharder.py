@@ -23,10 +23,10 @@ from typing import Any
 from federation.api.resources import WORKLOAD_DEPLOYMENTS
 from federation.fleet.fleetview import PROJECTS, project_clusters
 from federation.fleet.sharding import SHARD_LABELS, Rings, ShardingOptions, available, shard_states, wd_hash_key
+from mcruntime.fields import get_str, get_str_map
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
-from mcruntime.objects import labels_of, meta
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
@@ -67,7 +67,9 @@ class Sharder:
         )
         states = shard_states(leases, time.time())
         ring = self.rings.of(available(states))
-        decision = sharder_decision(labels_of(wd), SHARD_LABELS, wd_hash_key(req.cluster, wd), ring, states)
+        decision = sharder_decision(
+            get_str_map(wd, "metadata.labels"), SHARD_LABELS, wd_hash_key(req.cluster, wd), ring, states
+        )
         # 4. compare: nothing to do at steady state
         if decision.action is Action.NOTHING:
             return Result()
@@ -81,14 +83,14 @@ class Sharder:
     def every_wd(self, _cluster: str, _lease: dict[str, Any]) -> list[Request]:
         """Membership changed: every project WD is decided again."""
         return [
-            Request(project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))
+            Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
             for project in project_clusters(self.mgr)
             for wd in project.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list()
         ]
 
 
 def _rv(obj: dict[str, Any]) -> str:
-    return str(meta(obj).get("resourceVersion") or "")
+    return get_str(obj, "metadata.resourceVersion")
 
 
 def register(mgr: Manager, options: ShardingOptions) -> None:

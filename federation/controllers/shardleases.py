@@ -22,8 +22,8 @@ from typing import Any
 
 from federation.fleet.sharding import ShardingOptions
 from mcruntime.errors import APIError, is_conflict, is_not_found
+from mcruntime.fields import get_str
 from mcruntime.manager import Manager
-from mcruntime.objects import meta
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
 from mcruntime.resources import LEASES
@@ -73,7 +73,7 @@ class ShardLeases:
     async def _delete(self, lease: dict[str, Any]) -> None:
         try:
             await self.mgr.local.client.delete(
-                LEASES, str(meta(lease).get("name")), namespace=str(meta(lease).get("namespace"))
+                LEASES, get_str(lease, "metadata.name"), namespace=get_str(lease, "metadata.namespace")
             )
         except APIError as exc:
             if not (is_not_found(exc) or is_conflict(exc)):

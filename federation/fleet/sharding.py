@@ -16,8 +16,8 @@ from typing import Any
 
 from federation.api.constants import Label
 from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from mcruntime.fields import get_str, get_str_map
 from mcruntime.indexers import IndexFunc, label_index_name, label_value
-from mcruntime.objects import labels_of, meta
 from mcruntime.sharding import HashRing, ShardLabels, ShardState, is_available, shard_state
 
 SHARD_LABELS = ShardLabels(shard=str(Label.SHARD), drain=str(Label.DRAIN))
@@ -37,13 +37,13 @@ class ShardingOptions:
 
 
 def wd_hash_key(project: str, wd: Mapping[str, Any]) -> str:
-    m = meta(wd)
-    return f"{project}/{WORKLOAD_DEPLOYMENTS.group}/{WORKLOAD_DEPLOYMENTS.kind}/{m.get('namespace')}/{m.get('name')}"
+    namespace, name = get_str(wd, "metadata.namespace", required=False), get_str(wd, "metadata.name")
+    return f"{project}/{WORKLOAD_DEPLOYMENTS.group}/{WORKLOAD_DEPLOYMENTS.kind}/{namespace}/{name}"
 
 
 def shard_states(leases: Iterable[Mapping[str, Any]], now: float) -> dict[str, ShardState]:
     """Each shard's state, by its Lease's name."""
-    return {str(meta(lease).get("name")): shard_state(lease, now) for lease in leases}
+    return {get_str(lease, "metadata.name"): shard_state(lease, now) for lease in leases}
 
 
 def available(states: Mapping[str, ShardState]) -> frozenset[str]:
@@ -71,7 +71,7 @@ DRAINING = "yes"
 
 
 def draining(wd: dict[str, Any]) -> list[str]:
-    return [DRAINING] if SHARD_LABELS.drain in labels_of(wd) else []
+    return [DRAINING] if SHARD_LABELS.drain in get_str_map(wd, "metadata.labels") else []
 
 
 SHARD_INDEXERS: dict[str, IndexFunc] = {SHARD_INDEX: label_value(SHARD_LABELS.shard), DRAIN_INDEX: draining}

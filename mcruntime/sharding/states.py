@@ -24,6 +24,8 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
+from ..fields import get_str
+
 DEFAULT_LEASE_DURATION = 15.0
 ORPHANED_AFTER = 60.0
 
@@ -70,7 +72,7 @@ def _times(lease: Mapping[str, Any], now: float) -> tuple[float, float]:
 
 
 def _held_by_shard(lease: Mapping[str, Any]) -> bool:
-    name = (lease.get("metadata") or {}).get("name") or ""
+    name = get_str(lease, "metadata.name", required=False)
     holder = (lease.get("spec") or {}).get("holderIdentity") or ""
     return bool(holder) and holder == name
 
