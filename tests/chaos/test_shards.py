@@ -7,11 +7,16 @@ violations and an idle window without a manager write (Lease renewals aside)."""
 from __future__ import annotations
 
 import signal
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from federation.api.constants import Label
+from federation.fleet.sharding import wd_hash_key
+from mcruntime.sharding import HashRing
 from tests.support import eventually
 from tests.support.processes import Process
 
@@ -48,9 +53,24 @@ async def roll(chaos: Chaos, wds: dict[str, list[dict[str, Any]]], at: str) -> N
         await chaos.roll(project, *[o["metadata"]["name"] for o in objs], at=at)
 
 
-async def converged(chaos: Chaos, scenario: str, faults: str) -> None:
+async def assigned_as_the_ring_says(chaos: Chaos, shards: Iterable[str]) -> bool:
+    ring = HashRing(shards)
+    for project in ("web", "shop"):
+        for obj in (await chaos.get_json(project, "wd", "-n", "default"))["items"]:
+            labels = obj["metadata"].get("labels") or {}
+            if labels.get(Label.SHARD) != ring.owner(wd_hash_key(project, obj)) or Label.DRAIN in labels:
+                return False
+    return True
+
+
+async def converged(chaos: Chaos, shards: Iterable[str], scenario: str, faults: str) -> None:
+    """Every WD on the shard the ring of the running shards names (a restarted shard
+    rejoins once its old Lease has lapsed), then the federation clean and quiet."""
+    live, started = sorted(shards), time.monotonic()
+    await eventually(lambda: assigned_as_the_ring_says(chaos, live), f"WDs assigned over {live}", within=120)
+    rebalanced = time.monotonic() - started
     took, report = await chaos.converge(within=240, settled=instance_names_exact)
-    await chaos.finish(scenario, faults, took, report)
+    await chaos.finish(scenario, faults, rebalanced + took, report)  # from the fault's end
 
 
 async def test_three_shards_through_kills_a_join_and_a_pause(tmp_path: Path) -> None:
@@ -64,7 +84,7 @@ async def test_three_shards_through_kills_a_join_and_a_pause(tmp_path: Path) -> 
         # a shard joins mid-rollout
         await roll(chaos, wds, "2026-11-26T01:00:00Z")
         shards["shard-c"] = await start(chaos, "shard-c")
-        await converged(chaos, "3 shards: one joins", "shard-c started during a 30-WD rollout")
+        await converged(chaos, shards, "3 shards: one joins", "shard-c started during a 30-WD rollout")
 
         # a shard (not the sharder) SIGKILLed mid-rollout
         leader = await sharder(chaos)
@@ -72,16 +92,20 @@ async def test_three_shards_through_kills_a_join_and_a_pause(tmp_path: Path) -> 
         await roll(chaos, wds, "2026-11-26T01:00:01Z")
         await anyio.sleep(0.5)
         assert await shards.pop(victim).stop(signal.SIGKILL) == -signal.SIGKILL
-        await converged(chaos, "3 shards: one SIGKILLed", f"{victim} SIGKILLed during a rollout")
-        shards[victim] = await start(chaos, victim)
+        await converged(chaos, shards, "3 shards: one SIGKILLed", f"{victim} SIGKILLed during a rollout")
+        shards[victim] = await start(chaos, victim)  # restarted, as its Deployment would
+        await eventually(lambda: assigned_as_the_ring_says(chaos, shards), f"{victim} back in the ring", within=120)
 
         # the sharder SIGKILLed mid-rollout
         leader = await sharder(chaos)
         await roll(chaos, wds, "2026-11-26T01:00:02Z")
         await anyio.sleep(0.5)
         assert await shards.pop(leader).stop(signal.SIGKILL) == -signal.SIGKILL
-        await converged(chaos, "3 shards: the sharder SIGKILLed", f"sharder {leader} SIGKILLed during a rollout")
+        await converged(
+            chaos, shards, "3 shards: the sharder SIGKILLed", f"sharder {leader} SIGKILLed during a rollout"
+        )
         shards[leader] = await start(chaos, leader)
+        await eventually(lambda: assigned_as_the_ring_says(chaos, shards), f"{leader} back in the ring", within=120)
 
         # a shard paused past its lease, resumed: it stops (exit 1) instead of writing on
         leader = await sharder(chaos)
@@ -94,6 +118,6 @@ async def test_three_shards_through_kills_a_join_and_a_pause(tmp_path: Path) -> 
         await eventually(lambda: process.proc.returncode is not None, f"{paused} exits", within=30)
         assert "lost lease" in process.output(), process.output()[-2000:]
         shards[paused] = await start(chaos, paused)
-        await converged(chaos, "3 shards: one paused past its lease", f"{paused} SIGSTOPped 12 s, then resumed")
+        await converged(chaos, shards, "3 shards: one paused past its lease", f"{paused} SIGSTOPped 12 s, then resumed")
         for name, shard in shards.items():
             assert await shard.stop() == 0, f"{name}: {shard.output()[-2000:]}"
