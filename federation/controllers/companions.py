@@ -1,0 +1,278 @@
+"""Companion controller (management mode): the ConfigMaps and Secrets a project's WDs reference,
+copied into the cell namespace of their copies in every cell holding one (DESIGN §3 Companions).
+
+Request key: (project cluster, "", project namespace): a companion is shared by the namespace's WDs.
+Reads (caches only): project WDs, ConfigMaps and Secrets (a narrowed view: `source_fields`); in
+every cell the copies and downstream namespaces (`fleet.fleetview`) and the companions (labelled
+`compute.datumapis.com/referenced-data`).
+Writes, and alone writes: companions in the cell namespaces of the request's project namespace
+(manager `companions`) and their deletion; Warning Events on a project WD whose source is missing
+(once per transition, names only). Never writes: a project object, a copy, a namespace, anything
+in another project's namespace; never logs or reports a Secret's data.
+
+DESIGN §3 Companions 1-5, pinned by tests/federation/test_companions.py:
+1 test_each_reference_form_reaches_every_cell_of_the_copies; 2, 3 test_source_changes_deletion_and_reclaim;
+4 and 5 test_a_missing_source_is_an_event_and_secret_data_never_leaks; 6 test_companions_never_cross_projects;
+the cell side tests/cells/test_referenced_data.py."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, upstream_identity
+from federation.fleet.fleetview import (
+    CELL_COPIES_SELECTOR,
+    CELLS,
+    PROJECTS,
+    UPSTREAM_INDEX,
+    WD_INDEXERS,
+    cell_clusters,
+    cell_synced,
+    find_copies,
+    read_cell_copies,
+    upstream_key,
+)
+from federation.fleet.options import ManagementOptions
+from federation.fleet.references import (
+    CONFIG_MAP,
+    REFERENCED_DATA_LABEL,
+    SECRET,
+    SourceTooLarge,
+    companion_for,
+    references,
+)
+from mcruntime import controllerutil
+from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.manager import Manager
+from mcruntime.objects import Obj, meta
+from mcruntime.predicates import not_status_only
+from mcruntime.reconciler import Result, TemporaryError
+from mcruntime.recorder import ControllerEvents
+from mcruntime.request import Request
+from mcruntime.resources import CONFIGMAPS, SECRETS, Resource
+from mcruntime.source import ClusterEvent, ClusterEventType
+
+log = logging.getLogger(__name__)
+
+NAME = "companions"
+FIELD_MANAGER = NAME
+RESOURCES: dict[str, Resource] = {CONFIG_MAP: CONFIGMAPS, SECRET: SECRETS}
+COMPANIONS_SELECTOR = f"{REFERENCED_DATA_LABEL}=true"
+
+CellNamespace = tuple[str, str]  # (cell name, cell namespace)
+Key = tuple[str, str]  # (kind, name)
+
+
+def source_fields(obj: Obj) -> Obj:
+    """The project-side view of a ConfigMap or Secret: what a companion is made of, and
+    nothing else (no labels, annotations or managedFields; kubectl's last-applied
+    annotation would hold a Secret's data a second time)."""
+    m = obj.get("metadata") or {}
+    kept: Obj = {
+        "metadata": {k: m[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in m}
+    }
+    for key in ("kind", "apiVersion", "type", "data", "binaryData"):
+        if key in obj:
+            kept[key] = obj[key]
+    return kept
+
+
+@dataclass
+class Desired:
+    """Every companion one project namespace needs: per cell namespace, per (kind, name),
+    the referencing WDs (`"<namespace>/<name>"`); and what cannot be copied, per WD."""
+
+    companions: dict[CellNamespace, dict[Key, set[str]]] = field(default_factory=lambda: defaultdict(dict))
+    problems: dict[str, tuple[Obj, str, str]] = field(default_factory=dict)  # "<wd>/<Kind>/<name>" → (wd, reason, msg)
+
+
+class Companions:
+    def __init__(self, mgr: Manager) -> None:
+        self.mgr = mgr
+        self.events = ControllerEvents(mgr, NAME)
+        # problems already reported (Event keys), so a namespace's unrelated changes do not repeat them
+        self.reported: set[tuple[str, str, str]] = set()
+
+    async def reconcile(self, req: Request) -> Result:
+        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
+        project = self.mgr.get_cluster(req.cluster)
+        namespace = req.name
+        # 2. fetch (caches): the namespace's WDs, and each one's copies in the cells
+        wds = await project.client.list(WORKLOAD_DEPLOYMENTS, namespace=namespace)
+        # 3. desired state: the companions each cell namespace of a copy needs
+        desired = await self._desired(project, namespace, wds)
+        # 4. compare with the cells' companions and write only the difference
+        failed: dict[str, str] = {}
+        for cell, cell_namespace in self._cell_namespaces(req.cluster, namespace):
+            try:
+                await self._converge_namespace(
+                    cell, cell_namespace, namespace, desired.companions.get((cell.name, cell_namespace), {}), project
+                )
+            except (APIError, TransportError, ClusterNotReadyError) as exc:
+                failed[cell.name] = f"{type(exc).__name__}: {exc}"
+        # 5. tell the user what cannot be copied (once per transition)
+        await self._report(project, namespace, desired.problems)
+        if failed:
+            raise TemporaryError("; ".join(f"cell {cell}: {why}" for cell, why in sorted(failed.items())))
+        return Result()
+
+    # ------------------------------------------------------------------ desired
+    async def _desired(self, project: Cluster, namespace: str, wds: Iterable[Obj]) -> Desired:
+        desired = Desired()
+        for wd in wds:
+            refs = references(wd)
+            if not refs or meta(wd).get("deletionTimestamp"):
+                continue  # a deleting WD's copies are on their way out: nothing of it is needed
+            name, uid = str(meta(wd)["name"]), str(meta(wd).get("uid") or "")
+            copies = await find_copies(self.mgr, project.name, namespace, name)
+            own = [(cell, copy) for cell, copy in copies if _upstream_uid(copy) == uid]
+            for ref in refs:
+                source = await project.client.get_or_none(RESOURCES[ref.kind], ref.name, namespace=namespace)
+                if source is None or meta(source).get("deletionTimestamp"):
+                    if not ref.optional:
+                        why = f'{ref.kind} "{ref.name}" not found in namespace "{namespace}"'
+                        desired.problems[f"{name}/{ref.token}"] = (wd, "SourceNotFound", why)
+                    continue
+                for cell, copy in own:
+                    slot = desired.companions[(cell.name, str(meta(copy)["namespace"]))]
+                    slot.setdefault((ref.kind, ref.name), set()).add(f"{namespace}/{name}")
+        return desired
+
+    def _cell_namespaces(self, project: str, namespace: str) -> Iterable[tuple[Cluster, str]]:
+        """The ready, synced cells' namespaces that belong to this project namespace (found by
+        their labels through the upstream index): the only namespaces written."""
+        for cell in cell_clusters(self.mgr):
+            if cell.state is not ClusterState.READY or not cell_synced(cell):
+                continue
+            for ns in cell.cache.informer_of(NAMESPACES).store.by_index(
+                UPSTREAM_INDEX, upstream_key(project, namespace)
+            ):
+                if not meta(ns).get("deletionTimestamp"):
+                    yield cell, str(meta(ns)["name"])
+
+    # ------------------------------------------------------------------ writes (one per helper)
+    async def _converge_namespace(
+        self, cell: Cluster, cell_namespace: str, namespace: str, wanted: dict[Key, set[str]], project: Cluster
+    ) -> None:
+        for kind, resource in RESOURCES.items():
+            present = {str(meta(o)["name"]): o for o in await cell.client.list(resource, namespace=cell_namespace)}
+            for (want_kind, name), referenced_by in sorted(wanted.items()):
+                if want_kind != kind:
+                    continue
+                source = await project.client.get_or_none(resource, name, namespace=namespace)
+                if source is None:
+                    continue  # gone since `_desired` looked: its event brings the namespace back
+                await self._apply(cell, resource, {"kind": kind, **source}, cell_namespace, namespace, referenced_by,
+                                  present.get(name))  # fmt: skip
+            for name, obj in sorted(present.items()):
+                if (kind, name) not in wanted and not meta(obj).get("deletionTimestamp"):
+                    await self._delete(cell, resource, obj)
+
+    async def _apply(
+        self,
+        cell: Cluster,
+        resource: Resource,
+        source: Obj,
+        cell_namespace: str,
+        namespace: str,
+        referenced_by: set[str],
+        cached: Obj | None,
+    ) -> None:
+        try:
+            desired = companion_for(source, cell_namespace, namespace, referenced_by)
+        except SourceTooLarge:
+            return  # reported by `_report` (the problem is the source's, and the same in every cell)
+        result = await controllerutil.apply_if_differs(
+            cell.client, resource, desired, cached=cached, field_manager=FIELD_MANAGER
+        )
+        if result.operation is not controllerutil.Operation.UNCHANGED:
+            # names only: a companion's data never reaches a log
+            log.info("cell %s: %s %s/%s %s", cell.name, resource.kind, cell_namespace, meta(desired)["name"],
+                     result.operation.value)  # fmt: skip
+
+    async def _delete(self, cell: Cluster, resource: Resource, obj: Obj) -> None:
+        await controllerutil.delete_exact(cell.client, resource, obj)
+        log.info("cell %s: %s %s/%s reclaimed (no longer referenced)", cell.name, resource.kind,
+                 meta(obj).get("namespace"), meta(obj).get("name"))  # fmt: skip
+
+    # ------------------------------------------------------------------ events
+    async def _report(self, project: Cluster, namespace: str, problems: dict[str, tuple[Obj, str, str]]) -> None:
+        """A Warning on the WD for each source it cannot get (named, never its data), once
+        per transition; a resolved problem may be reported again if it comes back."""
+        scope = f"{project.name}/{namespace}"
+        current = {(scope, key, reason) for key, (_wd, reason, _msg) in problems.items()}
+        self.reported = {r for r in self.reported if r[0] != scope or r in current}
+        for key, (wd, reason, message) in sorted(problems.items()):
+            if (scope, key, reason) in self.reported:
+                continue
+            await self.events.event(project, _typed(wd), "Warning", reason, message)
+            self.reported.add((scope, key, reason))
+
+
+def _typed(wd: Obj) -> Obj:
+    return {"apiVersion": WORKLOAD_DEPLOYMENTS.api_version, "kind": WORKLOAD_DEPLOYMENTS.kind, **wd}
+
+
+def _upstream_uid(copy: dict[str, Any]) -> str:
+    return str((meta(copy).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) or "")
+
+
+class CompanionRoutes:
+    """Map functions: everything that changes a project namespace's companions → that namespace."""
+
+    def __init__(self, mgr: Manager) -> None:
+        self.mgr = mgr
+
+    async def of_project_object(self, project: str, obj: Obj) -> list[Request]:
+        """A project WD, ConfigMap or Secret → its namespace."""
+        namespace = str(meta(obj).get("namespace") or "")
+        return [Request(project, "", namespace)] if namespace else []
+
+    async def of_cell_object(self, cell_name: str, obj: Obj) -> list[Request]:
+        """A copy or a companion in a cell → the project namespace its cell namespace serves."""
+        cell = self.mgr.clusters.get(cell_name)
+        if cell is None or cell.cache.view_of(NAMESPACES) is None:
+            return []
+        ns = cell.cache.informer_of(NAMESPACES).get(str(meta(obj).get("namespace") or ""))
+        ref = upstream_identity(None, ns)
+        if ref is None or ref.project not in self.mgr.clusters:
+            return []
+        return [Request(ref.project, "", ref.namespace)]
+
+    def of_cell(self, event: ClusterEvent) -> list[Request]:
+        """A cell ready (again): every project namespace it holds a namespace of is checked
+        (companions written or deleted meanwhile, a source changed while it was away)."""
+        cell = self.mgr.clusters.get(event.cluster)
+        if event.type is not ClusterEventType.READY or cell is None:
+            return []
+        found: dict[Request, None] = {}
+        for ns in cell.cache.informer_of(NAMESPACES).store.list():
+            ref = upstream_identity(None, ns)
+            if ref is not None and ref.project in self.mgr.clusters:
+                found[Request(ref.project, "", ref.namespace)] = None
+        return list(found)
+
+
+def register(mgr: Manager, options: ManagementOptions) -> None:
+    """Wire the watches: project WDs and sources, cell copies and companions, cell readiness."""
+    routes = CompanionRoutes(mgr)
+    ctrl = mgr.new_controller(NAME, Companions(mgr), workers=options.workers)
+    to_namespace = EnqueueRequestsFromMapFunc(routes.of_project_object, cluster_name=ClusterName.INJECT_SOURCE)
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, to_namespace, clusters=PROJECTS, predicates=[not_status_only],
+               indexers=WD_INDEXERS)  # fmt: skip
+    for resource in RESOURCES.values():
+        ctrl.watch(resource, to_namespace, clusters=PROJECTS, transform=source_fields)
+    read_cell_copies(ctrl)
+    to_project = EnqueueRequestsFromMapFunc(routes.of_cell_object, cluster_name=ClusterName.PRESERVE_MAPPED)
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, to_project, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR,
+               predicates=[not_status_only])  # fmt: skip
+    for resource in RESOURCES.values():
+        ctrl.watch(resource, to_project, clusters=CELLS, label_selector=COMPANIONS_SELECTOR)
+    ctrl.watch_clusters(routes.of_cell, clusters=CELLS)
