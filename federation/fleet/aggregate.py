@@ -32,6 +32,10 @@ Rules
   (InstancesProvisioning)`), so `kubectl get wd` shows the reason and
   `kubectl describe` who is behind.
 - No cell in `plan()` → both conditions False/`NoMatchingLocation`, naming the city.
+- `ReferencedDataReady`, only for a WD whose template requires ConfigMaps or Secrets
+  (`references.expected_referenced_data`; removed when it no longer does): the cells'
+  own condition rolled up worst-wins, each cell not True named with its message (the
+  missing `Kind/name`s); a copy that has not reported it is AwaitingPropagation.
 - Conditions follow `set_condition_json`: `lastTransitionTime` (= `now`) moves only when
   a condition's status changes, so aggregating again with the same inputs returns an
   identical status and the caller writes nothing. `now` affects nothing else.
@@ -56,6 +60,7 @@ from federation.api.reasons import (
 )
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas
 from federation.fleet.placement import Share, city_code, desired_replicas
+from federation.fleet.references import expected_referenced_data
 from mcruntime.controllerutil import is_subset
 
 # A cell has been unreachable beyond the freshness threshold: its contribution is Unknown.
@@ -64,6 +69,7 @@ CELL_UNREACHABLE = str(WorkloadDeploymentAvailableReason.CELL_UNREACHABLE)
 
 AVAILABLE = str(WorkloadDeploymentCondition.AVAILABLE)
 REPLICAS_READY = str(WorkloadDeploymentCondition.REPLICAS_READY)
+REFERENCED_DATA_READY = str(WorkloadDeploymentCondition.REFERENCED_DATA_READY)
 AWAITING_PROPAGATION = str(ReplicasReadyReason.AWAITING_PROPAGATION)
 NO_MATCHING_LOCATION = str(WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION)
 
@@ -293,9 +299,45 @@ def aggregate(
     else:
         ready = status["readyReplicas"]
         rolled = {t: _roll_up(views, t, ready, desired) for t in (AVAILABLE, REPLICAS_READY)}
+    referenced = _referenced_data(views, wd)
+    if referenced is not None:
+        rolled[REFERENCED_DATA_READY] = referenced
+    else:  # the template references nothing (any more): no such condition
+        conditions = [c for c in conditions if c.get("type") != REFERENCED_DATA_READY]
     for type_, result in rolled.items():
         set_condition_json(
             conditions, type_, result.status, result.reason, result.message, observed_generation=observed, now=stamp
         )
     status["conditions"] = conditions
     return status
+
+
+def _referenced_data(views: Sequence[_CellView], wd: Mapping[str, Any]) -> _Contribution | None:
+    """ReferencedDataReady of a WD whose template requires ConfigMaps or Secrets: the cells'
+    own (a copy without it yet, or none at all, is AwaitingPropagation), worst wins; the
+    message names every cell that is not True with its own message (the missing objects)."""
+    if expected_referenced_data(wd) is None:
+        return None
+    if not views:
+        return _Contribution("", FALSE, AWAITING_PROPAGATION, "no cell to propagate the referenced data to")
+    contributions = []
+    for view in views:
+        reported = [c for c in view.status.get("conditions") or [] if isinstance(c, dict)]
+        cond = find_condition_json(reported, REFERENCED_DATA_READY) if view.present and not view.stale else None
+        if view.stale:
+            contributions.append(_Contribution(view.cell, UNKNOWN, CELL_UNREACHABLE, f"cell {view.cell}: unreachable"))
+        elif cond is None:
+            contributions.append(_Contribution(view.cell, FALSE, AWAITING_PROPAGATION,
+                                               f"cell {view.cell}: not reported yet"))  # fmt: skip
+        else:
+            value = cond.get("status")
+            contributions.append(_Contribution(view.cell, value if value in (TRUE, FALSE) else UNKNOWN,
+                                               str(cond.get("reason") or "Unspecified"),
+                                               f"cell {view.cell}: {cond.get('message') or ''}"))  # fmt: skip
+    contributions.sort(key=_Contribution.rank)
+    worst = contributions[0]
+    if worst.status == TRUE:
+        cells = ", ".join(sorted(c.cell for c in contributions))
+        return _Contribution(worst.cell, TRUE, worst.reason, f"every referenced companion is present in {cells}")
+    behind = "; ".join(c.message for c in contributions if c.status != TRUE)
+    return _Contribution(worst.cell, worst.status, worst.reason, behind[:MAX_MESSAGE])
