@@ -77,10 +77,15 @@ class WorkloadDeploymentCondition(DocumentedStr):
 
 class ReferencedDataReason(DocumentedStr):
     READY = "Ready", "ReferencedDataReady=True: every referenced companion is present."
-    SOURCE_NOT_FOUND = "SourceNotFound", "A referenced ConfigMap or Secret does not exist in the project namespace."
-    SOURCE_UNAUTHORIZED = "SourceUnauthorized", "The federation may not read a referenced ConfigMap or Secret."
-    SOURCE_TOO_LARGE = "SourceTooLarge", "A referenced object is larger than a companion may be."
-    RESOLVING = "Resolving", "The references have not been resolved yet."
+    SOURCE_NOT_FOUND = (
+        "SourceNotFound",
+        "A referenced ConfigMap or Secret does not exist in the project namespace (a Warning Event on the WD).",
+    )
+    SOURCE_TOO_LARGE = (
+        "SourceTooLarge",
+        "A referenced object holds more than 256 KiB of data, more than a companion may (a Warning Event on the WD).",
+    )
+    RESOLVING = "Resolving", "The copy's expected-referenced-data annotation cannot be read (the message says why)."
     AWAITING_PROPAGATION = (
         "AwaitingPropagation",
         "Some companions have not reached the cell yet; the message names them.",

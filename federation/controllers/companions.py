@@ -7,7 +7,7 @@ every cell the copies and downstream namespaces (`fleet.fleetview`) and the comp
 `compute.datumapis.com/referenced-data`).
 Writes, and alone writes: companions in the cell namespaces of the request's project namespace
 (manager `companions`) and their deletion; Warning Events on a project WD whose source is missing
-(once per transition, names only). Never writes: a project object, a copy, a namespace, anything
+or too large (once per transition, names only). Never writes: a project object, a copy, a namespace, anything
 in another project's namespace; never logs or reports a Secret's data.
 
 DESIGN §3 Companions 1-5, pinned by tests/federation/test_companions.py:
@@ -40,10 +40,12 @@ from federation.fleet.fleetview import (
 from federation.fleet.options import ManagementOptions
 from federation.fleet.references import (
     CONFIG_MAP,
+    MAX_COMPANION_BYTES,
     REFERENCED_DATA_LABEL,
     SECRET,
     SourceTooLarge,
     companion_for,
+    data_size,
     references,
 )
 from mcruntime import controllerutil
@@ -140,6 +142,10 @@ class Companions:
                         why = f'{ref.kind} "{ref.name}" not found in namespace "{namespace}"'
                         desired.problems[f"{name}/{ref.token}"] = (wd, "SourceNotFound", why)
                     continue
+                if data_size(source) > MAX_COMPANION_BYTES:
+                    why = f'{ref.kind} "{ref.name}" holds more than {MAX_COMPANION_BYTES} bytes of data'
+                    desired.problems[f"{name}/{ref.token}"] = (wd, "SourceTooLarge", why)
+                    continue
                 for cell, copy in own:
                     slot = desired.companions[(cell.name, str(meta(copy)["namespace"]))]
                     slot.setdefault((ref.kind, ref.name), set()).add(f"{namespace}/{name}")
@@ -188,7 +194,7 @@ class Companions:
         try:
             desired = companion_for(source, cell_namespace, namespace, referenced_by)
         except SourceTooLarge:
-            return  # reported by `_report` (the problem is the source's, and the same in every cell)
+            return  # grew since `_desired` looked: its event brings the namespace back, and `_report` says it
         result = await controllerutil.apply_if_differs(
             cell.client, resource, desired, cached=cached, field_manager=FIELD_MANAGER
         )

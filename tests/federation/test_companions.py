@@ -172,8 +172,9 @@ async def test_a_missing_source_is_an_event_and_secret_data_never_leaks(
     async with federation(tmp_path) as (f, mgr):
         web = Plane(f.server("web"))
         web.create("secrets", secret("db"))
+        web.create("configmaps", configmap("big", blob="x" * (300 * 1024)))
         refs = [{"secretRef": {"name": "db"}}, {"secretRef": {"name": "nope"}},
-                {"configMapRef": {"name": "maybe", "optional": True}}]  # fmt: skip
+                {"configMapRef": {"name": "maybe", "optional": True}}, {"configMapRef": {"name": "big"}}]  # fmt: skip
         WDs(f, "web").create(referencing("api", env_from=refs))
         ns = await eventually(lambda: set(shares(f, "api")) == {"dfw-1", "dfw-2"} and cell_namespace(f), "copies")
         await eventually(lambda: "db" in companions(f, "dfw-2", ns, "secrets"), "db copied")
@@ -181,6 +182,11 @@ async def test_a_missing_source_is_an_event_and_secret_data_never_leaks(
             lambda: [e for e in web.list("events", "default") if e["reason"] == "SourceNotFound"], "the Event"
         )
         assert [e["message"] for e in events] == ['Secret "nope" not found in namespace "default"']
+        too_large = await eventually(
+            lambda: [e for e in web.list("events", "default") if e["reason"] == "SourceTooLarge"], "SourceTooLarge"
+        )
+        assert [e["message"] for e in too_large] == ['ConfigMap "big" holds more than 262144 bytes of data']
+        assert "big" not in companions(f, "dfw-1", ns, "configmaps")
         # an optional source that is missing is no problem at all
         assert not any("maybe" in e["message"] for e in web.list("events", "default"))
         # no cell mode here: each WD's status is written once, after --awaiting-propagation-after
