@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import copy
 import json
 import signal
 from pathlib import Path
@@ -21,50 +22,22 @@ import yaml
 from kubeplane.testing import Kubectl, kubectl_path
 from tests.federation.test_demo import start_up, wait_ready
 from tests.support import eventually
+from tests.support.processes import REPO
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
-PASSWORD = "s3cr3t-value-never-logged"
+EXAMPLE = REPO / "docs" / "examples" / "configured-workloaddeployment.yaml"  # the README's
+DOCS: list[dict[str, Any]] = list(yaml.safe_load_all(EXAMPLE.read_text()))
+PASSWORD = next(d for d in DOCS if d["metadata"]["name"] == "db")["stringData"]["password"]
 
 
-def manifests(secret_name: str = "db") -> list[dict[str, Any]]:
-    container = {
-        "name": "app",
-        "image": "docker.io/library/nginx:1.27",
-        "env": [{"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": secret_name, "key": "password"}}}],
-        "envFrom": [{"configMapRef": {"name": "app-config"}}],
-    }
-    return [
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "app-config", "namespace": "default"},
-         "data": {"MODE": "fast"}},
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "default"},
-         "stringData": {"password": PASSWORD}},
-        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "regcred", "namespace": "default"},
-         "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": base64.b64encode(b"{}").decode()}},
-        {
-            "apiVersion": "compute.datumapis.com/v1alpha",
-            "kind": "WorkloadDeployment",
-            "metadata": {"name": "configured", "namespace": "default"},
-            "spec": {
-                "workloadRef": {"name": "configured", "uid": "00000000-0000-0000-0000-000000000021"},
-                "placementName": "edge",
-                "cityCode": "DFW",
-                "replicas": 1,
-                "scaleSettings": {"minReplicas": 1},
-                "template": {
-                    "metadata": {"labels": {"app": "configured"}},
-                    "spec": {
-                        "runtime": {
-                            "resources": {"instanceType": "datumcloud/d1-standard-2"},
-                            "sandbox": {"containers": [container], "imagePullSecrets": [{"name": "regcred"}]},
-                        },
-                        "networkInterfaces": [{"network": {"name": "default"}}],
-                        "volumes": [{"name": "files", "configMap": {"name": "app-config"}}],
-                    },
-                },
-            },
-        },
-    ]  # fmt: skip
+def broken_wd() -> dict[str, Any]:
+    """The example's WD, renamed, with its Secret key reference pointing at a Secret that does not exist."""
+    wd = copy.deepcopy(DOCS[-1])
+    wd["metadata"]["name"] = "broken"
+    container = wd["spec"]["template"]["spec"]["runtime"]["sandbox"]["containers"][0]
+    container["env"][0]["valueFrom"]["secretKeyRef"]["name"] = "missing"
+    return wd
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
@@ -82,9 +55,7 @@ async def test_referenced_data_on_up(tmp_path: Path) -> None:
         project = Kubectl(state / "web.kubeconfig", tmp_path / "c1")
         dfw = Kubectl(state / "cell-dfw.kubeconfig", tmp_path / "c2")
         lhr = Kubectl(state / "cell-lhr.kubeconfig", tmp_path / "c3")
-        manifest = tmp_path / "app.yaml"
-        manifest.write_text(yaml.safe_dump_all(manifests()))
-        await project("apply", "-f", str(manifest))
+        await project("apply", "-f", str(EXAMPLE))
 
         async def wd(name: str) -> dict[str, Any]:
             result: dict[str, Any] = json.loads(await project("get", "wd", name, "-o", "json"))
@@ -123,9 +94,7 @@ async def test_referenced_data_on_up(tmp_path: Path) -> None:
         await eventually(edited, "the edit in the cell's companion", within=30)
 
         # a missing source: ReferencedDataReady=False naming it, and an Event
-        broken = manifests("missing")[-1]
-        broken["metadata"]["name"] = "broken"
-        (tmp_path / "broken.yaml").write_text(yaml.safe_dump(broken))
+        (tmp_path / "broken.yaml").write_text(yaml.safe_dump(broken_wd()))
         await project("apply", "-f", str(tmp_path / "broken.yaml"))
 
         async def names_missing() -> bool:
