@@ -13,6 +13,7 @@ in another project's namespace; never logs or reports a Secret's data.
 DESIGN §3 Companions 1-5, pinned by tests/federation/test_companions.py:
 1 test_each_reference_form_reaches_every_cell_of_the_copies; 2, 3 test_source_changes_deletion_and_reclaim;
 4 and 5 test_a_missing_source_is_an_event_and_secret_data_never_leaks; 6 test_companions_never_cross_projects;
+a cell joining later test_a_cell_joining_later_gets_its_companions_before_its_instances_start;
 the cell side tests/cells/test_referenced_data.py."""
 
 from __future__ import annotations

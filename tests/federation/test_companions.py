@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support import Plane, all_idle, eventually
+from tests.support import Plane, all_idle, cell_settings, eventually, running
 
 from .test_federator import WDs, federation, shares, workload_deployment
 
@@ -229,3 +229,43 @@ async def test_companions_never_cross_projects(tmp_path: Path) -> None:
         )
         for n in (web_ns, shop_ns):
             assert "elsewhere" not in companions(f, "dfw-1", n, "secrets")
+
+
+async def test_a_cell_joining_later_gets_its_companions_before_its_instances_start(tmp_path: Path) -> None:
+    """A DFW cell registered while the WD runs: the federator gives it a copy, this
+    controller the companion, and the cell (its own cell-mode manager here) creates the
+    Instance behind the ReferencedData gate, removed only once the companion is there."""
+    async with federation(tmp_path) as (f, _mgr):
+        Plane(f.server("web")).create("secrets", secret("db"))
+        wd = referencing("api", env=[{"name": "P", "valueFrom": {"secretKeyRef": {"name": "db", "key": "password"}}}])
+        wd["spec"]["replicas"] = 3
+        WDs(f, "web").create(wd)
+        await eventually(lambda: set(shares(f, "api")) == {"dfw-1", "dfw-2"}, "copies in the first two cells")
+        await f.add_cell("dfw-3", "DFW")
+        kubeconfig = f.server("dfw-3").write_kubeconfig(tmp_path / "dfw-3-cell.kubeconfig")
+        settings = cell_settings(kubeconfig, city_code="DFW", site_name="dfw-3", local_cluster_name="dfw-3")
+        async with running(settings):
+            cell = Plane(f.server("dfw-3"))
+            ns = cell_namespace(f)
+
+            def instance() -> dict[str, Any] | None:
+                found = cell.list("instances", ns, group="compute.datumapis.com", version="v1alpha")
+                return found[0] if found else None
+
+            def released() -> bool:
+                obj = instance()
+                conds = {c["type"]: c for c in (obj or {}).get("status", {}).get("conditions", [])}
+                return (
+                    bool(obj)
+                    and obj["spec"]["controller"]["schedulingGates"] == []
+                    and (conds.get("ReferencedDataReady", {}).get("status") == "True")
+                )
+
+            await eventually(released, "the gate gone, ReferencedDataReady True", within=20)
+            # ReferencedDataReady exists only on an Instance that started behind the gate, and
+            # turned True no earlier than its companion arrived (RFC 3339 seconds compare as text)
+            obj = instance()
+            assert obj is not None
+            ready = next(c for c in obj["status"]["conditions"] if c["type"] == "ReferencedDataReady")
+            companion = companions(f, "dfw-3", ns, "secrets")["db"]
+            assert companion["metadata"]["creationTimestamp"] <= ready["lastTransitionTime"]
