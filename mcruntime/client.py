@@ -12,12 +12,14 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 import orjson
+from opentelemetry import trace
 
 from .backoff import Backoff
 from .cache import InformerCache
 from .errors import APIError, is_conflict, is_not_found
 from .objects import Obj, Objs, meta
 from .resources import Resource
+from .tracing import note_conflict
 from .transport import Transport
 
 log = logging.getLogger(__name__)
@@ -300,6 +302,7 @@ async def retry_on_conflict(
         except APIError as exc:
             if not is_conflict(exc) or n == attempts:
                 raise
+            note_conflict(trace.get_current_span(), exc, **{"retry.attempt": n})
             log.debug("conflict on attempt %d/%d, retrying: %s", n, attempts, exc)
         await anyio.sleep(delays.next())
     raise AssertionError("unreachable")
