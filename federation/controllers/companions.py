@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -238,9 +238,25 @@ class CompanionRoutes:
         self.mgr = mgr
 
     async def of_project_object(self, project: str, obj: Obj) -> list[Request]:
-        """A project WD, ConfigMap or Secret → its namespace."""
+        """A project WD → its namespace."""
         namespace = str(meta(obj).get("namespace") or "")
         return [Request(project, "", namespace)] if namespace else []
+
+    def of_source(self, kind: str) -> Callable[[str, Obj], Awaitable[list[Request]]]:
+        """A project ConfigMap or Secret (`kind`) → its namespace, only when a WD there
+        references it: a project's other objects (tokens, Helm releases...) cost nothing."""
+
+        async def mapped(project: str, obj: Obj) -> list[Request]:
+            cluster = self.mgr.clusters.get(project)
+            namespace, name = str(meta(obj).get("namespace") or ""), str(meta(obj).get("name") or "")
+            if cluster is None or not namespace:
+                return []
+            wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).list(namespace=namespace)
+            if any(ref.kind == kind and ref.name == name for wd in wds for ref in references(wd)):
+                return [Request(project, "", namespace)]
+            return []
+
+        return mapped
 
     async def of_cell_object(self, cell_name: str, obj: Obj) -> list[Request]:
         """A copy or a companion in a cell → the project namespace its cell namespace serves."""
@@ -274,8 +290,9 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     to_namespace = EnqueueRequestsFromMapFunc(routes.of_project_object, cluster_name=ClusterName.INJECT_SOURCE)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, to_namespace, clusters=PROJECTS, predicates=[not_status_only],
                indexers=WD_INDEXERS)  # fmt: skip
-    for resource in RESOURCES.values():
-        ctrl.watch(resource, to_namespace, clusters=PROJECTS, transform=source_fields)
+    for kind, resource in RESOURCES.items():
+        to_referencing = EnqueueRequestsFromMapFunc(routes.of_source(kind), cluster_name=ClusterName.INJECT_SOURCE)
+        ctrl.watch(resource, to_referencing, clusters=PROJECTS, transform=source_fields)
     read_cell_copies(ctrl)
     to_project = EnqueueRequestsFromMapFunc(routes.of_cell_object, cluster_name=ClusterName.PRESERVE_MAPPED)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, to_project, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR,

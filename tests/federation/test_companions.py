@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from tests.support import Plane, all_idle, cell_settings, eventually, running
+from tests.support import Plane, all_idle, cell_settings, eventually, record, running
 
 from .test_federator import WDs, federation, shares, workload_deployment
 
@@ -198,6 +198,16 @@ async def test_a_missing_source_is_an_event_and_secret_data_never_leaks(
         await anyio.sleep(3.0)
         detail = {s.name: s.plane.counters.snapshot() for s in servers}
         assert [s.plane.counters.writes() for s in servers] == before, f"writes at steady state: {detail}"
+        # a Secret no WD references is no work at all (a project's tokens, releases...)
+        recording = record(mgr, "companions")
+        web.create("secrets", secret("unrelated"))
+        web.create("configmaps", configmap("unrelated-too"))
+        await anyio.sleep(1.0)
+        assert recording.requests == []
+        # ... while one a WD references is (the missing one, created now, is copied)
+        web.create("secrets", secret("nope"))
+        await eventually(lambda: "nope" in companions(f, "dfw-1", ns, "secrets"), "nope copied once it exists")
+        assert {r.name for r in recording.requests} == {"default"}, "the recording sees the controller's requests"
         everything = [*web.list("events", "default"), *(e for c in f.cells for e in Plane(f.server(c)).list("events"))]
         for leak in (PASSWORD, B64):
             assert leak not in caplog.text
