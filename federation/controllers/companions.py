@@ -2,9 +2,9 @@
 copied into the cell namespace of their copies in every cell holding one (DESIGN §3 Companions).
 
 Request key: (project cluster, "", project namespace): a companion is shared by the namespace's WDs.
-Reads (caches only): project WDs, ConfigMaps and Secrets (a narrowed view: `source_fields`); in
-every cell the copies and downstream namespaces (`fleet.fleetview`) and the companions (labelled
-`compute.datumapis.com/referenced-data`).
+Reads (caches): project WDs, which ConfigMaps and Secrets exist (`source_identity`: no data), and
+the cells' copies, downstream namespaces (`fleet.fleetview`) and companions; live: one GET per
+referenced source per reconcile (its data, for the companion; held for that reconcile only).
 Writes, and alone writes: companions in the cell namespaces of the request's project namespace
 (manager `companions`) and their deletion; Warning Events on a project WD whose source is missing
 or too large (once per transition, names only). Never writes: a project object, a copy, a namespace, anything
@@ -51,7 +51,7 @@ from federation.fleet.references import (
 )
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
-from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
+from mcruntime.errors import APIError, ClusterNotReadyError, TransportError, is_not_found
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj, meta
@@ -73,18 +73,13 @@ CellNamespace = tuple[str, str]  # (cell name, cell namespace)
 Key = tuple[str, str]  # (kind, name)
 
 
-def source_fields(obj: Obj) -> Obj:
-    """The project-side view of a ConfigMap or Secret: what a companion is made of, and
-    nothing else (no labels, annotations or managedFields; kubectl's last-applied
-    annotation would hold a Secret's data a second time)."""
+def source_identity(obj: Obj) -> Obj:
+    """The project-side view of a ConfigMap or Secret: which exist and their resourceVersion,
+    nothing of their content. The data of the few a WD references is read live when a
+    companion is written (`_read_source`), so a project's Secrets are never held in memory."""
     m = obj.get("metadata") or {}
-    kept: Obj = {
-        "metadata": {k: m[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in m}
-    }
-    for key in ("kind", "apiVersion", "type", "data", "binaryData"):
-        if key in obj:
-            kept[key] = obj[key]
-    return kept
+    keep = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+    return {"metadata": {k: m[k] for k in keep if k in m}}
 
 
 @dataclass
@@ -93,6 +88,7 @@ class Desired:
     the referencing WDs (`"<namespace>/<name>"`); and what cannot be copied, per WD."""
 
     companions: dict[CellNamespace, dict[Key, set[str]]] = field(default_factory=lambda: defaultdict(dict))
+    sources: dict[Key, Obj | None] = field(default_factory=dict)  # read live, once per reconcile
     problems: dict[str, tuple[Obj, str, str]] = field(default_factory=dict)  # "<wd>/<Kind>/<name>" → (wd, reason, msg)
 
 
@@ -115,9 +111,8 @@ class Companions:
         failed: dict[str, str] = {}
         for cell, cell_namespace in self._cell_namespaces(req.cluster, namespace):
             try:
-                await self._converge_namespace(
-                    cell, cell_namespace, namespace, desired.companions.get((cell.name, cell_namespace), {}), project
-                )
+                wanted = desired.companions.get((cell.name, cell_namespace), {})
+                await self._converge_namespace(cell, cell_namespace, namespace, wanted, desired.sources)
             except (APIError, TransportError, ClusterNotReadyError) as exc:
                 failed[cell.name] = f"{type(exc).__name__}: {exc}"
         # 5. tell the user what cannot be copied (once per transition)
@@ -137,7 +132,7 @@ class Companions:
             copies = await find_copies(self.mgr, project.name, namespace, name)
             own = [(cell, copy) for cell, copy in copies if _upstream_uid(copy) == uid]
             for ref in refs:
-                source = await project.client.get_or_none(RESOURCES[ref.kind], ref.name, namespace=namespace)
+                source = await self._read_source(project, namespace, ref.kind, ref.name, desired.sources)
                 if source is None or meta(source).get("deletionTimestamp"):
                     if not ref.optional:
                         why = f'{ref.kind} "{ref.name}" not found in namespace "{namespace}"'
@@ -151,6 +146,24 @@ class Companions:
                     slot = desired.companions[(cell.name, str(meta(copy)["namespace"]))]
                     slot.setdefault((ref.kind, ref.name), set()).add(f"{namespace}/{name}")
         return desired
+
+    @staticmethod
+    async def _read_source(
+        project: Cluster, namespace: str, kind: str, name: str, read: dict[Key, Obj | None]
+    ) -> Obj | None:
+        """A referenced source with its data: the cache says whether it exists, one live
+        GET per reconcile reads it (kept only for this reconcile, in `read`)."""
+        if (kind, name) not in read:
+            resource = RESOURCES[kind]
+            found = None
+            if await project.client.get_or_none(resource, name, namespace=namespace) is not None:
+                try:
+                    found = {"kind": kind, **await project.client.get_live(resource, name, namespace=namespace)}
+                except APIError as exc:
+                    if not is_not_found(exc):
+                        raise
+            read[(kind, name)] = found
+        return read[(kind, name)]
 
     def _cell_namespaces(self, project: str, namespace: str) -> Iterable[tuple[Cluster, str]]:
         """The ready, synced cells' namespaces that belong to this project namespace (found by
@@ -166,18 +179,18 @@ class Companions:
 
     # ------------------------------------------------------------------ writes (one per helper)
     async def _converge_namespace(
-        self, cell: Cluster, cell_namespace: str, namespace: str, wanted: dict[Key, set[str]], project: Cluster
-    ) -> None:
+        self, cell: Cluster, cell_namespace: str, namespace: str, wanted: dict[Key, set[str]],
+        sources: dict[Key, Obj | None],
+    ) -> None:  # fmt: skip
         for kind, resource in RESOURCES.items():
             present = {str(meta(o)["name"]): o for o in await cell.client.list(resource, namespace=cell_namespace)}
             for (want_kind, name), referenced_by in sorted(wanted.items()):
                 if want_kind != kind:
                     continue
-                source = await project.client.get_or_none(resource, name, namespace=namespace)
+                source = sources.get((kind, name))
                 if source is None:
-                    continue  # gone since `_desired` looked: its event brings the namespace back
-                await self._apply(cell, resource, {"kind": kind, **source}, cell_namespace, namespace, referenced_by,
-                                  present.get(name))  # fmt: skip
+                    continue  # not read (cannot happen: `_desired` wants only what it read)
+                await self._apply(cell, resource, source, cell_namespace, namespace, referenced_by, present.get(name))
             for name, obj in sorted(present.items()):
                 if (kind, name) not in wanted and not meta(obj).get("deletionTimestamp"):
                     await self._delete(cell, resource, obj)
@@ -292,7 +305,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
                indexers=WD_INDEXERS)  # fmt: skip
     for kind, resource in RESOURCES.items():
         to_referencing = EnqueueRequestsFromMapFunc(routes.of_source(kind), cluster_name=ClusterName.INJECT_SOURCE)
-        ctrl.watch(resource, to_referencing, clusters=PROJECTS, transform=source_fields)
+        ctrl.watch(resource, to_referencing, clusters=PROJECTS, transform=source_identity)
     read_cell_copies(ctrl)
     to_project = EnqueueRequestsFromMapFunc(routes.of_cell_object, cluster_name=ClusterName.PRESERVE_MAPPED)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, to_project, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR,

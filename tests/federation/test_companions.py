@@ -14,6 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
+from mcruntime.resources import SECRETS as SECRETS_RESOURCE
 from tests.support import Plane, all_idle, cell_settings, eventually, record, running
 
 from .test_federator import WDs, federation, shares, workload_deployment
@@ -208,6 +209,10 @@ async def test_a_missing_source_is_an_event_and_secret_data_never_leaks(
         web.create("secrets", secret("nope"))
         await eventually(lambda: "nope" in companions(f, "dfw-1", ns, "secrets"), "nope copied once it exists")
         assert {r.name for r in recording.requests} == {"default"}, "the recording sees the controller's requests"
+        # the project's Secrets are known by name and resourceVersion only: no data held in memory
+        cached = mgr.clusters["web"].cache.informer_of(SECRETS_RESOURCE).list(namespace="default")
+        assert {o["metadata"]["name"] for o in cached} >= {"db"}
+        assert all(set(o) == {"metadata"} for o in cached), cached
         everything = [*web.list("events", "default"), *(e for c in f.cells for e in Plane(f.server(c)).list("events"))]
         for leak in (PASSWORD, B64):
             assert leak not in caplog.text
