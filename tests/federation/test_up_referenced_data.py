@@ -40,6 +40,20 @@ def broken_wd() -> dict[str, Any]:
     return wd
 
 
+def other_forms_wd() -> dict[str, Any]:
+    """The example's WD, renamed, reaching the same sources through the forms the example
+    does not use: `configMapKeyRef`, `envFrom[].secretRef`, a `secret` volume."""
+    wd = copy.deepcopy(DOCS[-1])
+    wd["metadata"]["name"] = "other-forms"
+    spec = wd["spec"]["template"]["spec"]
+    container = spec["runtime"]["sandbox"]["containers"][0]
+    container["env"] = [{"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "app-config", "key": "MODE"}}}]
+    container["envFrom"] = [{"secretRef": {"name": "db"}}]
+    spec["runtime"]["sandbox"].pop("imagePullSecrets")
+    spec["volumes"] = [{"name": "creds", "secret": {"secretName": "db"}}]
+    return wd
+
+
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
     return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or []}.get(type_) or {}
 
@@ -69,6 +83,16 @@ async def test_referenced_data_on_up(tmp_path: Path) -> None:
             )
 
         await eventually(ready, "ReferencedDataReady and Available True on the project WD", within=60)
+        (tmp_path / "other-forms.yaml").write_text(yaml.safe_dump(other_forms_wd()))
+        await project("apply", "-f", str(tmp_path / "other-forms.yaml"))
+
+        async def other_forms_ready() -> bool:
+            obj = await wd("other-forms")
+            return condition(obj, "ReferencedDataReady").get("status") == "True" and (
+                condition(obj, "Available").get("status") == "True"
+            )
+
+        await eventually(other_forms_ready, "the other reference forms ready too", within=60)
         ns = (
             await dfw("get", "wd", "-A", "-o", "jsonpath={.items[?(@.metadata.name=='configured')].metadata.namespace}")
         ).strip()
@@ -110,7 +134,7 @@ async def test_referenced_data_on_up(tmp_path: Path) -> None:
         assert [g["name"] for g in gated["spec"]["controller"]["schedulingGates"]] == ["ReferencedData"]
 
         # the reference removed: the companion no WD references any more is reclaimed
-        await project("delete", "wd", "broken", "configured")
+        await project("delete", "wd", "broken", "configured", "other-forms")
 
         async def reclaimed() -> bool:
             left = await dfw("get", "configmaps,secrets", "-n", ns, "-l", "compute.datumapis.com/referenced-data=true",
