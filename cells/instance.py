@@ -7,15 +7,16 @@ uncached read: while quota is pending the claim is read live (DESIGN §3 Instanc
 Writes, and alone writes: the Instance's `Ready`, `QuotaGranted`, `ReferencedDataReady` conditions
 (server-side apply on status, field manager `instance-controller`); removal of gates; the
 ResourceClaim `instance-<name>` (create only); Warning Events for blocking reasons.
-Never writes: Programmed, Available or status.controller (pod runtime), the rest of the
-Instance's spec, a claim's status (grant controller), Pods, WorkloadDeployments.
+Never writes: Programmed, Available, status.controller (pod runtime), status.suspended (WD
+controller), the rest of the Instance's spec, a claim's status (grant controller), Pods, WDs.
 
-DESIGN §3 Instance controller, pinned by: 1 Ready by the blocking priority
+DESIGN §3 Instance controller, pinned by: 1 Ready by the blocking priority, Suspended first
 (tests/cells/test_readiness.py, test_bad_images_surface_on_instance_and_deployment);
 2 gates (test_a_grant_on_the_watch_removes_the_gate_in_one_pass, test_instances_wait_for_their_companions);
-3 QuotaGate claims and tiers (tests/cells/test_quota.py, test_a_roll_under_a_full_budget_passes_each_grant_on,
-test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue,
-test_tier_interval_is_honoured_on_every_path); 4 Events on transitions
+3 QuotaGate claims and tiers, kept while suspended (tests/cells/test_quota.py,
+test_a_roll_under_a_full_budget_passes_each_grant_on, test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue,
+test_tier_interval_is_honoured_on_every_path, test_suspend_stops_pods_keeps_instances_and_resumes_in_order);
+4 Events on transitions
 (test_bad_images_surface_on_instance_and_deployment); 5 zero requests at steady state
 (test_zero_writes_when_idle)."""
 

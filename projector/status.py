@@ -12,12 +12,12 @@ DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_project
 counters summed, observedGeneration only when every target cell observed the spec, worst
 reason wins naming the cell (test_instances_and_status_reach_the_project,
 test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.py);
-NoMatchingLocation (test_no_cell_for_the_city); a dark cell turns Unknown after
-`--cell-status-stale-after` and recovers (test_a_dark_cell_turns_unknown_and_recovers);
-one status write once the cells observed a new spec, AwaitingPropagation after
-`--awaiting-propagation-after` otherwise (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes,
-test_a_slow_cell_shows_awaiting_propagation); zero writes at steady state (tests/chaos;
-tests/federation/test_steady_state.py)."""
+NoMatchingLocation (test_no_cell_for_the_city); a dark cell turns Unknown after `--cell-status-stale-after`
+and recovers (test_a_dark_cell_turns_unknown_and_recovers); one status write once the cells observed a
+new spec, AwaitingPropagation after `--awaiting-propagation-after` otherwise
+(test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_a_slow_cell_shows_awaiting_propagation);
+`status.suspended`, Suspended (test_suspended_means_every_cell_and_a_suspended_cell_is_always_seen,
+tests/e2e/test_suspension.py); zero writes at steady state (tests/chaos; tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 

@@ -36,6 +36,15 @@ Rules
   (`references.expected_referenced_data`; removed when it no longer does): the cells'
   own condition rolled up worst-wins, each cell not True named with its message (the
   missing `Kind/name`s); a copy that has not reported it is AwaitingPropagation.
+- `suspended` (issue 20): true when there is a target cell and every target cell's copy
+  is this WD's and reports `status.suspended: true` (the cell is its only writer; a stale
+  cell's last report counts: it is what the cell was told, and its conditions already say
+  it is unreachable). Otherwise — no cell, a copy not there yet, or a mix while the
+  annotation travels or a resume is under way — false if the field was ever written (a
+  resumed WD says so), absent if not. The mixed case is spelled out by the conditions: a
+  suspended cell contributes its copy's False/`Suspended`, which ranks first (the user's
+  own decision heads the rollup; the message still names every other cell and reason), so
+  the project WD says Suspended from the first cell that stopped until the last one resumed.
 - Conditions follow `set_condition_json`: `lastTransitionTime` (= `now`) moves only when
   a condition's status changes, so aggregating again with the same inputs returns an
   identical status and the caller writes nothing. `now` affects nothing else.
@@ -73,11 +82,13 @@ REFERENCED_DATA_READY = str(WorkloadDeploymentCondition.REFERENCED_DATA_READY)
 AWAITING_PROPAGATION = str(ReplicasReadyReason.AWAITING_PROPAGATION)
 NO_MATCHING_LOCATION = str(WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION)
 
-# Worst first. A cell may report an Instance's blocking reason, so those come first in
-# the Instance Ready priority's order; then quota; then "we do not know" and "not there
-# yet"; then progress; the healthy reasons last. A reason not listed ranks just before
+# Worst first. A suspended cell first: it says what the user asked for. Then a cell may
+# report an Instance's blocking reason, so those come in the Instance Ready priority's
+# order; then quota; then "we do not know" and "not there yet"; then progress; the
+# healthy reasons last. A reason not listed ranks just before
 # the healthy ones (specific enough to be shown, not known to be worse than progress).
 REASON_ORDER: tuple[str, ...] = (
+    WorkloadDeploymentAvailableReason.SUSPENDED,  # asked for: heads the rollup (same word as ReplicasReady's)
     InstanceReadyReason.NETWORK_FAILED_TO_CREATE,
     InstanceReadyReason.IMAGE_UNAVAILABLE,
     InstanceReadyReason.INSTANCE_CRASHING,
@@ -309,6 +320,9 @@ def aggregate(
             conditions, type_, result.status, result.reason, result.message, observed_generation=observed, now=stamp
         )
     status["conditions"] = conditions
+    suspended = bool(views) and all(v.present and v.status.get("suspended") is True for v in views)
+    if suspended or "suspended" in status:
+        status["suspended"] = suspended
     return status
 
 
