@@ -16,9 +16,8 @@ DESIGN §3 Instance controller, pinned by: 1 Ready by the blocking priority, Sus
 3 QuotaGate claims and tiers, kept while suspended (tests/cells/test_quota.py,
 test_a_roll_under_a_full_budget_passes_each_grant_on, test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue,
 test_tier_interval_is_honoured_on_every_path, test_suspend_stops_pods_keeps_instances_and_resumes_in_order);
-4 Events on transitions
-(test_bad_images_surface_on_instance_and_deployment); 5 zero requests at steady state
-(test_zero_writes_when_idle)."""
+4 Events on transitions (test_bad_images_surface_on_instance_and_deployment); 5 zero requests at steady
+state (test_zero_writes_when_idle)."""
 
 from __future__ import annotations
 
