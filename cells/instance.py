@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cells.conditionset import merge_owned
-from cells.fields import get_list, get_str, is_deleting
 from cells.options import CellOptions
 from cells.quota import claim_name, quota_requeue_after
 from cells.quotaclaim import claim_for, is_claim_of, is_granted, quota_granted, under_quota, validation_failed
@@ -41,10 +40,11 @@ from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_already_exists, is_conflict, is_not_found
+from mcruntime.fields import get_list, get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -120,7 +120,7 @@ class InstanceController:
             return set()
         namespace = get_str(instance, "metadata.namespace")
         return {
-            (resource.kind, str(meta(obj)["name"]))
+            (resource.kind, get_str(obj, "metadata.name"))
             for resource in (CONFIGMAPS, SECRETS)
             for obj in await client.list(resource, namespace=namespace)
         }
@@ -168,7 +168,7 @@ class InstanceController:
         remaining = [{"name": gate} for gate in scheduling_gates(instance) if gate not in removable]
         # resourceVersion: the gates are removed from the Instance whose conditions were checked
         patch = {
-            "metadata": {"resourceVersion": meta(instance).get("resourceVersion")},
+            "metadata": {"resourceVersion": get_str(instance, "metadata.resourceVersion", required=False)},
             "spec": {"controller": {"schedulingGates": remaining}},
         }
         await client.patch(
@@ -178,8 +178,8 @@ class InstanceController:
             namespace=get_str(instance, "metadata.namespace"),
             field_manager=FIELD_MANAGER,
         )
-        log.info("Instance %s/%s: removed scheduling gates %s", meta(instance)["namespace"], meta(instance)["name"],
-                 ", ".join(removable))  # fmt: skip
+        log.info("Instance %s/%s: removed scheduling gates %s", get_str(instance, "metadata.namespace"),
+                 get_str(instance, "metadata.name"), ", ".join(removable))  # fmt: skip
 
     # ------------------------------------------------------------------ events
     @staticmethod
@@ -212,8 +212,8 @@ def register(mgr: Manager, options: CellOptions) -> None:
 
 def _instances_in_namespace(mgr: Manager) -> Any:
     async def instances(cluster: str, obj: Obj) -> list[Request]:
-        namespace = str(meta(obj).get("namespace") or "")
+        namespace = get_str(obj, "metadata.namespace", required=False)
         found = await mgr.get_cluster(cluster).client.list(INSTANCES, namespace=namespace)
-        return [Request(cluster, namespace, str(meta(i)["name"])) for i in found]
+        return [Request(cluster, namespace, get_str(i, "metadata.name")) for i in found]
 
     return instances

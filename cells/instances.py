@@ -53,8 +53,8 @@ from federation.api.naming import instance_name
 from federation.fleet.placement import same_city
 from federation.fleet.references import EXPECTED_ANNOTATION, parse_expected
 from mcruntime.controllerutil import is_subset
+from mcruntime.fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
 
-from .fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
 from .readiness import is_ready, is_suspended
 from .stateful import Observed
 

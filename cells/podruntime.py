@@ -25,7 +25,6 @@ import logging
 from typing import Any
 
 from cells.conditionset import merge_owned
-from cells.fields import generation, get_list, get_mapping, get_str, is_deleting
 from cells.options import CellOptions
 from cells.podspec import conditions_from_pod, pod_for, pod_matches, pod_template_hash, wants_pod
 from cells.readiness import is_suspended
@@ -36,10 +35,11 @@ from federation.fleet.changetrace import carried_context, stage_attributes
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
+from mcruntime.fields import generation, get_list, get_mapping, get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.reconciler import PermanentError, Result
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -120,8 +120,9 @@ class PodRuntime:
             # a Pod of this name the Instance does not control: never touched; if an earlier
             # Instance of the name owned it, the garbage collector removes it (an event)
             if desired is not None:
+                pod_name = get_str(pod, "metadata.name", required=False)
                 await self.events.event(cell, instance, "Warning", "PodNameTaken",
-                                  f"Pod {meta(pod).get('name')} exists and is not controlled by this Instance; "
+                                  f"Pod {pod_name} exists and is not controlled by this Instance; "
                                   "waiting for it to go")  # fmt: skip
             return None
         if ours is None:

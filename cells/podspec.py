@@ -53,8 +53,8 @@ from federation.api.reasons import (
     InstanceProgrammedReason,
     ready_reason_priority,
 )
+from mcruntime.fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
 
-from .fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
 from .readiness import is_suspended, scheduling_gates
 from .template import template_hash
 

@@ -61,8 +61,7 @@ from federation.api.reasons import (
     QuotaGrantedReason,
     most_blocking_reason,
 )
-
-from .fields import generation, get_list, get_mapping, get_str
+from mcruntime.fields import generation, get_list, get_mapping, get_str
 
 # Which condition must count as True before a gate may be removed.
 GATE_CONDITIONS: dict[str, str] = {

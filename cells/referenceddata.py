@@ -29,8 +29,8 @@ from federation.api.conditions import FALSE, TRUE, set_condition_json
 from federation.api.constants import SchedulingGate
 from federation.api.reasons import InstanceCondition, ReferencedDataReason
 from federation.fleet.references import EXPECTED_ANNOTATION, expected_tokens, parse_expected, template_references
+from mcruntime.fields import generation, get_mapping, get_str_map
 
-from .fields import generation, get_mapping, get_str_map
 from .readiness import conditions, scheduling_gates
 
 CONDITION = InstanceCondition.REFERENCED_DATA_READY.value
@@ -72,7 +72,7 @@ def deployment_referenced_data(wd: Mapping[str, Any], present: set[tuple[str, st
 def names_only(obj: dict[str, Any]) -> dict[str, Any]:
     """The informer transform of the cell's companion view: a companion's identity and
     labels, never its data (a cell's controllers only ask which companions are there)."""
-    m = obj.get("metadata") or {}
+    m = get_mapping(obj, "metadata")
     keep = ("name", "namespace", "uid", "resourceVersion", "labels", "deletionTimestamp")
     out: dict[str, Any] = {"metadata": {k: m[k] for k in keep if k in m}}
     for key in ("kind", "apiVersion"):

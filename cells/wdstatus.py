@@ -62,8 +62,8 @@ from federation.api.reasons import (
     WorkloadDeploymentCondition,
     ready_reason_priority,
 )
+from mcruntime.fields import generation, get_list, get_mapping, get_str, is_deleting
 
-from .fields import generation, get_list, get_mapping, get_str, is_deleting
 from .instances import desired_replicas, ordinal_of, wd_suspended
 from .readiness import condition_is_true, conditions, is_ready, is_suspended
 

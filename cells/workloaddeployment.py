@@ -27,7 +27,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from cells.autoscaling import autoscaler_for, is_controlled_by_wd, wants_autoscaler
-from cells.fields import get_str, is_deleting
 from cells.instances import (
     check_served_city,
     instance_for,
@@ -51,11 +50,12 @@ from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_already_exists, is_invalid
+from mcruntime.fields import get_list, get_objects, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
-from mcruntime.objects import Obj, labels_of, meta, owner_references
+from mcruntime.objects import Obj
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -143,7 +143,7 @@ class WorkloadDeploymentController:
         wd = _typed(await controllerutil.add_finalizer(client, WORKLOAD_DEPLOYMENTS, wd, FINALIZER))
         # 5. desired state from the pure functions (a spec they reject is reported, not retried)
         namespace = await client.get_or_none(NAMESPACES, namespace_name)
-        namespace_labels = dict(labels_of(namespace)) if namespace is not None else {}
+        namespace_labels = get_str_map(namespace, "metadata.labels") if namespace is not None else {}
         try:
             want = desired(wd, instances, namespace_labels, city_code=self.city_code, quota_gate=self.quota_gate)
         except ValueError as exc:
@@ -163,7 +163,7 @@ class WorkloadDeploymentController:
     async def _finalize(self, client: Client, wd: Obj, instances: list[Obj]) -> Result:
         """Delete the Instances, wait until they are gone (their deletion events bring the
         request back), then release the finalizer."""
-        finalizers = meta(wd).get("finalizers") or []
+        finalizers = get_list(wd, "metadata.finalizers")
         if FINALIZER not in finalizers:
             return Result()
         if ORPHAN_FINALIZER in finalizers:
@@ -268,7 +268,7 @@ class WorkloadDeploymentController:
         name = get_str(instance, "metadata.name")
         ordinal = ordinal_of(name, get_str(wd, "metadata.name"))
         assert ordinal is not None  # `_mine` kept only `<wd>-<ordinal>` names
-        current = labels_of(instance)
+        current = get_str_map(instance, "metadata.labels")
         missing = {k: v for k, v in instance_labels(wd, namespace_labels, ordinal).items() if current.get(k) != v}
         if missing:
             await client.patch(
@@ -282,7 +282,7 @@ class WorkloadDeploymentController:
     async def _status(self, client: Client, wd: Obj, instances: list[Obj], current_hash: str) -> None:
         now = rfc3339_now()
         status = wd_status(wd, instances, current_hash, now=now)
-        present = {(r.kind, str(meta(o)["name"])) for r in (CONFIGMAPS, SECRETS)
+        present = {(r.kind, get_str(o, "metadata.name")) for r in (CONFIGMAPS, SECRETS)
                    for o in await client.list(r, namespace=get_str(wd, "metadata.namespace"))}  # fmt: skip
         await self._write_status(client, wd, with_referenced_data(status, wd, present, now=now))
 
@@ -307,7 +307,7 @@ class WorkloadDeploymentController:
         namespace = get_str(instance, "metadata.namespace", required=False)
         names = {
             str(ref["name"])
-            for ref in owner_references(instance)
+            for ref in get_objects(instance, "metadata.ownerReferences")
             if ref.get("controller") and ref.get("kind") == WORKLOAD_DEPLOYMENTS.kind and ref.get("name")
         }
         prefix, _, suffix = get_str(instance, "metadata.name", required=False).rpartition("-")

@@ -58,9 +58,10 @@ from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterNotReadyError
+from mcruntime.fields import get_int, get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -89,7 +90,7 @@ class StatusProjector:
         project = self.mgr.get_cluster(req.cluster)
         # 2. fetch; 3. early exits
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        if wd is None or meta(wd).get("deletionTimestamp"):
+        if wd is None or is_deleting(wd):
             return self._forget(req)
         project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
         if project_ns is None:
@@ -98,7 +99,7 @@ class StatusProjector:
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
         copies = own_copies(wd, found)
         target, shares, unplaced = self._placement(wd, found)
-        namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
+        namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
         reports, deadline = self._reports(wd, target, shares, copies, namespace, req.cluster)
         city = target.city_code if target is not None else None
         now = datetime.datetime.now(datetime.UTC)
@@ -140,11 +141,11 @@ class StatusProjector:
         requeue, keyed on when this generation was first seen pending, makes a slow cell
         show AwaitingPropagation after `awaiting_after`. In memory: a restart only starts
         the short wait again."""
-        generation = meta(wd).get("generation")
+        generation = get_int(wd, "metadata.generation")
         if status.get("observedGeneration") == generation or status == (wd.get("status") or {}):
             self._awaiting.pop(req, None)
             return None
-        pending = (str(meta(wd).get("uid")), generation)
+        pending = (get_str(wd, "metadata.uid", required=False), generation)
         now = time.monotonic()
         seen = self._awaiting.get(req)
         if seen is None or seen[0] != pending:
@@ -186,14 +187,18 @@ class StatusProjector:
         return reports, (deadline + 0.05 if deadline is not None else None)
 
     async def _write(self, project: Cluster, wd: Obj, status: Obj) -> None:
-        generation = meta(wd).get("generation")
+        generation = get_int(wd, "metadata.generation")
         claims = status.get("observedGeneration") == generation != (wd.get("status") or {}).get("observedGeneration")
         if not claims:
             await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
                                               field_manager=FIELD_MANAGER)  # fmt: skip
             return
         # every target cell observed the generation; the write that claims it ends that change's trace
-        key = (project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))
+        key = (
+            project.name,
+            get_str(wd, "metadata.namespace", required=False),
+            get_str(wd, "metadata.name", required=False),
+        )
         self.clock.cells_observed(key, int(generation or 0))
         attributes = stage_attributes(project.name, wd)
         with stage_span(self.tracer, "project", change_of(wd), attributes):

@@ -52,9 +52,10 @@ from federation.fleet.references import (
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError, is_not_found
+from mcruntime.fields import get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -77,7 +78,7 @@ def source_identity(obj: Obj) -> Obj:
     """The project-side view of a ConfigMap or Secret: which exist and their resourceVersion,
     nothing of their content. The data of the few a WD references is read live when a
     companion is written (`_read_source`), so a project's Secrets are never held in memory."""
-    m = obj.get("metadata") or {}
+    m = get_mapping(obj, "metadata")
     keep = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
     return {"metadata": {k: m[k] for k in keep if k in m}}
 
@@ -126,14 +127,14 @@ class Companions:
         desired = Desired()
         for wd in wds:
             refs = references(wd)
-            if not refs or meta(wd).get("deletionTimestamp"):
+            if not refs or is_deleting(wd):
                 continue  # a deleting WD's copies are on their way out: nothing of it is needed
-            name, uid = str(meta(wd)["name"]), str(meta(wd).get("uid") or "")
+            name, uid = get_str(wd, "metadata.name"), get_str(wd, "metadata.uid", required=False)
             copies = await find_copies(self.mgr, project.name, namespace, name)
             own = [(cell, copy) for cell, copy in copies if _upstream_uid(copy) == uid]
             for ref in refs:
                 source = await self._read_source(project, namespace, ref.kind, ref.name, desired.sources)
-                if source is None or meta(source).get("deletionTimestamp"):
+                if source is None or is_deleting(source):
                     if not ref.optional:
                         why = f'{ref.kind} "{ref.name}" not found in namespace "{namespace}"'
                         desired.problems[f"{name}/{ref.token}"] = (wd, "SourceNotFound", why)
@@ -143,7 +144,7 @@ class Companions:
                     desired.problems[f"{name}/{ref.token}"] = (wd, "SourceTooLarge", why)
                     continue
                 for cell, copy in own:
-                    slot = desired.companions[(cell.name, str(meta(copy)["namespace"]))]
+                    slot = desired.companions[(cell.name, get_str(copy, "metadata.namespace"))]
                     slot.setdefault((ref.kind, ref.name), set()).add(f"{namespace}/{name}")
         return desired
 
@@ -174,8 +175,8 @@ class Companions:
             for ns in cell.cache.informer_of(NAMESPACES).store.by_index(
                 UPSTREAM_INDEX, upstream_key(project, namespace)
             ):
-                if not meta(ns).get("deletionTimestamp"):
-                    yield cell, str(meta(ns)["name"])
+                if not is_deleting(ns):
+                    yield cell, get_str(ns, "metadata.name")
 
     # ------------------------------------------------------------------ writes (one per helper)
     async def _converge_namespace(
@@ -183,7 +184,9 @@ class Companions:
         sources: dict[Key, Obj | None],
     ) -> None:  # fmt: skip
         for kind, resource in RESOURCES.items():
-            present = {str(meta(o)["name"]): o for o in await cell.client.list(resource, namespace=cell_namespace)}
+            present = {
+                get_str(o, "metadata.name"): o for o in await cell.client.list(resource, namespace=cell_namespace)
+            }
             for (want_kind, name), referenced_by in sorted(wanted.items()):
                 if want_kind != kind:
                     continue
@@ -192,7 +195,7 @@ class Companions:
                     continue  # not read (cannot happen: `_desired` wants only what it read)
                 await self._apply(cell, resource, source, cell_namespace, namespace, referenced_by, present.get(name))
             for name, obj in sorted(present.items()):
-                if (kind, name) not in wanted and not meta(obj).get("deletionTimestamp"):
+                if (kind, name) not in wanted and not is_deleting(obj):
                     await self._delete(cell, resource, obj)
 
     async def _apply(
@@ -214,13 +217,13 @@ class Companions:
         )
         if result.operation is not controllerutil.Operation.UNCHANGED:
             # names only: a companion's data never reaches a log
-            log.info("cell %s: %s %s/%s %s", cell.name, resource.kind, cell_namespace, meta(desired)["name"],
-                     result.operation.value)  # fmt: skip
+            name = get_str(desired, "metadata.name")
+            log.info("cell %s: %s %s/%s %s", cell.name, resource.kind, cell_namespace, name, result.operation.value)
 
     async def _delete(self, cell: Cluster, resource: Resource, obj: Obj) -> None:
         await controllerutil.delete_exact(cell.client, resource, obj)
         log.info("cell %s: %s %s/%s reclaimed (no longer referenced)", cell.name, resource.kind,
-                 meta(obj).get("namespace"), meta(obj).get("name"))  # fmt: skip
+                 get_str(obj, "metadata.namespace", required=False), get_str(obj, "metadata.name"))  # fmt: skip
 
     # ------------------------------------------------------------------ events
     async def _report(self, project: Cluster, namespace: str, problems: dict[str, tuple[Obj, str, str]]) -> None:
@@ -241,7 +244,7 @@ def _typed(wd: Obj) -> Obj:
 
 
 def _upstream_uid(copy: dict[str, Any]) -> str:
-    return str((meta(copy).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) or "")
+    return get_str_map(copy, "metadata.annotations").get(UPSTREAM_UID_ANNOTATION, "")
 
 
 class CompanionRoutes:
@@ -252,7 +255,7 @@ class CompanionRoutes:
 
     async def of_project_object(self, project: str, obj: Obj) -> list[Request]:
         """A project WD → its namespace."""
-        namespace = str(meta(obj).get("namespace") or "")
+        namespace = get_str(obj, "metadata.namespace", required=False)
         return [Request(project, "", namespace)] if namespace else []
 
     def of_source(self, kind: str) -> Callable[[str, Obj], Awaitable[list[Request]]]:
@@ -261,7 +264,8 @@ class CompanionRoutes:
 
         async def mapped(project: str, obj: Obj) -> list[Request]:
             cluster = self.mgr.clusters.get(project)
-            namespace, name = str(meta(obj).get("namespace") or ""), str(meta(obj).get("name") or "")
+            namespace = get_str(obj, "metadata.namespace", required=False)
+            name = get_str(obj, "metadata.name", required=False)
             if cluster is None or not namespace:
                 return []
             wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).list(namespace=namespace)
@@ -276,7 +280,7 @@ class CompanionRoutes:
         cell = self.mgr.clusters.get(cell_name)
         if cell is None or cell.cache.view_of(NAMESPACES) is None:
             return []
-        ns = cell.cache.informer_of(NAMESPACES).get(str(meta(obj).get("namespace") or ""))
+        ns = cell.cache.informer_of(NAMESPACES).get(get_str(obj, "metadata.namespace", required=False))
         ref = upstream_identity(None, ns)
         if ref is None or ref.project not in self.mgr.clusters:
             return []

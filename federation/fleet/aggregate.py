@@ -71,6 +71,7 @@ from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_repli
 from federation.fleet.placement import Share, city_code, desired_replicas
 from federation.fleet.references import expected_referenced_data
 from mcruntime.controllerutil import is_subset
+from mcruntime.fields import get_int, get_mapping, get_str, get_str_map
 
 # A cell has been unreachable beyond the freshness threshold: its contribution is Unknown.
 # (Not yet in federation/api/reasons.py.)
@@ -146,10 +147,6 @@ def _rfc3339(when: datetime, what: str) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _count(status: Mapping[str, Any], key: str, cell: str) -> int:
     value = status.get(key)
     if value is None:
@@ -183,31 +180,31 @@ class _CellView:
 
 
 def _lag(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
-    copy = _mapping(report.copy)
+    copy = report.copy or {}
     want = {k: v for k, v in report.desired_copy_spec.items() if not (k == "replicas" and cell_owns_replicas(wd))}
     if not subset({"spec": want}, copy):
         return "copy not yet updated to the current spec"
-    annotations = _mapping(_mapping(copy.get("metadata")).get("annotations"))
+    annotations = get_str_map(copy, "metadata.annotations")
     if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):
         return f"copy not yet moved to ordinal start {report.share.ordinal_start}"
-    generation = _mapping(copy.get("metadata")).get("generation")
-    observed = _mapping(copy.get("status")).get("observedGeneration")
+    generation = get_int(copy, "metadata.generation")
+    observed = get_mapping(copy, "status").get("observedGeneration")
     if generation is None or observed != generation:
         return f"spec not yet observed by the cell (generation {generation}, observed {observed})"
     return None
 
 
 def _view(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> _CellView:
-    uid = _mapping(wd.get("metadata")).get("uid")
+    uid = get_str(wd, "metadata.uid", required=False)
     copy = report.copy
-    annotations = _mapping(_mapping(copy.get("metadata")).get("annotations")) if copy is not None else {}
+    annotations = get_str_map(copy, "metadata.annotations") if copy is not None else {}
     present = copy is not None and bool(uid) and annotations.get(UPSTREAM_UID_ANNOTATION) == uid
     return _CellView(
         report=report,
         stale=report.stale_since is not None,
         present=present,
         lag=_lag(report, wd, subset) if present else "copy not created yet",
-        status=_mapping(copy.get("status")) if present and copy is not None else {},
+        status=get_mapping(copy, "status") if present and copy is not None else {},
     )
 
 
@@ -276,15 +273,14 @@ def aggregate(
     (`downstream.target_city`; None reads `spec.cityCode`); `unplaced` is the message of
     a location that resolves to no city (then there are no reports and the conditions
     say NoMatchingLocation with it)."""
-    meta = _mapping(wd.get("metadata"))
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
+    name = get_str(wd, "metadata.name", required=False)
+    if not name:
         raise ValueError(f"WorkloadDeployment metadata.name: required, got {name!r}")
     desired = desired_replicas(wd)
     if unplaced is None and city is None:
         city = city_code(wd)
     stamp = _rfc3339(now, "now")
-    previous = _mapping(wd.get("status"))
+    previous = get_mapping(wd, "status")
     status: dict[str, Any] = _copy.deepcopy(dict(previous))
     views = [_view(report, wd, subset) for report in reports]
 
@@ -293,7 +289,7 @@ def aggregate(
     status["desiredReplicas"] = desired
     status["selector"] = workload_deployment_selector(name)
 
-    generation, held = meta.get("generation"), previous.get("observedGeneration")
+    generation, held = get_int(wd, "metadata.generation"), previous.get("observedGeneration")
     held = held if isinstance(held, int) and not isinstance(held, bool) else None
     observed = held
     if isinstance(generation, int) and all(not v.stale and v.present and v.lag is None for v in views):

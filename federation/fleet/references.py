@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.api.constants import Annotation, Label
+from mcruntime.fields import get_str, get_str_map
 
 CONFIG_MAP = "ConfigMap"
 SECRET = "Secret"
@@ -159,8 +160,7 @@ def companion_for(
 ) -> dict[str, Any]:
     """The companion of `source` in cell namespace `namespace` (see the module docstring)."""
     kind = source.get("kind")
-    meta = _mapping(source.get("metadata"))
-    name = meta.get("name")
+    name = get_str(source, "metadata.name", required=False)
     if kind not in KINDS or not isinstance(name, str) or not name:
         raise ValueError(f"companion source: expected a named ConfigMap or Secret, got kind {kind!r} name {name!r}")
     size = data_size(source)
@@ -188,4 +188,4 @@ def companion_for(
 
 
 def is_companion(obj: Mapping[str, Any]) -> bool:
-    return _mapping(_mapping(obj.get("metadata")).get("labels")).get(REFERENCED_DATA_LABEL) == "true"
+    return get_str_map(obj, "metadata.labels").get(REFERENCED_DATA_LABEL) == "true"
