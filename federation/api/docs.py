@@ -586,8 +586,9 @@ Also:
   finalizer (`compute.datumapis.com/referenced-data-controller`), its
   `referenced-data-error` annotation, the `SourceUnauthorized` reason and the 1 MiB
   aggregate limit are not implemented: a missing source (or one over 256 KiB of data) is
-  a `SourceNotFound` (`SourceTooLarge`) Event on the WorkloadDeployment and
-  `ReferencedDataReady=False/AwaitingPropagation` naming it.
+  a `SourceNotFound` (`SourceTooLarge`) Event on the WorkloadDeployment; a missing
+  source makes its `ReferencedDataReady=False/SourceNotFound` naming it (the status
+  projector checks the project namespace; one over 256 KiB reads AwaitingPropagation).
 - The federator records `compute.datumapis.com/federation-namespace: ns-<project namespace
   UID>` on the project WorkloadDeployment, with its finalizer in one write.
 - A cell's HorizontalPodAutoscaler is labelled like its WorkloadDeployment

@@ -40,19 +40,20 @@ from federation.fleet.fleetview import (
 )
 from federation.fleet.options import ManagementOptions
 from federation.fleet.references import (
-    CONFIG_MAP,
     MAX_COMPANION_BYTES,
     REFERENCED_DATA_LABEL,
-    SECRET,
+    SOURCE_RESOURCES,
     SourceTooLarge,
     companion_for,
     data_size,
     references,
+    referencing,
+    source_identity,
 )
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError, is_not_found
-from mcruntime.fields import get_mapping, get_str, get_str_map, is_deleting
+from mcruntime.fields import get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj
@@ -60,27 +61,18 @@ from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
-from mcruntime.resources import CONFIGMAPS, SECRETS, Resource
+from mcruntime.resources import Resource
 from mcruntime.source import ClusterEvent, ClusterEventType
 
 log = logging.getLogger(__name__)
 
 NAME = "companions"
 FIELD_MANAGER = NAME
-RESOURCES: dict[str, Resource] = {CONFIG_MAP: CONFIGMAPS, SECRET: SECRETS}
+RESOURCES = SOURCE_RESOURCES
 COMPANIONS_SELECTOR = f"{REFERENCED_DATA_LABEL}=true"
 
 CellNamespace = tuple[str, str]  # (cell name, cell namespace)
 Key = tuple[str, str]  # (kind, name)
-
-
-def source_identity(obj: Obj) -> Obj:
-    """The project-side view of a ConfigMap or Secret: which exist and their resourceVersion,
-    nothing of their content. The data of the few a WD references is read live when a
-    companion is written (`_read_source`), so a project's Secrets are never held in memory."""
-    m = get_mapping(obj, "metadata")
-    keep = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
-    return {"metadata": {k: m[k] for k in keep if k in m}}
 
 
 @dataclass
@@ -269,9 +261,7 @@ class CompanionRoutes:
             if cluster is None or not namespace:
                 return []
             wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).list(namespace=namespace)
-            if any(ref.kind == kind and ref.name == name for wd in wds for ref in references(wd)):
-                return [Request(project, "", namespace)]
-            return []
+            return [Request(project, "", namespace)] if referencing(wds, kind, name) else []
 
         return mapped
 

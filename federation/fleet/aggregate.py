@@ -63,6 +63,7 @@ from federation.api.constants import Annotation
 from federation.api.naming import workload_deployment_selector
 from federation.api.reasons import (
     InstanceReadyReason,
+    ReferencedDataReason,
     ReplicasReadyReason,
     WorkloadDeploymentAvailableReason,
     WorkloadDeploymentCondition,
@@ -82,6 +83,7 @@ REPLICAS_READY = str(WorkloadDeploymentCondition.REPLICAS_READY)
 REFERENCED_DATA_READY = str(WorkloadDeploymentCondition.REFERENCED_DATA_READY)
 AWAITING_PROPAGATION = str(ReplicasReadyReason.AWAITING_PROPAGATION)
 NO_MATCHING_LOCATION = str(WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION)
+SOURCE_NOT_FOUND = str(ReferencedDataReason.SOURCE_NOT_FOUND)
 
 # Worst first. A suspended cell first: it says what the user asked for. Then a cell may
 # report an Instance's blocking reason, so those come in the Instance Ready priority's
@@ -264,6 +266,7 @@ def aggregate(
     city: str | None = None,
     unplaced: str | None = None,
     subset: Subset = is_subset,
+    missing_sources: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The project WD's desired `.status`, from one report per share of `plan(wd, ...)`.
 
@@ -272,7 +275,8 @@ def aggregate(
     counter in a cell's status or a naive datetime. `city` is the resolved target city
     (`downstream.target_city`; None reads `spec.cityCode`); `unplaced` is the message of
     a location that resolves to no city (then there are no reports and the conditions
-    say NoMatchingLocation with it)."""
+    say NoMatchingLocation with it); `missing_sources` the `"<Kind>/<name>"` of required
+    references missing from the project namespace (ReferencedDataReady=False SourceNotFound)."""
     name = get_str(wd, "metadata.name", required=False)
     if not name:
         raise ValueError(f"WorkloadDeployment metadata.name: required, got {name!r}")
@@ -306,7 +310,7 @@ def aggregate(
     else:
         ready = status["readyReplicas"]
         rolled = {t: _roll_up(views, t, ready, desired) for t in (AVAILABLE, REPLICAS_READY)}
-    referenced = _referenced_data(views, wd)
+    referenced = _referenced_data(views, wd, missing_sources)
     if referenced is not None:
         rolled[REFERENCED_DATA_READY] = referenced
     else:  # the template references nothing (any more): no such condition
@@ -322,12 +326,20 @@ def aggregate(
     return status
 
 
-def _referenced_data(views: Sequence[_CellView], wd: Mapping[str, Any]) -> _Contribution | None:
-    """ReferencedDataReady of a WD whose template requires ConfigMaps or Secrets: the cells'
-    own (a copy without it yet, or none at all, is AwaitingPropagation), worst wins; the
-    message names every cell that is not True with its own message (the missing objects)."""
+def _referenced_data(
+    views: Sequence[_CellView], wd: Mapping[str, Any], missing_sources: Sequence[str]
+) -> _Contribution | None:
+    """ReferencedDataReady of a WD whose template requires ConfigMaps or Secrets: a source
+    missing from the project namespace first (SourceNotFound, naming each: no cell can ever
+    get it); else the cells' own (a copy without it yet, or none at all, is
+    AwaitingPropagation), worst wins; the message names every cell that is not True with
+    its own message (the missing objects)."""
     if expected_referenced_data(wd) is None:
         return None
+    if missing_sources:
+        namespace = get_str(wd, "metadata.namespace", required=False)
+        return _Contribution("", FALSE, SOURCE_NOT_FOUND,
+                             f"{', '.join(missing_sources)} not found in project namespace {namespace}")  # fmt: skip
     if not views:
         return _Contribution("", FALSE, AWAITING_PROPAGATION, "no cell to propagate the referenced data to")
     contributions = []

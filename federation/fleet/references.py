@@ -34,15 +34,17 @@ Contract
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from federation.api.constants import Annotation, Label
-from mcruntime.fields import get_str, get_str_map
+from mcruntime.fields import get_mapping, get_str, get_str_map
+from mcruntime.resources import CONFIGMAPS, SECRETS, Resource
 
 CONFIG_MAP = "ConfigMap"
 SECRET = "Secret"
+SOURCE_RESOURCES: dict[str, Resource] = {CONFIG_MAP: CONFIGMAPS, SECRET: SECRETS}
 KINDS = (CONFIG_MAP, SECRET)
 # Per companion (data + binaryData, as stored): what a tenant may push into every cell.
 MAX_COMPANION_BYTES = 256 * 1024
@@ -125,6 +127,26 @@ def expected_referenced_data(wd: Mapping[str, Any]) -> str | None:
     """The copies' `expected-referenced-data` annotation value, or None when nothing is required."""
     tokens = expected_tokens(references(wd))
     return json.dumps(tokens, separators=(",", ":")) if tokens else None
+
+
+def referencing(wds: Iterable[Mapping[str, Any]], kind: str, name: str) -> list[Mapping[str, Any]]:
+    """The WDs (of one namespace) whose template references the `kind` object `name`."""
+    return [wd for wd in wds if any(ref.kind == kind and ref.name == name for ref in references(wd))]
+
+
+def missing_sources(wd: Mapping[str, Any], exists: Callable[[str, str], bool]) -> list[str]:
+    """The `"<Kind>/<name>"` of the required references for which `exists(kind, name)` is
+    false: in the project namespace, what no companion can be made of (SourceNotFound)."""
+    return [ref.token for ref in references(wd) if not ref.optional and not exists(ref.kind, ref.name)]
+
+
+def source_identity(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The view of a project ConfigMap or Secret the management controllers cache: which
+    exist and their resourceVersion, nothing of their content (a companion's data is read
+    live when it is written, so a project's Secrets are never held in memory)."""
+    m = get_mapping(obj, "metadata")
+    keep = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+    return {"metadata": {k: m[k] for k in keep if k in m}}
 
 
 def parse_expected(value: str) -> list[tuple[str, str]]:

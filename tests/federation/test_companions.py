@@ -284,3 +284,25 @@ async def test_a_cell_joining_later_gets_its_companions_before_its_instances_sta
             ready = next(c for c in obj["status"]["conditions"] if c["type"] == "ReferencedDataReady")
             companion = companions(f, "dfw-3", ns, "secrets")["db"]
             assert companion["metadata"]["creationTimestamp"] <= ready["lastTransitionTime"]
+
+
+async def test_a_missing_source_is_named_on_the_project_wd(tmp_path: Path) -> None:
+    """The project WD itself says which source is missing (ReferencedDataReady=False,
+    SourceNotFound, naming it), not only an Event; creating the source moves it on."""
+
+    def referenced_data() -> dict[str, Any]:
+        wd = WDs(f, "web").get("default", "api") or {}
+        conditions = (wd.get("status") or {}).get("conditions") or []
+        return next((c for c in conditions if c["type"] == "ReferencedDataReady"), {})
+
+    async with federation(tmp_path) as (f, _mgr):
+        web = Plane(f.server("web"))
+        WDs(f, "web").create(referencing("api", env_from=[{"secretRef": {"name": "db"}}]))
+        missing = await eventually(lambda: referenced_data().get("reason") == "SourceNotFound" and referenced_data(),
+                                   "SourceNotFound on the project WD", within=30)  # fmt: skip
+        assert missing["status"] == "False"
+        assert missing["message"] == "Secret/db not found in project namespace default"
+        web.create("secrets", secret("db"))
+        moved = await eventually(lambda: referenced_data().get("reason") not in (None, "SourceNotFound")
+                                 and referenced_data(), "the source found", within=30)  # fmt: skip
+        assert moved["reason"] == "AwaitingPropagation", "no cell mode here: the copies never report it"

@@ -463,6 +463,20 @@ def test_referenced_data_ready_is_carried_up_naming_what_is_missing() -> None:
                                "ReferencedDataReady") is None  # fmt: skip
 
 
+def test_a_source_missing_in_the_project_is_source_not_found_over_what_the_cells_say() -> None:
+    """No cell can ever get a companion of a source the project lacks: SourceNotFound names
+    it, ahead of the cells' own AwaitingPropagation (or even a stale Ready)."""
+    wd = _referencing(project_wd())
+    ok = _with_referenced(cell_copy(wd, DFW1), "True", "Ready", "all 1 referenced companion(s) are present")
+    got = condition(aggregate(wd, [report(wd, DFW1, ok)], now=T0, missing_sources=["Secret/db"]),
+                    "ReferencedDataReady")  # fmt: skip
+    assert (got["status"], got["reason"]) == ("False", "SourceNotFound")
+    assert got["message"] == f"Secret/db not found in project namespace {wd['metadata']['namespace']}"
+    got = condition(aggregate(wd, [], now=T0, missing_sources=["Secret/db"]), "ReferencedDataReady")
+    assert got["reason"] == "SourceNotFound", "no cell at all: still the missing source first"
+    assert condition(aggregate(wd, [report(wd, DFW1, ok)], now=T0), "ReferencedDataReady")["reason"] == "Ready"
+
+
 # ------------------------------------------------------------------ suspension (issue 20 point 3)
 
 SUSPENDED_COND = ("False", "Suspended", "suspended: 2 of 2 Instances stopped (they stay; resumed in order)")
