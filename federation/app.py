@@ -19,7 +19,7 @@ from opentelemetry.trace import TracerProvider
 
 from cells import instance, podruntime, quotagrant, workloaddeployment
 from cells.options import CellOptions
-from federation.controllers import federator, shardacks, sharder, shardleases, workload
+from federation.controllers import companions, federator, shardacks, sharder, shardleases, workload
 from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
 from mcruntime.leaderelection import LeaderElectionConfig
@@ -50,6 +50,7 @@ CellRegistrar = Callable[[Manager, CellOptions], None]
 
 MANAGEMENT_CONTROLLERS: list[tuple[str, ManagementRegistrar]] = [
     ("federator", federator.register),
+    (companions.NAME, companions.register),
     ("workload-controller", workload.register),
     ("instance-projector", instance_projector.register),
     ("status-projector", status_projector.register),
