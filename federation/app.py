@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.trace import TracerProvider
 
-from cells import instance, podruntime, quotagrant, workloaddeployment
 from cells.options import CellOptions
-from federation.controllers import federator, workload
 from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
 from mcruntime.leaderelection import LeaderElectionConfig
@@ -28,8 +26,6 @@ from mcruntime.providers.clusterprofile import ClusterProfileProvider
 from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
 from mcruntime.providers.secrets import KubeconfigSecretProvider
 from mcruntime.transport import Transport
-from projector import instances as instance_projector
-from projector import status as status_projector
 
 from .features import POD_RUNTIME, QUOTA_GATE
 from .fleet.options import ManagementOptions
@@ -46,18 +42,32 @@ ManagementRegistrar = Callable[[Manager, ManagementOptions], None]
 CellRegistrar = Callable[[Manager, CellOptions], None]
 """A controller module's `register(mgr, options)`: wires its watches, nothing else."""
 
-MANAGEMENT_CONTROLLERS: list[tuple[str, ManagementRegistrar]] = [
-    ("federator", federator.register),
-    ("workload-controller", workload.register),
-    ("instance-projector", instance_projector.register),
-    ("status-projector", status_projector.register),
-]
-CELL_CONTROLLERS: list[tuple[str, CellRegistrar]] = [
-    (workloaddeployment.NAME, workloaddeployment.register),
-    (instance.NAME, instance.register),
-    (podruntime.NAME, podruntime.register),  # feature gate PodRuntime
-    (quotagrant.NAME, quotagrant.register),  # feature gate QuotaGate
-]
+
+# Each mode's controllers are imported only when that mode is on: a manager loads the code
+# (and, for the cell controllers, the API models) it runs, not the other mode's (issue 22,
+# "a small process"; tests/test_lean_process.py).
+def management_controllers() -> list[tuple[str, ManagementRegistrar]]:
+    from federation.controllers import federator, workload
+    from projector import instances as instance_projector
+    from projector import status as status_projector
+
+    return [
+        ("federator", federator.register),
+        ("workload-controller", workload.register),
+        ("instance-projector", instance_projector.register),
+        ("status-projector", status_projector.register),
+    ]
+
+
+def cell_controllers() -> list[tuple[str, CellRegistrar]]:
+    from cells import instance, podruntime, quotagrant, workloaddeployment
+
+    return [
+        (workloaddeployment.NAME, workloaddeployment.register),
+        (instance.NAME, instance.register),
+        (podruntime.NAME, podruntime.register),  # feature gate PodRuntime
+        (quotagrant.NAME, quotagrant.register),  # feature gate QuotaGate
+    ]
 
 
 def default_identity() -> str:
@@ -163,10 +173,10 @@ def register_controllers(manager: Manager, settings: ManagerSettings) -> list[st
     wiring: list[tuple[str, Callable[[], None]]] = []
     if settings.enable_management_controllers:
         management = management_options(settings)
-        wiring += [(name, partial(register, manager, management)) for name, register in MANAGEMENT_CONTROLLERS]
+        wiring += [(name, partial(register, manager, management)) for name, register in management_controllers()]
     if settings.enable_cell_controllers:
         cell = cell_options(settings)
-        wiring += [(name, partial(register, manager, cell)) for name, register in CELL_CONTROLLERS]
+        wiring += [(name, partial(register, manager, cell)) for name, register in cell_controllers()]
     names: list[str] = []
     for name, wire in wiring:
         before = len(manager.controllers)
