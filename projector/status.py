@@ -14,9 +14,11 @@ reason wins naming the cell (test_instances_and_status_reach_the_project,
 test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.py);
 NoMatchingLocation (test_no_cell_for_the_city); a dark cell turns Unknown after
 `--cell-status-stale-after` and recovers (test_a_dark_cell_turns_unknown_and_recovers);
-one status write once the cells observed a new spec, AwaitingPropagation after
-`--awaiting-propagation-after` otherwise (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes,
-test_a_slow_cell_shows_awaiting_propagation); zero writes at steady state (tests/chaos;
+one status write once the cells observed a new spec, AwaitingPropagation
+`--awaiting-propagation-after` after the copies were written otherwise: the federator's
+backlog is not a slow cell (`--cell-status-stale-after` at most while a copy is unwritten)
+(test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_a_slow_cell_shows_awaiting_propagation,
+test_copies_written_late_cost_one_status_write); zero writes at steady state (tests/chaos;
 tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 from federation.api.conditions import find_condition_json
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate
+from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate, copies_written
 from federation.fleet.changetrace import change_of, stage_attributes
 from federation.fleet.downstream import (
     UnresolvedLocation,
@@ -77,8 +79,9 @@ class StatusProjector:
         self.mgr = mgr
         self.stale_after = stale_after
         self.awaiting_after = awaiting_after
-        # per WD: (uid, generation) a status was first held back for, and when (monotonic)
-        self._awaiting: dict[Request, tuple[tuple[str, object], float]] = {}
+        # per WD: (uid, generation, copies written) a status was first held back for, and
+        # when (monotonic)
+        self._awaiting: dict[Request, tuple[tuple[str, object, bool], float]] = {}
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
@@ -104,7 +107,7 @@ class StatusProjector:
         now = datetime.datetime.now(datetime.UTC)
         status = aggregate(wd, reports, now=now, city=city, unplaced=unplaced, subset=self.matches)
         # 5. write only the difference, once the cells observed this spec (or after a while)
-        if (hold := self._hold(req, wd, status)) is not None:
+        if (hold := self._hold(req, wd, status, copies_written(wd, reports, self.matches))) is not None:
             return Result(requeue_after=hold if deadline is None else min(hold, deadline))
         written = status != (wd.get("status") or {})
         if written:
@@ -133,23 +136,27 @@ class StatusProjector:
         self._awaiting.pop(req, None)
         return Result()
 
-    def _hold(self, req: Request, wd: Obj, status: Obj) -> float | None:
+    def _hold(self, req: Request, wd: Obj, status: Obj, written: bool) -> float | None:
         """Seconds to hold back a status that awaits the cells' observation of the WD's
         current generation (None: write it now). The copies' status changes bring the WD
         back the moment they observe it, so a fast cell costs one status write; the delayed
-        requeue, keyed on when this generation was first seen pending, makes a slow cell
-        show AwaitingPropagation after `awaiting_after`. In memory: a restart only starts
-        the short wait again."""
+        requeue makes a slow cell show AwaitingPropagation `awaiting_after` after its copy
+        was written. The delay starts when every copy carries the current spec (`written`):
+        until then the wait is the federator's own backlog, not a cell's, and the status
+        waits for the copies' writes (their events bring the WD back), for at most
+        `stale_after` (a cell that takes no copy). In memory: a restart only starts the
+        wait again."""
         generation = meta(wd).get("generation")
         if status.get("observedGeneration") == generation or status == (wd.get("status") or {}):
             self._awaiting.pop(req, None)
             return None
-        pending = (str(meta(wd).get("uid")), generation)
+        pending = (str(meta(wd).get("uid")), generation, written)
         now = time.monotonic()
         seen = self._awaiting.get(req)
         if seen is None or seen[0] != pending:
             seen = self._awaiting[req] = (pending, now)
-        remaining = self.awaiting_after - (now - seen[1])
+        allowance = self.awaiting_after if written else max(self.awaiting_after, self.stale_after)
+        remaining = allowance - (now - seen[1])
         return remaining if remaining > 0 else None
 
     def _reports(

@@ -165,7 +165,8 @@ class _CellView:
         return self.report.share.replicas
 
 
-def _lag(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
+def _unwritten(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
+    """Why the copy does not carry what the federator writes yet (None: it does)."""
     copy = _mapping(report.copy)
     want = {k: v for k, v in report.desired_copy_spec.items() if not (k == "replicas" and cell_owns_replicas(wd))}
     if not subset({"spec": want}, copy):
@@ -173,11 +174,33 @@ def _lag(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | Non
     annotations = _mapping(_mapping(copy.get("metadata")).get("annotations"))
     if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):
         return f"copy not yet moved to ordinal start {report.share.ordinal_start}"
+    return None
+
+
+def _lag(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
+    copy = _mapping(report.copy)
+    if (unwritten := _unwritten(report, wd, subset)) is not None:
+        return unwritten
     generation = _mapping(copy.get("metadata")).get("generation")
     observed = _mapping(copy.get("status")).get("observedGeneration")
     if generation is None or observed != generation:
         return f"spec not yet observed by the cell (generation {generation}, observed {observed})"
     return None
+
+
+def copies_written(wd: Mapping[str, Any], reports: Sequence[CellReport], subset: Subset = is_subset) -> bool:
+    """Every target cell holds this WD's copy with the current spec and ordinal start,
+    observed by its cell or not: what is left to converge is the cells' part. (The status
+    projector starts a WD's AwaitingPropagation delay here, so the manager's own backlog
+    of copies to write is not taken for a slow cell.)"""
+    uid = _mapping(wd.get("metadata")).get("uid")
+    for report in reports:
+        if report.copy is None or not uid:
+            return False
+        annotations = _mapping(_mapping(report.copy.get("metadata")).get("annotations"))
+        if annotations.get(UPSTREAM_UID_ANNOTATION) != uid or _unwritten(report, wd, subset) is not None:
+            return False
+    return True
 
 
 def _view(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> _CellView:

@@ -391,6 +391,26 @@ async def test_a_wd_whose_cells_observe_it_costs_the_ideal_writes(tmp_path: Path
         assert copy_writes == [1 + n for n in changed[:2]] + [0], f"one write per changed copy: {before} → {after}"
 
 
+async def test_copies_written_late_cost_one_status_write(tmp_path: Path) -> None:
+    """The manager's own backlog is not a slow cell: copies that reach their cells only
+    after `awaiting_propagation_after` (here every copy write takes longer than that) and
+    are observed at once still cost one status write, the converged one. Without the delay
+    starting at the copies' write, an AwaitingPropagation status is written first."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 2.0}) as (f, _mgr):
+        web = f.server("web").plane.counters
+        status_resource = f"workloaddeployments.{GROUP}/status"
+        for cell in ("dfw-1", "dfw-2"):
+            f.server(cell).plane.faults.configure(
+                latency_seconds=4.0, methods=["POST", "PATCH", "PUT"], path_contains="/workloaddeployments"
+            )
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2", within=30.0)
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+        assert web.writes(status_resource) == 1, "one status write, no AwaitingPropagation one before it"
+
+
 async def test_a_slow_cell_shows_awaiting_propagation(tmp_path: Path) -> None:
     """Copies nobody observes: the status is written anyway after the configured delay,
     saying AwaitingPropagation (a delayed requeue, no copy event needed)."""
