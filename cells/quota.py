@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
-from federation.api.quota import CLAIM_NAME_PREFIX, INSTANCE_TYPES, REQUEUE_MAX, REQUEUE_TIERS
+from federation.api.quotarules import CLAIM_NAME_PREFIX, INSTANCE_TYPES, REQUEUE_MAX, REQUEUE_TIERS
 
 from .fields import get_list, get_mapping, get_str
 from .quantity import format_cpu, format_memory, parse_quantity

@@ -33,14 +33,14 @@ HEAVY = (
     "pydantic_settings",
     "urllib3",
     "sqlite3",
+    "federation.api.base",
+    "federation.api.conditions",
+    "federation.api.quota",
     "federation.api.workload",
     "federation.api.instance",
     "federation.api.location",
-    "cells.workloaddeployment",
-    "cells.instance",
-    "cells.podruntime",
-    "cells.quotagrant",
 )
+CELL = ("cells.workloaddeployment", "cells.instance", "cells.podruntime", "cells.quotagrant")
 # a manager with no mode enabled runs probes, metrics and leader election only
 MANAGEMENT = ("federation.controllers", "projector")
 NEEDED = ("kubernetes_asyncio.config.kube_config", "kubernetes_asyncio.client.configuration")
@@ -50,6 +50,11 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def among(modules: set[str], *packages: str) -> list[str]:
+    """The modules that are one of `packages` or inside one."""
+    return sorted(m for m in modules if any(m == p or m.startswith(p + ".") for p in packages))
 
 
 def imported(importtime_log: str) -> set[str]:
@@ -98,14 +103,25 @@ async def test_an_idle_manager_loads_neither_the_generated_client_nor_kubeplane(
     modules = await modules_of_an_idle_run(apiserver, tmp_path, "--enable-management-controllers")
     assert all(m in modules for m in NEEDED), "the run path loads kubeconfigs through kubernetes-asyncio"
     assert all(m in modules for m in ("federation.controllers.federator", "projector.status"))
-    assert sorted(m for m in modules if m.startswith(HEAVY)) == []
+    assert among(modules, *HEAVY, *CELL) == []
+
+
+@pytest.mark.slow  # a `run` process
+async def test_a_cell_manager_loads_neither_the_api_models_nor_the_management_controllers(
+    apiserver: EmbeddedAPIServer, tmp_path: Path
+) -> None:
+    modules = await modules_of_an_idle_run(
+        apiserver, tmp_path, "--enable-cell-controllers", "--site-name=dfw-1", "--city-code=DFW"
+    )
+    assert all(m in modules for m in CELL)
+    assert among(modules, *HEAVY, *MANAGEMENT) == []
 
 
 @pytest.mark.slow  # a `run` process
 async def test_a_manager_with_no_mode_loads_no_controller(apiserver: EmbeddedAPIServer, tmp_path: Path) -> None:
     modules = await modules_of_an_idle_run(apiserver, tmp_path)
     assert "mcruntime.manager" in modules
-    assert sorted(m for m in modules if m.startswith((*HEAVY, *MANAGEMENT))) == []
+    assert among(modules, *HEAVY, *MANAGEMENT, *CELL) == []
 
 
 def test_the_generated_client_still_loads_in_full_when_a_tool_asks_for_it() -> None:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
+from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
 from federation.api.constants import Annotation
 from federation.api.naming import workload_deployment_selector
 from federation.api.reasons import (
