@@ -89,7 +89,8 @@ class ControllerSettings(BaseModel):
         1.0,
         ge=0,
         le=60,
-        description="seconds a WD's status waits for its cells to observe a new spec before saying AwaitingPropagation",
+        description="seconds a WD's status waits for its cells to observe a new spec, once its copies are written, "
+        "before saying AwaitingPropagation",
     )
 
 

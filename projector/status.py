@@ -29,7 +29,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from federation.api.conditions import find_condition_json
+from federation.api.conditionjson import find_condition_json
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate, copies_written
@@ -82,6 +82,9 @@ class StatusProjector:
         # per WD: (uid, generation, copies written) a status was first held back for, and
         # when (monotonic)
         self._awaiting: dict[Request, tuple[tuple[str, object, bool], float]] = {}
+        # per WD: the resourceVersion its last status write was made over, and the status the
+        # server stored; see `_with_own_write`
+        self._wrote: dict[Request, tuple[object, Obj]] = {}
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
@@ -94,6 +97,7 @@ class StatusProjector:
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
         if wd is None or meta(wd).get("deletionTimestamp"):
             return self._forget(req)
+        wd = self._with_own_write(req, wd)
         project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
@@ -111,7 +115,7 @@ class StatusProjector:
             return Result(requeue_after=hold if deadline is None else min(hold, deadline))
         written = status != (wd.get("status") or {})
         if written:
-            await self._write(project, wd, status)
+            await self._write(req, project, wd, status)
             await self._say_unplaced(project, wd, status)
         self.clock.projected(copies, written=written)
         return Result(requeue_after=deadline)
@@ -134,7 +138,22 @@ class StatusProjector:
     def _forget(self, req: Request) -> Result:
         """A WD gone or going: nothing to hold back for it any more."""
         self._awaiting.pop(req, None)
+        self._wrote.pop(req, None)
         return Result()
+
+    def _with_own_write(self, req: Request, wd: Obj) -> Obj:
+        """The cached WD, with the status this projector last wrote when the cache has not
+        seen that write yet (still the version it was made over). A copy event arriving
+        before the write's own event would otherwise aggregate again from the older status,
+        and the conditions' lastTransitionTime alone (a second later) would cost another
+        write of the same status. Once the cache holds any other version, it is the truth."""
+        wrote = self._wrote.get(req)
+        if wrote is None:
+            return wd
+        if meta(wd).get("resourceVersion") != wrote[0]:
+            del self._wrote[req]
+            return wd
+        return {**wd, "status": wrote[1]}
 
     def _hold(self, req: Request, wd: Obj, status: Obj, written: bool) -> float | None:
         """Seconds to hold back a status that awaits the cells' observation of the WD's
@@ -192,21 +211,22 @@ class StatusProjector:
             reports.append(CellReport(share, copies.get(share.cell), desired, stale_since, _last_seen(cell)))
         return reports, (deadline + 0.05 if deadline is not None else None)
 
-    async def _write(self, project: Cluster, wd: Obj, status: Obj) -> None:
+    async def _write(self, req: Request, project: Cluster, wd: Obj, status: Obj) -> None:
         generation = meta(wd).get("generation")
         claims = status.get("observedGeneration") == generation != (wd.get("status") or {}).get("observedGeneration")
         if not claims:
-            await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
-                                              field_manager=FIELD_MANAGER)  # fmt: skip
-            return
-        # every target cell observed the generation; the write that claims it ends that change's trace
-        key = (project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))
-        self.clock.cells_observed(key, int(generation or 0))
-        attributes = stage_attributes(project.name, wd)
-        with stage_span(self.tracer, "project", change_of(wd), attributes):
-            await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
-                                              field_manager=FIELD_MANAGER)  # fmt: skip
-        self.clock.status_claimed(key, int(generation or 0))
+            stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
+                                                       field_manager=FIELD_MANAGER)  # fmt: skip
+        else:
+            # every target cell observed the generation; the write that claims it ends that change's trace
+            key = (project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))
+            self.clock.cells_observed(key, int(generation or 0))
+            attributes = stage_attributes(project.name, wd)
+            with stage_span(self.tracer, "project", change_of(wd), attributes):
+                stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
+                                                           field_manager=FIELD_MANAGER)  # fmt: skip
+            self.clock.status_claimed(key, int(generation or 0))
+        self._wrote[req] = (meta(wd).get("resourceVersion"), stored.get("status") or dict(status))
 
     async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
         """A Warning Event when the WD newly has no cell for its city (as the Workload
