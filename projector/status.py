@@ -2,8 +2,8 @@
 aggregated from its copies in the cells `plan()` names, with honest freshness.
 
 Request key: (project cluster, project namespace, project WD name).
-Reads (caches): the project WD and its namespace; the management cluster's Locations; the
-WD copies and downstream namespaces in the cells (views shared with the federator); each cell's state and last contact.
+Reads (caches): the project WD and its namespace; the management cluster's Locations; the WD
+copies and downstream namespaces in the cells (views shared with the federator); each cell's state and last contact.
 Writes, and alone writes: the project WD's `status` (status subresource, field manager
 `projector`), only when the aggregate differs from what is cached.
 Never writes: the project WD's metadata or spec, anything in a cell.
@@ -14,12 +14,10 @@ reason wins naming the cell (test_instances_and_status_reach_the_project,
 test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.py);
 NoMatchingLocation (test_no_cell_for_the_city); a dark cell turns Unknown after
 `--cell-status-stale-after` and recovers (test_a_dark_cell_turns_unknown_and_recovers);
-one status write once the cells observed a new spec, AwaitingPropagation
-`--awaiting-propagation-after` after the copies were written otherwise: the federator's
-backlog is not a slow cell (`--cell-status-stale-after` at most while a copy is unwritten)
-(test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_a_slow_cell_shows_awaiting_propagation,
-test_copies_written_late_cost_one_status_write); zero writes at steady state (tests/chaos;
-tests/federation/test_steady_state.py)."""
+one status write once the cells observed a new spec, else AwaitingPropagation a delay after the
+copies' write (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
+test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
+zero writes at steady state (tests/chaos; tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
