@@ -32,8 +32,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.api.constants import API_VERSION, GROUP, Kind, Label
+from mcruntime.fields import get_int, get_list, get_mapping, get_str
 
-from .fields import get_int, get_list, get_mapping, get_str
 from .instances import owner_reference, wd_city
 
 HPA_API_VERSION = "autoscaling/v2"

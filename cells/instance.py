@@ -7,15 +7,15 @@ is pending the Instance's claim is read live (DESIGN §3 Instance controller say
 Writes, and alone writes: the Instance's `Ready` and `QuotaGranted` conditions (server-side
 apply on status, field manager `instance-controller`); removal of scheduling gates; the
 ResourceClaim `instance-<name>` (create only); Warning Events for blocking reasons.
-Never writes: Programmed, Available or status.controller (pod runtime), the rest of the
-Instance's spec, a claim's status (grant controller), Pods, WorkloadDeployments.
+Never writes: Programmed, Available, status.controller (pod runtime), status.suspended (WD
+controller), the rest of the Instance's spec, a claim's status (grant controller), Pods, WDs.
 
-DESIGN §3 Instance controller, pinned by: 1 Ready by the blocking priority
+DESIGN §3 Instance controller, pinned by: 1 Ready by the blocking priority, Suspended first
 (tests/cells/test_readiness.py, test_bad_images_surface_on_instance_and_deployment);
 2 gates (test_a_grant_on_the_watch_removes_the_gate_in_one_pass); 3 QuotaGate claims and
-tiers (tests/cells/test_quota.py, test_a_roll_under_a_full_budget_passes_each_grant_on,
-test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue,
-test_tier_interval_is_honoured_on_every_path); 4 Events on transitions
+tiers, kept while suspended (tests/cells/test_quota.py, test_a_roll_under_a_full_budget_passes_each_grant_on,
+test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue, test_tier_interval_is_honoured_on_every_path,
+test_suspend_stops_pods_keeps_instances_and_resumes_in_order); 4 Events on transitions
 (test_bad_images_surface_on_instance_and_deployment); 5 zero requests at steady state
 (test_zero_writes_when_idle)."""
 
@@ -26,7 +26,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from cells.conditionset import merge_owned
-from cells.fields import get_list, get_str, is_deleting
 from cells.options import CellOptions
 from cells.quota import claim_name, quota_requeue_after
 from cells.quotaclaim import claim_for, is_claim_of, is_granted, quota_granted, under_quota, validation_failed
@@ -38,9 +37,10 @@ from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_already_exists, is_conflict, is_not_found
+from mcruntime.fields import get_list, get_str, is_deleting
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.source import LOCAL
@@ -145,7 +145,7 @@ class InstanceController:
         remaining = [{"name": gate} for gate in scheduling_gates(instance) if gate not in removable]
         # resourceVersion: the gates are removed from the Instance whose conditions were checked
         patch = {
-            "metadata": {"resourceVersion": meta(instance).get("resourceVersion")},
+            "metadata": {"resourceVersion": get_str(instance, "metadata.resourceVersion", required=False)},
             "spec": {"controller": {"schedulingGates": remaining}},
         }
         await client.patch(
@@ -155,8 +155,8 @@ class InstanceController:
             namespace=get_str(instance, "metadata.namespace"),
             field_manager=FIELD_MANAGER,
         )
-        log.info("Instance %s/%s: removed scheduling gates %s", meta(instance)["namespace"], meta(instance)["name"],
-                 ", ".join(removable))  # fmt: skip
+        log.info("Instance %s/%s: removed scheduling gates %s", get_str(instance, "metadata.namespace"),
+                 get_str(instance, "metadata.name"), ", ".join(removable))  # fmt: skip
 
     # ------------------------------------------------------------------ events
     @staticmethod

@@ -27,6 +27,10 @@ builds the desired Instance `<wd>-<ordinal>` in the WD's namespace:
 Every label value is checked against the Kubernetes label value rules, naming the WD field
 it came from.
 
+`wd_suspended(wd)`: whether the annotation `compute.datumapis.com/suspended` suspends the
+WD: `"true"` yes; `"false"` or absent no (the values upstream writes); anything else a
+`ValueError` naming the annotation (reported as ConfigurationError, nothing acted on).
+
 `observe(instance, wd_name, template_spec)` reads an existing Instance back as
 `stateful.Observed`; its ordinal comes from its name `<wd>-<ordinal>` (names are
 authoritative; labels can be edited). An Instance whose spec no longer says what the
@@ -45,9 +49,9 @@ from federation.api.constants import API_VERSION, Annotation, Kind, Label, Sched
 from federation.api.naming import instance_name
 from federation.fleet.placement import same_city
 from mcruntime.controllerutil import is_subset
+from mcruntime.fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
 
-from .fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
-from .readiness import is_ready
+from .readiness import is_ready, is_suspended
 from .stateful import Observed
 
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
@@ -83,6 +87,17 @@ def ordinal_start(wd: Mapping[str, Any]) -> int:
             f"metadata.annotations[{key}]: {raw!r} is not a first ordinal (a whole number 0..{MAX_ORDINAL_START})"
         )
     return int(raw)
+
+
+def wd_suspended(wd: Mapping[str, Any]) -> bool:
+    """The annotation `compute.datumapis.com/suspended` ("true" suspends; "false" or none resumes)."""
+    key = Annotation.SUSPENDED.value
+    raw = get_str_map(wd, "metadata.annotations").get(key)
+    if raw is None or raw == "false":
+        return False
+    if raw == "true":
+        return True
+    raise ValueError(f'metadata.annotations[{key}]: {raw!r} is neither "true" (suspend) nor "false" (resume)')
 
 
 def ordinal_range(wd: Mapping[str, Any]) -> range:
@@ -257,4 +272,5 @@ def observe(instance: Mapping[str, Any], wd_name: str, template_spec: Mapping[st
         template_hash=stamped,
         ready=is_ready(instance),
         deleting=is_deleting(instance),
+        suspended=is_suspended(instance),
     )

@@ -4,8 +4,8 @@ the Pod's state comes back as the Instance's Programmed and Available conditions
 Request key: (cell = the manager's local cluster, namespace, Instance name); a Pod event
 maps to the Instance of the same name.
 Reads (caches only): Instances, Pods.
-Writes, and alone writes: Pods of Instances (create; delete when the Instance goes or the
-Pod no longer matches: Pods are never patched); the Instance's `Programmed`, `Available`
+Writes, and alone writes: Pods of Instances (create; delete when the Instance goes or is
+suspended, or the Pod no longer matches: never patched); the Instance's `Programmed`, `Available`
 and `status.controller.observedTemplateHash` (status apply, field manager `pod-runtime`);
 the finalizer `compute.datumapis.com/instance-controller`; Warning Events.
 Never writes: Ready, QuotaGranted or the gates (Instance controller), the Instance's spec,
@@ -16,7 +16,8 @@ DESIGN §3 Pod runtime, pinned by: 1 a Pod per ungated sandbox Instance
 waiting reasons to conditions (test_bad_images_surface_on_instance_and_deployment);
 3 a deleted Pod comes back (test_deleted_instance_and_pod_come_back); 4 the finalizer holds
 a deleting Instance until its Pod is gone (test_template_edit_and_restart_roll_one_at_a_time_from_the_top,
-test_cascading_deletion_leaves_nothing); 5 zero requests at steady state (test_zero_writes_when_idle)."""
+test_cascading_deletion_leaves_nothing); 5 zero requests at steady state (test_zero_writes_when_idle);
+6 no Pod while suspended (test_suspend_stops_pods_keeps_instances_and_resumes_in_order)."""
 
 from __future__ import annotations
 
@@ -24,9 +25,9 @@ import logging
 from typing import Any
 
 from cells.conditionset import merge_owned
-from cells.fields import generation, get_list, get_mapping, get_str, is_deleting
 from cells.options import CellOptions
 from cells.podspec import conditions_from_pod, pod_for, pod_matches, pod_template_hash, wants_pod
+from cells.readiness import is_suspended
 from federation.api.conditionjson import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.resources import INSTANCES, PODS
@@ -34,10 +35,11 @@ from federation.fleet.changetrace import carried_context, stage_attributes
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
+from mcruntime.fields import generation, get_list, get_mapping, get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.reconciler import PermanentError, Result
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -118,8 +120,9 @@ class PodRuntime:
             # a Pod of this name the Instance does not control: never touched; if an earlier
             # Instance of the name owned it, the garbage collector removes it (an event)
             if desired is not None:
+                pod_name = get_str(pod, "metadata.name", required=False)
                 await self.events.event(cell, instance, "Warning", "PodNameTaken",
-                                  f"Pod {meta(pod).get('name')} exists and is not controlled by this Instance; "
+                                  f"Pod {pod_name} exists and is not controlled by this Instance; "
                                   "waiting for it to go")  # fmt: skip
             return None
         if ours is None:
@@ -136,7 +139,7 @@ class PodRuntime:
         await controllerutil.delete_exact(client, PODS, pod)
 
     async def _status(self, client: Client, instance: Obj, pod: Obj | None) -> None:
-        desired = conditions_from_pod(pod, generation(instance))
+        desired = conditions_from_pod(pod, generation(instance), suspended=is_suspended(instance))
         owned, changed = merge_owned(get_list(instance, "status.conditions"), desired, now=rfc3339_now())
         stored_hash = get_str(instance, "status.controller.observedTemplateHash", required=False)
         # the hash of what was last realised is kept while no Pod runs (the field is required

@@ -3,7 +3,7 @@
 Contract (pure; wire dicts in and out):
 
 `wants_pod(instance)`: a Pod should exist when the Instance has a sandbox runtime, no
-scheduling gates left and is not being deleted.
+scheduling gates left, is not suspended (`status.suspended`) and is not being deleted.
 
 `pod_for(instance, namespace)`: the desired Pod, named like the Instance, controller-owned by
 it (apiVersion `compute.datumapis.com/v1alpha`, kind `Instance`, its uid,
@@ -19,8 +19,12 @@ controller uid differs from the desired one must be deleted and recreated, never
 A Pod with the Instance's name that no Instance controls is someone else's: the caller
 checks ownership before deleting anything.
 
-`conditions_from_pod(pod, generation)` → (Programmed, Available), each a condition dict
-(type, status, reason, message, observedGeneration=generation), first match wins:
+`conditions_from_pod(pod, generation, suspended=False)` → (Programmed, Available), each a
+condition dict (type, status, reason, message, observedGeneration=generation), first match
+wins:
+- suspended: Programmed True/Programmed (the Instance keeps its placement, as upstream's
+  providers keep it; only the process stops), Available False/Stopping while its Pod is
+  still there, then False/Suspended.
 - no Pod: Programmed False/PendingProgramming, Available False/Provisioning.
 - otherwise Programmed True/Programmed (the runtime has everything it needs), and Available:
   terminating → False/Stopping; phase Failed → False/InstanceCrashing (the failed
@@ -49,9 +53,9 @@ from federation.api.reasons import (
     InstanceProgrammedReason,
     ready_reason_priority,
 )
+from mcruntime.fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
 
-from .fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
-from .readiness import scheduling_gates
+from .readiness import is_suspended, scheduling_gates
 from .template import template_hash
 
 TEMPLATE_HASH_ANNOTATION = "compute.datumapis.com/template-hash"
@@ -86,7 +90,7 @@ _CRASHING = frozenset({"CrashLoopBackOff"})
 def wants_pod(instance: Mapping[str, Any]) -> bool:
     """Whether the runtime should run a Pod for this Instance now."""
     has_sandbox = bool(get_mapping(instance, "spec.runtime.sandbox"))
-    return has_sandbox and not scheduling_gates(instance) and not is_deleting(instance)
+    return has_sandbox and not scheduling_gates(instance) and not is_suspended(instance) and not is_deleting(instance)
 
 
 def runtime_hash(instance: Mapping[str, Any]) -> str:
@@ -285,12 +289,25 @@ def _available(pod: Mapping[str, Any], name: str) -> tuple[ConditionStatus, str,
     return FALSE, InstanceAvailableReason.PROVISIONING.value, f"Pod {name} is pending"
 
 
-def conditions_from_pod(pod: Mapping[str, Any] | None, generation: int) -> tuple[dict[str, Any], dict[str, Any]]:
+def conditions_from_pod(
+    pod: Mapping[str, Any] | None, generation: int, *, suspended: bool = False
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """(Programmed, Available) of the Instance whose Pod is `pod` (None: no Pod yet)."""
     if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
         raise ValueError(f"metadata.generation: expected an integer >= 0, got {generation!r}")
     programmed_type = InstanceCondition.PROGRAMMED.value
     available_type = InstanceCondition.AVAILABLE.value
+    if suspended:
+        kept = "suspended: the Instance keeps its placement; no Pod runs until it is resumed"
+        if pod is not None:
+            name = get_str(pod, "metadata.name")
+            stopping = (InstanceAvailableReason.STOPPING.value, f"suspended: Pod {name} is stopping")
+        else:
+            stopping = (InstanceAvailableReason.SUSPENDED.value, "suspended: the Pod is stopped; the Instance stays")
+        return (
+            _condition(programmed_type, TRUE, InstanceProgrammedReason.PROGRAMMED.value, kept, generation),
+            _condition(available_type, FALSE, *stopping, generation),
+        )
     if pod is None:
         return (
             _condition(

@@ -33,8 +33,8 @@ from fractions import Fraction
 from typing import Any
 
 from federation.api.quotarules import CLAIM_NAME_PREFIX, INSTANCE_TYPES, REQUEUE_MAX, REQUEUE_TIERS
+from mcruntime.fields import get_list, get_mapping, get_str
 
-from .fields import get_list, get_mapping, get_str
 from .quantity import format_cpu, format_memory, parse_quantity
 
 CLAIMED_RESOURCES = ("cpu", "memory")

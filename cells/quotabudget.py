@@ -35,8 +35,8 @@ from typing import Any
 
 from federation.api.conditionjson import FALSE, TRUE, ConditionStatus
 from federation.api.reasons import QuotaGrantedReason, ResourceClaimCondition
+from mcruntime.fields import get_mapping, get_str, is_deleting
 
-from .fields import get_mapping, get_str, is_deleting
 from .quantity import format_cpu, format_memory, parse_quantity
 from .quotaclaim import is_granted
 from .readiness import conditions

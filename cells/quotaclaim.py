@@ -33,8 +33,8 @@ from typing import Any
 from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus
 from federation.api.constants import API_VERSION, QUOTA_API_VERSION, Kind, SchedulingGate
 from federation.api.reasons import InstanceCondition, QuotaGrantedReason, ResourceClaimCondition
+from mcruntime.fields import generation, get_list, get_str, get_str_map
 
-from .fields import generation, get_list, get_str, get_str_map
 from .quota import claim_name, claim_resources
 from .readiness import conditions, scheduling_gates
 

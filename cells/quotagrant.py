@@ -22,7 +22,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from cells.fields import get_list, get_str
 from cells.options import CellOptions
 from cells.quotabudget import Verdict, budget_status, decide
 from cells.readiness import conditions
@@ -32,9 +31,10 @@ from federation.api.resources import RESOURCE_BUDGETS, RESOURCE_CLAIMS
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.errors import APIError, is_not_found
+from mcruntime.fields import get_list, get_str
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.reconciler import PermanentError, Result
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
@@ -107,8 +107,8 @@ class QuotaGrantController:
             if not is_not_found(exc):
                 raise  # a 409 (someone wrote first) is retried by the runtime with a fresh read
             return  # the Instance went: nothing to grant
-        log.info("claim %s/%s: %s (%s)", meta(claim).get("namespace"), meta(claim).get("name"), verdict.reason,
-                 verdict.message)  # fmt: skip
+        log.info("claim %s/%s: %s (%s)", get_str(claim, "metadata.namespace", required=False),
+                 get_str(claim, "metadata.name", required=False), verdict.reason, verdict.message)  # fmt: skip
 
     async def _write_usage(self, client: Client, budget: Obj, status: dict[str, Any]) -> None:
         stored = budget.get("status") or {}

@@ -14,6 +14,10 @@ lastTransitionTime through `set_condition_json`).
   (Unknown/PendingEvaluation); only then does it take part.
 - Ready=True/Available (message: Available's) when Programmed and Available count as True,
   QuotaGranted counts as True if evaluated, and no scheduling gates remain.
+- A suspended Instance (`status.suspended: true`, written by the cell WD controller) is
+  Ready=False/Suspended whatever else holds: its Pod is stopped on purpose, and that is
+  what a user reads first. Once it is resumed, an Available still saying Suspended (the
+  pod runtime has not caught up yet) reads as Provisioning.
 - Otherwise every blocker becomes a candidate (reason, message from ITS source condition):
   QuotaGranted not True → PendingQuota; gates present → SchedulingGatesPresent (names
   listed); Programmed not True → NetworkFailedToCreate / PendingQuota / Pending (default) as
@@ -56,8 +60,7 @@ from federation.api.reasons import (
     QuotaGrantedReason,
     most_blocking_reason,
 )
-
-from .fields import generation, get_list, get_mapping, get_str
+from mcruntime.fields import generation, get_list, get_mapping, get_str
 
 # Which condition must count as True before a gate may be removed.
 GATE_CONDITIONS: dict[str, str] = {
@@ -74,6 +77,8 @@ _AVAILABLE_REASON_ALIASES = {
     InstanceAvailableReason.STARTING.value: InstanceReadyReason.PROVISIONING.value,
     # A reason "Available" on a condition that does not count as True: stale.
     InstanceAvailableReason.AVAILABLE.value: InstanceReadyReason.PROVISIONING.value,
+    # left from a suspension the Instance has been resumed from: its Pod is on its way
+    InstanceAvailableReason.SUSPENDED.value: InstanceReadyReason.PROVISIONING.value,
 }
 
 
@@ -100,6 +105,11 @@ def condition_is_true(instance: Mapping[str, Any], type_: str) -> bool:
 def is_ready(instance: Mapping[str, Any]) -> bool:
     """Whether Ready is True at the current generation."""
     return condition_is_true(instance, InstanceCondition.READY.value)
+
+
+def is_suspended(instance: Mapping[str, Any]) -> bool:
+    """Whether the Instance's `status.suspended` is true (its WD is suspended: no Pod runs)."""
+    return get_mapping(instance, "status").get("suspended") is True
 
 
 def scheduling_gates(instance: Mapping[str, Any]) -> list[str]:
@@ -198,6 +208,9 @@ def _all_unknown(inp: _Inputs) -> bool:
 def derive_ready(instance: Mapping[str, Any]) -> dict[str, Any]:
     """The Instance's Ready condition (without lastTransitionTime)."""
     inp = _inputs(instance)
+    if is_suspended(instance):
+        message = "suspended: its WorkloadDeployment is suspended; the Instance stays, no Pod runs"
+        return _ready(FALSE, InstanceReadyReason.SUSPENDED.value, message, inp.gen)
     candidates = _candidates(inp)
     if not candidates:
         message = _message(inp.available) or "Instance is available"

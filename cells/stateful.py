@@ -1,11 +1,19 @@
 """Ordered, one-at-a-time Instance control of a WorkloadDeployment, as a pure decision.
 
-`next_action(wanted, current_hash, observed)` looks at the Instances that exist and returns
-the ONE thing the controller should do now (or None when everything is as wanted). The
-controller performs it and reconciles again on the resulting watch event: level-triggered,
-no timers and no memory between calls, so a deleted Instance simply comes back.
+`next_action(wanted, current_hash, observed, *, suspended=False)` looks at the Instances
+that exist and returns the ONE thing the controller should do now (or None when everything
+is as wanted). The controller performs it and reconciles again on the resulting watch
+event: level-triggered, no timers and no memory between calls, so a deleted Instance
+simply comes back.
 
-Rules, first match wins:
+While the WD is suspended (`suspended`, from `compute.datumapis.com/suspended: "true"`),
+rules 1-2 hold, then:
+S3. An Instance not yet suspended (its `status.suspended`) → `Suspend` the HIGHEST (stopped
+    from the top, as a scale-down goes; stopping waits on nothing).
+S4. Otherwise → None: nothing is created, recreated or rolled while suspended; the
+    Instances that exist stay (their Pods stopped), missing ordinals wait for the resume.
+
+Otherwise, first match wins:
 1. An Instance is being deleted → `Wait` on it (the lowest ordinal among them).
 2. Instances outside `wanted` (scale down, ordinal-start moved) → `Delete` the HIGHEST.
    Before waiting on not-ready ones: an Instance nobody wants costs no availability, and a
@@ -13,16 +21,20 @@ Rules, first match wins:
 3. An in-range Instance whose template hash drifted and that is not ready → `Delete` the
    highest such. Replacing an already-broken Instance costs no availability, and without
    this rule a bad template could never be fixed by a good one (rule 4 would wait forever).
-4. An in-range Instance on the current hash that is not ready → `Wait` on it (the lowest):
-   OrderedReady, at most one Instance unavailable at a time.
+4. The lowest in-range Instance that is suspended or not ready: not suspended → `Wait` on
+   it; suspended → `Resume` it, unless a lower ordinal is missing (then rule 5 creates
+   that first). OrderedReady, at most one Instance unavailable at a time — and so a resume
+   goes in ordinal order, each Instance once every lower one exists and is ready again.
 5. Missing in-range ordinals → `Create` the LOWEST (self-heal and scale up, ascending).
 6. A ready Instance whose hash drifted → `Delete` the HIGHEST such: recreated on the
    current template by rule 5, never updated in place.
 7. Otherwise → None.
 
 Consequences the tests pin down: a ready Instance is deleted for a roll only when every
-other in-range Instance exists and is ready; creates happen only when every lower in-range
-ordinal exists and is ready; scale-down and drift deletions go from the highest ordinal down.
+other in-range Instance exists and is ready; creates and resumes happen only when every
+lower in-range ordinal exists and is ready; scale-down, drift deletions and suspensions go
+from the highest ordinal down; a suspended WD creates nothing and deletes only what is out
+of range.
 
 Invalid input (`wanted` with a step other than 1 or a negative start, two Instances with
 one ordinal, a negative ordinal) is a `ValueError` naming it.
@@ -43,6 +55,7 @@ class Observed:
     template_hash: str
     ready: bool
     deleting: bool
+    suspended: bool = False  # its status.suspended (written by the cell WD controller)
 
 
 @dataclass(frozen=True)
@@ -69,7 +82,23 @@ class Wait:
     reason: str
 
 
-Action = Create | Delete | Wait
+@dataclass(frozen=True)
+class Suspend:
+    """Set this Instance's `status.suspended` (its Pod is stopped; the Instance stays)."""
+
+    name: str
+    ordinal: int
+
+
+@dataclass(frozen=True)
+class Resume:
+    """Clear this Instance's `status.suspended` (its Pod starts again)."""
+
+    name: str
+    ordinal: int
+
+
+Action = Create | Delete | Wait | Suspend | Resume
 
 
 def _check(wanted: range, observed: Sequence[Observed]) -> None:
@@ -99,8 +128,11 @@ def _lowest_missing(wanted: range, present: set[int]) -> int | None:
     return None
 
 
-def next_action(wanted: range, current_hash: str, observed: Sequence[Observed]) -> Action | None:
-    """The one action to take now towards exactly `wanted` ordinals, ready, on `current_hash`."""
+def next_action(
+    wanted: range, current_hash: str, observed: Sequence[Observed], *, suspended: bool = False
+) -> Action | None:
+    """The one action to take now towards exactly `wanted` ordinals, ready, on `current_hash`
+    (or, `suspended`, towards the existing in-range Instances all suspended)."""
     _check(wanted, observed)
     by_ordinal = sorted(observed, key=lambda inst: inst.ordinal)
     deleting = [i for i in by_ordinal if i.deleting]
@@ -111,6 +143,9 @@ def next_action(wanted: range, current_hash: str, observed: Sequence[Observed]) 
     if outside:
         top = outside[-1]
         return Delete(top.name, top.ordinal, f"scale down: ordinal {top.ordinal} is outside {_span(wanted)}")
+    if suspended:
+        running = [i for i in by_ordinal if not i.suspended]
+        return Suspend(running[-1].name, running[-1].ordinal) if running else None
     drifted = [i for i in by_ordinal if i.template_hash != current_hash]
     broken = [i for i in drifted if not i.ready]
     if broken:
@@ -120,11 +155,14 @@ def next_action(wanted: range, current_hash: str, observed: Sequence[Observed]) 
             top.ordinal,
             f"template changed ({top.template_hash or 'none'} -> {current_hash}) and the Instance is not ready",
         )
-    unready = [i for i in by_ordinal if not i.ready]
-    if unready:
-        first = unready[0]
-        return Wait(first.name, f"Instance {first.name} is not ready yet (one at a time)")
     lowest_missing = _lowest_missing(wanted, {i.ordinal for i in by_ordinal})
+    stopped = [i for i in by_ordinal if i.suspended or not i.ready]
+    if stopped:
+        first = stopped[0]
+        if not first.suspended:
+            return Wait(first.name, f"Instance {first.name} is not ready yet (one at a time)")
+        if lowest_missing is None or lowest_missing > first.ordinal:
+            return Resume(first.name, first.ordinal)
     if lowest_missing is not None:
         return Create(lowest_missing)
     if drifted:

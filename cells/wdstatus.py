@@ -33,6 +33,13 @@ quota, else InstancesProvisioning (issue 18 item 1).
   a scale-down the surplus is on its way out and every desired replica is ready); else
   False with the headline reason (quota: QuotaExceeded).
 
+Suspension (`compute.datumapis.com/suspended: "true"` on the WD, `instances.wd_suspended`):
+`suspended: true`, and both conditions False/Suspended, the message counting the
+Instances already stopped — upstream has no WD-level reason for it (its Available falls
+back to InstancesProvisioning, which would say the opposite of what happens), so the WD
+carries its Instances' own reason, as it does for failures. Not suspended: `suspended`
+is false once it has been written (a resumed WD says so), absent on a WD never suspended.
+
 `rejected_status(wd, instances, problem, *, now)` is the status of a WD whose spec this
 cell cannot act on (a name or label that cannot be an Instance label, say): observed —
 `observedGeneration` is current, so nobody waits for the cell — and both conditions
@@ -55,10 +62,10 @@ from federation.api.reasons import (
     WorkloadDeploymentCondition,
     ready_reason_priority,
 )
+from mcruntime.fields import generation, get_list, get_mapping, get_str, is_deleting
 
-from .fields import generation, get_list, get_mapping, get_str, is_deleting
-from .instances import desired_replicas, ordinal_of
-from .readiness import condition_is_true, conditions, is_ready
+from .instances import desired_replicas, ordinal_of, wd_suspended
+from .readiness import condition_is_true, conditions, is_ready, is_suspended
 
 
 def _ordinal_key(instance: Mapping[str, Any], wd_name: str) -> tuple[int, str]:
@@ -140,7 +147,15 @@ def wd_status(
         raise ValueError("status.conditions: expected a list of objects")
 
     available = WorkloadDeploymentCondition.AVAILABLE.value
-    if ready:
+    replicas_ready = WorkloadDeploymentCondition.REPLICAS_READY.value
+    suspended = wd_suspended(wd)
+    if suspended:
+        stopped = len([i for i in live if is_suspended(i)])
+        message = f"suspended: {stopped} of {len(live)} Instances stopped (they stay; resumed in order)"
+        for type_, reason in ((available, WorkloadDeploymentAvailableReason.SUSPENDED.value),
+                              (replicas_ready, ReplicasReadyReason.SUSPENDED.value)):  # fmt: skip
+            set_condition_json(conds, type_, FALSE, reason, message, observed_generation=gen, now=now)
+    elif ready:
         set_condition_json(
             conds,
             available,
@@ -169,8 +184,9 @@ def wd_status(
         message = _joined(counts, quota_note, blocking)
         set_condition_json(conds, available, FALSE, reason, message, observed_generation=gen, now=now)
 
-    replicas_ready = WorkloadDeploymentCondition.REPLICAS_READY.value
-    if len(ready) >= desired:
+    if suspended:
+        pass  # both conditions said Suspended above
+    elif len(ready) >= desired:
         set_condition_json(
             conds,
             replicas_ready,
@@ -206,6 +222,8 @@ def wd_status(
         selector=workload_deployment_selector(name),
         conditions=conds,
     )
+    if suspended or "suspended" in status:
+        status["suspended"] = suspended
     return status
 
 

@@ -4,20 +4,20 @@ Instances `<wd>-<i>`, one action at a time, plus the HPA it owns when it autosca
 Request key: (cell = the manager's local cluster, namespace, WD name).
 Reads (caches only): WorkloadDeployments; Instances (indexed by controller uid);
 HorizontalPodAutoscalers; Namespaces (the two upstream labels).
-Writes, and alone writes: Instances (create with the copy's traceparent, delete, the labels of §2); the WD's finalizer
-`compute.datumapis.com/workload-deployment-controller` and `status` (field manager
-`cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
-Never writes: the WD's spec, Instance status or gates, foreign Instances or HPAs, Pods.
+Writes, and alone writes: Instances (create with the copy's traceparent, delete, the labels of §2, `status.suspended`);
+the WD's finalizer `compute.datumapis.com/workload-deployment-controller` and `status` (field
+manager `cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
+Never writes: the WD's spec, other Instance status or gates, foreign Instances or HPAs, Pods.
 
 DESIGN §3 Cell WD controller, pinned by tests/cells/: 1 Instances and labels
 (test_replicas_become_ready_instances_and_pods, test_ordinal_start_and_scale_follow);
 2 one action at a time (test_template_edit_and_restart_roll_one_at_a_time_from_the_top);
 3 self-heal (test_deleted_instance_and_pod_come_back, test_an_instance_edited_by_hand_is_recreated);
-4 status (test_bad_images_surface_on_instance_and_deployment,
-test_a_spec_the_cell_rejects_is_reported_in_status, test_a_wd_of_another_city_is_refused);
-5 HPA (test_autoscaler_follows_scale_settings_and_foreign_ones_are_left_alone); 6 deletion
-(test_cascading_deletion_leaves_nothing, test_an_orphaning_delete_leaves_the_instances_running_unowned);
-7 zero requests at steady state (test_zero_writes_when_idle)."""
+4 status (test_bad_images_surface_on_instance_and_deployment, test_a_spec_the_cell_rejects_is_reported_in_status,
+test_a_wd_of_another_city_is_refused); 5 HPA (test_autoscaler_follows_scale_settings_and_foreign_ones_are_left_alone);
+6 deletion (test_cascading_deletion_leaves_nothing, test_an_orphaning_delete_leaves_the_instances_running_unowned);
+7 zero requests at steady state (test_zero_writes_when_idle); 8 suspension
+(test_suspend_stops_pods_keeps_instances_and_resumes_in_order)."""
 
 from __future__ import annotations
 
@@ -27,10 +27,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from cells.autoscaling import autoscaler_for, is_controlled_by_wd, wants_autoscaler
-from cells.fields import get_str, is_deleting
-from cells.instances import check_served_city, instance_for, instance_labels, observe, ordinal_of, ordinal_range
+from cells.instances import (
+    check_served_city,
+    instance_for,
+    instance_labels,
+    observe,
+    ordinal_of,
+    ordinal_range,
+    wd_suspended,
+)
 from cells.options import CellOptions
-from cells.stateful import Action, Create, Delete, Wait, next_action
+from cells.stateful import Action, Create, Delete, Resume, Suspend, Wait, next_action
 from cells.template import template_hash
 from cells.wdstatus import rejected_status, wd_status
 from federation.api.conditionjson import rfc3339_now
@@ -41,11 +48,12 @@ from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_already_exists, is_invalid
+from mcruntime.fields import get_list, get_objects, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
-from mcruntime.objects import Obj, labels_of, meta, owner_references
+from mcruntime.objects import Obj
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -92,7 +100,7 @@ def desired(
     instance_labels(wd, namespace_labels, 0)  # label values checked before anything is written
     name = get_str(wd, "metadata.name")
     observed = [observe(i, name, template.get("spec") or {}) for i in instances]
-    action = next_action(ordinal_range(wd), current_hash, observed)
+    action = next_action(ordinal_range(wd), current_hash, observed, suspended=wd_suspended(wd))
     new_instance = (
         instance_for(wd, namespace_labels, action.ordinal, current_hash, quota_gate=quota_gate)
         if isinstance(action, Create)
@@ -132,7 +140,7 @@ class WorkloadDeploymentController:
         wd = _typed(await controllerutil.add_finalizer(client, WORKLOAD_DEPLOYMENTS, wd, FINALIZER))
         # 5. desired state from the pure functions (a spec they reject is reported, not retried)
         namespace = await client.get_or_none(NAMESPACES, namespace_name)
-        namespace_labels = dict(labels_of(namespace)) if namespace is not None else {}
+        namespace_labels = get_str_map(namespace, "metadata.labels") if namespace is not None else {}
         try:
             want = desired(wd, instances, namespace_labels, city_code=self.city_code, quota_gate=self.quota_gate)
         except ValueError as exc:
@@ -140,12 +148,7 @@ class WorkloadDeploymentController:
                 await self.events.event(cell, wd, "Warning", "InvalidSpec", str(exc))
             raise PermanentError(f"WorkloadDeployment {namespace_name}/{name}: {exc}") from exc
         # 6. write only the difference: one Instance action, the HPA, labels of existing Instances
-        if want.new_instance is not None:
-            await self._create(cell, wd, want.new_instance)
-        elif isinstance(want.action, Delete):
-            await self._delete_for(cell, wd, want.action, instances)
-        elif isinstance(want.action, Wait):
-            log.debug("%s/%s: %s", namespace_name, name, want.action.reason)  # its watch event brings us back
+        await self._act(cell, wd, want, instances)
         await self._autoscaler(cell, wd, want.autoscaler)
         for instance in instances:
             await self._relabel(client, wd, instance, namespace_labels)
@@ -157,7 +160,7 @@ class WorkloadDeploymentController:
     async def _finalize(self, client: Client, wd: Obj, instances: list[Obj]) -> Result:
         """Delete the Instances, wait until they are gone (their deletion events bring the
         request back), then release the finalizer."""
-        finalizers = meta(wd).get("finalizers") or []
+        finalizers = get_list(wd, "metadata.finalizers")
         if FINALIZER not in finalizers:
             return Result()
         if ORPHAN_FINALIZER in finalizers:
@@ -170,7 +173,29 @@ class WorkloadDeploymentController:
         await controllerutil.remove_finalizer(client, WORKLOAD_DEPLOYMENTS, wd, FINALIZER)
         return Result()
 
+    async def _act(self, cell: Cluster, wd: Obj, want: Desired, instances: Sequence[Obj]) -> None:
+        """The one Instance action `next_action` decided (one write, or none for a Wait)."""
+        action = want.action
+        if want.new_instance is not None:
+            await self._create(cell, wd, want.new_instance)
+        elif isinstance(action, Delete):
+            await self._delete_for(cell, wd, action, instances)
+        elif isinstance(action, Suspend | Resume):
+            (instance,) = [i for i in instances if get_str(i, "metadata.name") == action.name]
+            await self._suspend(cell.client, instance, isinstance(action, Suspend))
+        elif isinstance(action, Wait):
+            log.debug("%s: %s", action.name, action.reason)  # its watch event brings us back
+
     # ------------------------------------------------------------------ writes (one per helper)
+    async def _suspend(self, client: Client, instance: Obj, suspended: bool) -> None:
+        """The Instance's `status.suspended` (this controller's one field of Instance status):
+        the pod runtime stops or starts its Pod, the Instance controller says Suspended."""
+        await controllerutil.write_status(
+            client, INSTANCES, instance, {"suspended": suspended}, field_manager=FIELD_MANAGER
+        )
+        log.info("Instance %s/%s: %s", get_str(instance, "metadata.namespace"), get_str(instance, "metadata.name"),
+                 "suspended" if suspended else "resumed")  # fmt: skip
+
     async def _create(self, cell: Cluster, wd: Obj, desired: Obj) -> None:
         client = cell.client
         namespace, name = get_str(desired, "metadata.namespace"), get_str(desired, "metadata.name")
@@ -240,7 +265,7 @@ class WorkloadDeploymentController:
         name = get_str(instance, "metadata.name")
         ordinal = ordinal_of(name, get_str(wd, "metadata.name"))
         assert ordinal is not None  # `_mine` kept only `<wd>-<ordinal>` names
-        current = labels_of(instance)
+        current = get_str_map(instance, "metadata.labels")
         missing = {k: v for k, v in instance_labels(wd, namespace_labels, ordinal).items() if current.get(k) != v}
         if missing:
             await client.patch(
@@ -275,7 +300,7 @@ class WorkloadDeploymentController:
         namespace = get_str(instance, "metadata.namespace", required=False)
         names = {
             str(ref["name"])
-            for ref in owner_references(instance)
+            for ref in get_objects(instance, "metadata.ownerReferences")
             if ref.get("controller") and ref.get("kind") == WORKLOAD_DEPLOYMENTS.kind and ref.get("name")
         }
         prefix, _, suffix = get_str(instance, "metadata.name", required=False).rpartition("-")

@@ -40,6 +40,7 @@ from kubeplane import EmbeddedAPIServer
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.connection import ConnectionConfig
+from mcruntime.fields import get_str
 from mcruntime.manager import Manager
 
 FIELD_MANAGER = "federation-demo"
@@ -237,7 +238,7 @@ class Demo:
             await install_crds(mgmt, inventory)
             for location in sample_objects("networking_v1alpha_location.yaml"):
                 # created once: a restart (or the user's own edit of a sample) writes nothing
-                if await mgmt.get_or_none(LOCATIONS, location["metadata"]["name"]) is None:
+                if await mgmt.get_or_none(LOCATIONS, get_str(location, "metadata.name")) is None:
                     await mgmt.create(LOCATIONS, location)
             for name in self.servers:
                 if name != MANAGEMENT:
@@ -287,7 +288,7 @@ class Demo:
         workload["metadata"].setdefault("namespace", "default")
         async with _client(self.servers[self.projects[0].name]) as client:
             await client.apply(WORKLOADS, workload, force=True)
-        self.step(f"applied Workload {workload['metadata']['name']!r} to project {self.projects[0].name!r}")
+        self.step(f"applied Workload {get_str(workload, 'metadata.name')!r} to project {self.projects[0].name!r}")
         return workload
 
     def summary(self) -> None:

@@ -24,6 +24,7 @@ import yaml
 from mcruntime.client import Client
 from mcruntime.connection import ConnectionConfig, from_kubeconfig_file, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
+from mcruntime.fields import get_str
 from mcruntime.resources import CLUSTER_PROFILES, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, SECRETS
 from mcruntime.transport import Transport
 
@@ -44,13 +45,13 @@ class JoinError(Exception):
 def compute_crds() -> list[dict[str, Any]]:
     """What cells and projects serve: everything but the management cluster's kinds."""
     management = {c.name for c in MANAGEMENT_CRDS}
-    return [c for c in all_crd_manifests() if c["metadata"]["name"] not in management]
+    return [c for c in all_crd_manifests() if get_str(c, "metadata.name") not in management]
 
 
 def inventory_crds() -> list[dict[str, Any]]:
     """What the management cluster serves: ClusterProfile and the Location registry."""
     management = {c.name for c in MANAGEMENT_CRDS}
-    return [c for c in all_crd_manifests() if c["metadata"]["name"] in management]
+    return [c for c in all_crd_manifests() if get_str(c, "metadata.name") in management]
 
 
 def registration(
@@ -83,7 +84,7 @@ async def install_crds(client: Client, crds: Sequence[Mapping[str, Any]]) -> Non
     with anyio.fail_after(ESTABLISH_TIMEOUT):
         for crd in crds:
             while True:
-                live = await client.get_live(CUSTOM_RESOURCE_DEFINITIONS, crd["metadata"]["name"])
+                live = await client.get_live(CUSTOM_RESOURCE_DEFINITIONS, get_str(crd, "metadata.name"))
                 conditions = (live.get("status") or {}).get("conditions") or []
                 if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
                     break
@@ -92,8 +93,8 @@ async def install_crds(client: Client, crds: Sequence[Mapping[str, Any]]) -> Non
 
 async def missing_crds(client: Client, crds: Sequence[Mapping[str, Any]]) -> list[str]:
     """The names of `crds` the cluster does not serve (a request that fails raises)."""
-    return [c["metadata"]["name"] for c in crds
-            if await client.get_or_none(CUSTOM_RESOURCE_DEFINITIONS, c["metadata"]["name"]) is None]  # fmt: skip
+    return [get_str(c, "metadata.name") for c in crds
+            if await client.get_or_none(CUSTOM_RESOURCE_DEFINITIONS, get_str(c, "metadata.name")) is None]  # fmt: skip
 
 
 async def register(management: Client, objects: Sequence[Mapping[str, Any]], namespace: str) -> None:

@@ -19,10 +19,11 @@ import anyio.abc
 
 from .backoff import Backoff
 from .errors import APIError, ClusterNotReadyError, NoCacheViewError
+from .fields import get_str, get_str_map
 from .indexers import NAMESPACE, IndexFunc
 from .informer import Informer
 from .metrics import RuntimeMetrics, default_metrics
-from .objects import Obj, Objs, labels_of, make_key
+from .objects import Obj, Objs, make_key
 from .resources import Resource
 from .selectors import LabelSelector
 from .transport import Transport
@@ -237,12 +238,12 @@ class InformerCache:
         if index is not None:
             items = store.by_index(*index)
             if namespace:
-                items = [o for o in items if (o.get("metadata") or {}).get("namespace") == namespace]
+                items = [o for o in items if get_str(o, "metadata.namespace", required=False) == namespace]
         elif namespace:
             items = store.by_index(NAMESPACE, namespace)
         else:
             items = store.list()
         if label_selector:
             selector = LabelSelector.parse(label_selector)
-            items = [o for o in items if selector.matches(labels_of(o))]
+            items = [o for o in items if selector.matches(get_str_map(o, "metadata.labels"))]
         return items

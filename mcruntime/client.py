@@ -12,12 +12,15 @@ from typing import Any, Literal, TypeVar
 
 import anyio
 import orjson
+from opentelemetry import trace
 
 from .backoff import Backoff
 from .cache import InformerCache
 from .errors import APIError, is_conflict, is_not_found
-from .objects import Obj, Objs, meta
+from .fields import get_str
+from .objects import Obj, Objs
 from .resources import Resource
+from .tracing import note_conflict
 from .transport import Transport
 
 log = logging.getLogger(__name__)
@@ -50,7 +53,7 @@ class Client:
     # ------------------------------------------------------------------ helpers
     @staticmethod
     def _namespace(resource: Resource, obj: Mapping[str, Any] | None, namespace: str | None) -> str | None:
-        ns = namespace or (str(meta(obj).get("namespace") or "") if obj is not None else "") or None
+        ns = namespace or (get_str(obj, "metadata.namespace", required=False) if obj is not None else "") or None
         if resource.namespaced and not ns:
             raise ValueError(f"{resource} is namespaced: give a namespace (argument or metadata.namespace)")
         if not resource.namespaced:
@@ -59,7 +62,7 @@ class Client:
 
     @staticmethod
     def _name(resource: Resource, obj: Mapping[str, Any]) -> str:
-        name = meta(obj).get("name")
+        name = get_str(obj, "metadata.name", required=False)
         if not name:
             raise ValueError(f"{resource}: the object has no metadata.name")
         return str(name)
@@ -147,7 +150,7 @@ class Client:
                 query["continue"] = token
             page = self._obj(await self.transport.request_json("GET", path, verb="list", query=query), path)
             items.extend(i for i in page.get("items") or [] if isinstance(i, dict))
-            token = str((page.get("metadata") or {}).get("continue") or "")
+            token = get_str(page, "metadata.continue", required=False)
             if not token:
                 return items
 
@@ -300,6 +303,7 @@ async def retry_on_conflict(
         except APIError as exc:
             if not is_conflict(exc) or n == attempts:
                 raise
+            note_conflict(trace.get_current_span(), exc, **{"retry.attempt": n})
             log.debug("conflict on attempt %d/%d, retrying: %s", n, attempts, exc)
         await anyio.sleep(delays.next())
     raise AssertionError("unreachable")

@@ -58,7 +58,7 @@ from .source import (
     ClusterWatch,
     Watch,
 )
-from .tracing import mark_error, reconcile_span, tracer_for
+from .tracing import mark_error, note_conflict, note_retry, reconcile_span, tracer_for
 from .view import View
 from .workqueue import QueueShutDown, WorkQueue
 
@@ -440,8 +440,8 @@ class Controller:
                 outcome = self._after_success(request, result)
             except ClusterNotReadyError as exc:
                 self.queue.add_rate_limited(request)
-                self._count_retry(request)
                 outcome = "cluster-not-ready"
+                self._count_retry(request, span, outcome)
                 log.debug("reconcile %s: %s; retrying with backoff", request, exc)
             except ClusterNotEngagedError as exc:
                 if exc.cluster != request.cluster:
@@ -462,14 +462,15 @@ class Controller:
                     log.info("reconcile %s: %s; retrying in %.1fs", request, exc, exc.delay)
                 else:
                     self.queue.add_rate_limited(request)
-                    self._count_retry(request)
                     outcome = "temporary"
+                    self._count_retry(request, span, outcome)
                     log.info("reconcile %s: %s; retrying with backoff", request, exc)
             except APIError as exc:
                 if is_conflict(exc):
                     self.queue.add_rate_limited(request)
-                    self._count_retry(request)
                     outcome = "conflict"
+                    note_conflict(span, exc)
+                    self._count_retry(request, span, outcome)
                     log.debug("reconcile %s hit a conflict; retrying: %s", request, exc)
                 else:
                     outcome = self._after_error(request, exc, span)
@@ -489,12 +490,13 @@ class Controller:
             return "requeue_after"
         return "success"
 
-    def _count_retry(self, request: Request) -> None:
+    def _count_retry(self, request: Request, span: Any, reason: str) -> None:
         self.metrics.cluster_retries.add(1, {**self._attrs, "cluster": request.cluster})
+        note_retry(span, reason, self.queue.num_requeues(request))
 
     def _after_error(self, request: Request, exc: Exception, span: Any) -> str:
         self.queue.add_rate_limited(request)
-        self._count_retry(request)
+        self._count_retry(request, span, type(exc).__name__)
         mark_error(span, exc)
         self.metrics.reconcile_errors.add(1, self._attrs)
         log.error(

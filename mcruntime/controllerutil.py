@@ -18,7 +18,8 @@ import orjson
 
 from .client import Client, Preconditions
 from .errors import APIError, is_not_found
-from .objects import Obj, meta, name_of, namespace_of
+from .fields import get_list, get_objects, get_str, get_str_map
+from .objects import Obj
 from .resources import Resource
 
 
@@ -35,8 +36,7 @@ class AlreadyOwnedError(ValueError):
 
 
 def has_finalizer(obj: Mapping[str, Any], finalizer: str) -> bool:
-    finalizers = meta(obj).get("finalizers")
-    return isinstance(finalizers, list) and finalizer in finalizers
+    return finalizer in get_list(obj, "metadata.finalizers")
 
 
 def finalizer_field_manager(finalizer: str) -> str:
@@ -55,18 +55,18 @@ async def add_finalizer(
     same write; no request if the finalizer is there and every annotation already has its
     value. Returns the object after the change (the server's answer) or `obj` unchanged."""
     wanted = dict(annotations or {})
-    current = meta(obj).get("annotations") or {}
+    current = get_str_map(obj, "metadata.annotations")
     if has_finalizer(obj, finalizer) and all(current.get(k) == v for k, v in wanted.items()):
         return dict(obj)
     intent: dict[str, Any] = {
         "apiVersion": resource.api_version,
         "kind": resource.kind,
-        "metadata": {"name": name_of(obj), "finalizers": [finalizer]},
+        "metadata": {"name": get_str(obj, "metadata.name", required=False), "finalizers": [finalizer]},
     }
     if wanted:
         intent["metadata"]["annotations"] = wanted
-    if namespace_of(obj):
-        intent["metadata"]["namespace"] = namespace_of(obj)
+    if get_str(obj, "metadata.namespace", required=False):
+        intent["metadata"]["namespace"] = get_str(obj, "metadata.namespace", required=False)
     return await client.apply(resource, intent, field_manager=finalizer_field_manager(finalizer))
 
 
@@ -76,18 +76,28 @@ async def remove_finalizer(client: Client, resource: Resource, obj: Mapping[str,
     If the list changed since `obj` was read, a 409 Conflict is raised (retry quietly)."""
     if not has_finalizer(obj, finalizer):
         return dict(obj)
-    index = list(meta(obj).get("finalizers") or []).index(finalizer)
+    index = list(get_list(obj, "metadata.finalizers")).index(finalizer)
     ops = [
         {"op": "test", "path": f"/metadata/finalizers/{index}", "value": finalizer},
         {"op": "remove", "path": f"/metadata/finalizers/{index}"},
     ]
     try:
-        return await client.patch(resource, name_of(obj), ops, namespace=namespace_of(obj) or None, patch_type="json")
+        return await client.patch(
+            resource,
+            get_str(obj, "metadata.name", required=False),
+            ops,
+            namespace=get_str(obj, "metadata.namespace", required=False) or None,
+            patch_type="json",
+        )
     except APIError as exc:
         if is_not_found(exc):
             return None
         if exc.status == 422 and "test" in exc.message:
-            raise APIError(409, "Conflict", f"finalizers of {name_of(obj)} changed meanwhile: {exc.message}") from exc
+            raise APIError(
+                409,
+                "Conflict",
+                f"finalizers of {get_str(obj, 'metadata.name', required=False)} changed meanwhile: {exc.message}",
+            ) from exc
         raise
 
 
@@ -98,16 +108,16 @@ def owner_reference(
     """An ownerReference to a live object: its own apiVersion, kind, name and uid (a
     reference built from anything else, e.g. a controller name where the Kind belongs,
     is the bug that silently breaks cascading deletion)."""
-    m = meta(owner)
+    name, uid = get_str(owner, "metadata.name", required=False), get_str(owner, "metadata.uid", required=False)
     missing = [f for f, v in (("apiVersion", owner.get("apiVersion")), ("kind", owner.get("kind")),
-                              ("metadata.name", m.get("name")), ("metadata.uid", m.get("uid"))) if not v]  # fmt: skip
+                              ("metadata.name", name), ("metadata.uid", uid)) if not v]  # fmt: skip
     if missing:
         raise ValueError(f"an owner reference needs a live object with {', '.join(missing)}")
     ref: dict[str, Any] = {
         "apiVersion": str(owner["apiVersion"]),
         "kind": str(owner["kind"]),
-        "name": str(m["name"]),
-        "uid": str(m["uid"]),
+        "name": name,
+        "uid": uid,
     }
     if controller:
         ref["controller"] = True
@@ -122,7 +132,7 @@ def controller_reference(owner: Mapping[str, Any], *, block_owner_deletion: bool
 
 
 def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in meta(obj).get("ownerReferences") or []:
+    for ref in get_objects(obj, "metadata.ownerReferences"):
         if isinstance(ref, Mapping) and ref.get("controller"):
             return ref
     return None
@@ -130,7 +140,7 @@ def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
 
 def is_controlled_by(obj: Mapping[str, Any], owner: Mapping[str, Any]) -> bool:
     ref = controller_of(obj)
-    return ref is not None and ref.get("uid") == meta(owner).get("uid")
+    return ref is not None and ref.get("uid") == get_str(owner, "metadata.uid", required=False)
 
 
 def set_controller_reference(owner: Mapping[str, Any], obj: dict[str, Any]) -> None:
@@ -140,10 +150,10 @@ def set_controller_reference(owner: Mapping[str, Any], obj: dict[str, Any]) -> N
     current = controller_of(obj)
     if current is not None and current.get("uid") != ref["uid"]:
         raise AlreadyOwnedError(
-            f"{obj.get('kind', 'object')} {name_of(obj)!r} is already controlled by "
+            f"{obj.get('kind', 'object')} {get_str(obj, 'metadata.name', required=False)!r} is already controlled by "
             f"{current.get('kind')} {current.get('name')!r} (uid {current.get('uid')})"
         )
-    refs = [r for r in meta(obj).get("ownerReferences") or [] if r.get("uid") != ref["uid"]]
+    refs = [r for r in get_objects(obj, "metadata.ownerReferences") if r.get("uid") != ref["uid"]]
     obj.setdefault("metadata", {})["ownerReferences"] = [*refs, ref]
 
 
@@ -180,12 +190,14 @@ class SubsetMemo:
         self._memo: dict[tuple[str, str, bytes], bool] = {}
 
     def __call__(self, desired: Any, actual: Any) -> bool:
-        m = actual.get("metadata") if isinstance(actual, Mapping) else None
-        uid, version = (m.get("uid"), m.get("resourceVersion")) if isinstance(m, Mapping) else (None, None)
+        if not isinstance(actual, Mapping):
+            return is_subset(desired, actual)
+        uid = get_str(actual, "metadata.uid", required=False)
+        version = get_str(actual, "metadata.resourceVersion", required=False)
         if not uid or not version:
             return is_subset(desired, actual)
         try:
-            key = (str(uid), str(version), orjson.dumps(desired, option=orjson.OPT_SORT_KEYS))
+            key = (uid, version, orjson.dumps(desired, option=orjson.OPT_SORT_KEYS))
         except TypeError:  # not JSON (never from an intent): the rule itself
             return is_subset(desired, actual)
         found = self._memo.get(key)
@@ -280,7 +292,11 @@ async def apply_if_differs(
     (`subresource="status"`) is compared by value only: the status subresource ignores
     metadata, and status intents state whole conditions and counters."""
     if cached is None:
-        cached = await client.get_or_none(resource, name_of(desired), namespace=namespace_of(desired) or None)
+        cached = await client.get_or_none(
+            resource,
+            get_str(desired, "metadata.name", required=False),
+            namespace=get_str(desired, "metadata.namespace", required=False) or None,
+        )
     manager = field_manager or client.field_manager
     intent, body = _intent(desired, manager, subresource)
     if cached is not None and is_subset(intent, cached):
@@ -295,13 +311,14 @@ async def delete_exact(client: Client, resource: Resource, obj: Mapping[str, Any
     that took the name meanwhile is never hit; not found is tolerated (someone got there
     first). One request; the caller decides whether an object already being deleted is
     worth one."""
-    uid = meta(obj).get("uid")
+    uid = get_str(obj, "metadata.uid", required=False)
     if not uid:
-        raise ValueError(f"delete_exact needs the object as read, with metadata.uid: {name_of(obj)!r}")
+        name = get_str(obj, "metadata.name", required=False)
+        raise ValueError(f"delete_exact needs the object as read, with metadata.uid: {name!r}")
     await client.delete(
         resource,
-        name_of(obj),
-        namespace=namespace_of(obj) or None,
+        get_str(obj, "metadata.name", required=False),
+        namespace=get_str(obj, "metadata.namespace", required=False) or None,
         preconditions=Preconditions(uid=str(uid)),
         ignore_not_found=True,
     )
@@ -331,17 +348,20 @@ async def write_status(
       must not be decided twice): a status computed from an older version is refused with
       409 Conflict, and the runtime retries quietly with a fresh read."""
     if conditional:
-        patch = {"metadata": {"resourceVersion": meta(obj).get("resourceVersion")}, "status": dict(status)}
+        patch = {
+            "metadata": {"resourceVersion": get_str(obj, "metadata.resourceVersion", required=False)},
+            "status": dict(status),
+        }
         return await client.patch(
             resource,
-            name_of(obj),
+            get_str(obj, "metadata.name", required=False),
             patch,
-            namespace=namespace_of(obj) or None,
+            namespace=get_str(obj, "metadata.namespace", required=False) or None,
             subresource="status",
             field_manager=field_manager,
         )
-    metadata: dict[str, Any] = {"name": name_of(obj)}
-    if namespace_of(obj):
-        metadata["namespace"] = namespace_of(obj)
+    metadata: dict[str, Any] = {"name": get_str(obj, "metadata.name", required=False)}
+    if get_str(obj, "metadata.namespace", required=False):
+        metadata["namespace"] = get_str(obj, "metadata.namespace", required=False)
     body = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": metadata, "status": dict(status)}
     return await client.apply(resource, body, field_manager=field_manager, force=True, subresource="status")

@@ -28,7 +28,7 @@ from .eventcorrelator import (
     SeriesKey,
     Throttled,
 )
-from .objects import meta
+from .fields import get_str
 from .resources import EVENTS
 
 log = logging.getLogger(__name__)
@@ -76,17 +76,17 @@ class EventRecorder:
             raise ValueError(f"event type must be Normal or Warning, not {type_!r}")
         if not reason:
             raise ValueError("an event needs a reason")
-        m = meta(obj)
-        if not m.get("name") or not obj.get("kind"):
+        name = get_str(obj, "metadata.name", required=False)
+        if not name or not obj.get("kind"):
             raise ValueError("events need an object with kind and metadata.name")
         involved = {
             "apiVersion": obj.get("apiVersion", ""),
             "kind": obj["kind"],
-            "name": m["name"],
-            "namespace": m.get("namespace", ""),
-            "uid": m.get("uid", ""),
+            "name": name,
+            "namespace": get_str(obj, "metadata.namespace", required=False),
+            "uid": get_str(obj, "metadata.uid", required=False),
         }
-        namespace = str(m.get("namespace") or "default")
+        namespace = involved["namespace"] or "default"
         message = message if len(message) <= MAX_MESSAGE else message[: MAX_MESSAGE - 3] + "..."
         regarding = ObjectRef(str(involved["kind"]), namespace, str(involved["name"]), str(involved["uid"]))
         key = SeriesKey(regarding, type_, reason, action, self.component)

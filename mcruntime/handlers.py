@@ -23,8 +23,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
+from .fields import get_objects, get_str
 from .informer import EventType, ObjectEvent
-from .objects import Obj, group_of, namespace_of, owner_references
+from .objects import Obj, group_of
 from .request import Request
 from .resources import Resource
 
@@ -63,14 +64,20 @@ class EnqueueRequestForOwner(EventHandler):
 
     def _owners(self, cluster: str, obj: Obj) -> list[Request]:
         out: list[Request] = []
-        for ref in owner_references(obj):
+        for ref in get_objects(obj, "metadata.ownerReferences"):
             if ref.get("kind") != self.owner.kind or group_of(str(ref.get("apiVersion") or "")) != self.owner.group:
                 continue
             if self.only_controller and not ref.get("controller"):
                 continue
             name = ref.get("name")
             if name:
-                out.append(Request(cluster, namespace_of(obj) if self.owner.namespaced else "", str(name)))
+                out.append(
+                    Request(
+                        cluster,
+                        get_str(obj, "metadata.namespace", required=False) if self.owner.namespaced else "",
+                        str(name),
+                    )
+                )
         return out
 
     async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:

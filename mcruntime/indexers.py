@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .objects import labels_of, owner_references
+from .fields import get_objects, get_str_map
 
 IndexFunc = Callable[[dict[str, Any]], Iterable[str]]
 
@@ -19,12 +19,16 @@ CONTROLLER_UID = "controller-uid"
 
 def owner_uid(obj: dict[str, Any]) -> list[str]:
     """Every owner's UID (find the dependents of an object)."""
-    return [str(ref["uid"]) for ref in owner_references(obj) if ref.get("uid")]
+    return [str(ref["uid"]) for ref in get_objects(obj, "metadata.ownerReferences") if ref.get("uid")]
 
 
 def controller_uid(obj: dict[str, Any]) -> list[str]:
     """The controlling owner's UID only."""
-    return [str(ref["uid"]) for ref in owner_references(obj) if ref.get("controller") and ref.get("uid")]
+    return [
+        str(ref["uid"])
+        for ref in get_objects(obj, "metadata.ownerReferences")
+        if ref.get("controller") and ref.get("uid")
+    ]
 
 
 @dataclass(frozen=True)
@@ -35,7 +39,7 @@ class label_value:
     label: str
 
     def __call__(self, obj: dict[str, Any]) -> list[str]:
-        value = labels_of(obj).get(self.label)
+        value = get_str_map(obj, "metadata.labels").get(self.label)
         return [str(value)] if value is not None else []
 
 

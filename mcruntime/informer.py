@@ -39,6 +39,7 @@ import orjson
 
 from .backoff import Backoff
 from .errors import APIError, TransportError
+from .fields import get_str
 from .indexers import IndexFunc
 from .metrics import RuntimeMetrics, default_metrics
 from .objects import Obj, key_of, strip_for_cache
@@ -415,9 +416,8 @@ class Informer:
                 # exact-size now, so the store keeps these very bytes: a complete LIST is
                 # held once, not twice (see store.compact_bytes)
                 fresh[key] = (compact_bytes(orjson.dumps(obj)), self.store.index_values(key, obj))
-            meta = page.get("metadata") or {}
-            list_rv = str(meta.get("resourceVersion") or list_rv)
-            continue_token = str(meta.get("continue") or "")
+            list_rv = get_str(page, "metadata.resourceVersion", required=False) or list_rv
+            continue_token = get_str(page, "metadata.continue", required=False)
             if not continue_token:
                 break
         self._replace(fresh)
@@ -512,9 +512,9 @@ class Informer:
             log.error("%r: undecodable watch event (%s): %.200r", self, exc, line)
             return "failed"
         if type_ == "BOOKMARK":
-            rv = (obj.get("metadata") or {}).get("resourceVersion")
+            rv = get_str(obj, "metadata.resourceVersion", required=False)
             if rv:
-                self.resource_version = str(rv)
+                self.resource_version = rv
             return None
         if type_ == "ERROR":
             code = obj.get("code")
@@ -529,10 +529,7 @@ class Informer:
         return None
 
     def _apply(self, type_: str, obj: Obj) -> None:
-        meta = obj.get("metadata") or {}
-        rv = meta.get("resourceVersion")
-        ns = meta.get("namespace")
-        key = f"{ns}/{meta.get('name')}" if ns else str(meta.get("name") or "")
+        rv, key = get_str(obj, "metadata.resourceVersion", required=False), key_of(obj)
         obj = self._transform(obj, self.transform)
         store = self.store
         if type_ == "DELETED":
@@ -544,7 +541,7 @@ class Informer:
             kind = EventType.ADDED if old is None else EventType.MODIFIED
             self._emit(ObjectEvent(kind, key, obj=obj, raw=raw, old_raw=old))
         if rv:
-            self.resource_version = str(rv)
+            self.resource_version = rv
         self.stats.events += 1
         self._unreported_events += 1
         if self._unreported_events >= 256:

@@ -36,6 +36,7 @@ import anyio.abc
 from .client import Client
 from .connection import ConnectionConfig
 from .errors import APIError, TransportError, is_already_exists, is_conflict, is_not_found
+from .fields import get_str
 from .metrics import RuntimeMetrics, default_metrics
 from .resources import LEASES
 from .transport import Transport
@@ -169,7 +170,7 @@ class LeaderElector:
             "metadata": {
                 "name": cfg.name,
                 "namespace": cfg.namespace,
-                "resourceVersion": lease["metadata"]["resourceVersion"],
+                "resourceVersion": get_str(lease, "metadata.resourceVersion"),
             },
             "spec": new_spec,
         }
@@ -187,7 +188,7 @@ class LeaderElector:
         if spec != self._observed:
             self._observed = dict(spec)
             self._observed_at = time.monotonic()
-        self._lease_rv = (lease.get("metadata") or {}).get("resourceVersion")
+        self._lease_rv = get_str(lease, "metadata.resourceVersion", required=False) or None
 
     async def _attempt(self, client: Client | None = None) -> bool:
         try:
@@ -307,7 +308,7 @@ class LeaderElector:
                     "metadata": {
                         "name": cfg.name,
                         "namespace": cfg.namespace,
-                        "resourceVersion": lease["metadata"]["resourceVersion"],
+                        "resourceVersion": get_str(lease, "metadata.resourceVersion"),
                     },
                     "spec": spec,
                 }

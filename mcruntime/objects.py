@@ -1,9 +1,12 @@
-"""Small helpers over objects as plain dicts (the runtime never decodes into typed models)."""
+"""Object keys and the cache transform over objects as plain dicts (the runtime never decodes
+into typed models; fields are read through `mcruntime.fields`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
+
+from .fields import get_str
 
 Obj = dict[str, Any]
 Objs = list[Obj]  # for classes that also have a `list` method
@@ -11,24 +14,10 @@ Objs = list[Obj]  # for classes that also have a `list` method
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    m = obj.get("metadata")
-    return m if isinstance(m, Mapping) else {}
-
-
-def name_of(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("name") or "")
-
-
-def namespace_of(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("namespace") or "")
-
-
 def key_of(obj: Mapping[str, Any]) -> str:
     """client-go's MetaNamespaceKeyFunc: `namespace/name`, or `name` when cluster-scoped."""
-    m = meta(obj)
-    ns = m.get("namespace")
-    return f"{ns}/{m.get('name')}" if ns else str(m.get("name") or "")
+    name, ns = get_str(obj, "metadata.name", required=False), get_str(obj, "metadata.namespace", required=False)
+    return f"{ns}/{name}" if ns else name
 
 
 def split_key(key: str) -> tuple[str, str]:
@@ -38,28 +27,6 @@ def split_key(key: str) -> tuple[str, str]:
 
 def make_key(namespace: str, name: str) -> str:
     return f"{namespace}/{name}" if namespace else name
-
-
-def resource_version_of(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("resourceVersion") or "")
-
-
-def labels_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    labels = meta(obj).get("labels")
-    return labels if isinstance(labels, Mapping) else {}
-
-
-def annotations_of(obj: Mapping[str, Any]) -> Mapping[str, str]:
-    annotations = meta(obj).get("annotations")
-    return annotations if isinstance(annotations, Mapping) else {}
-
-
-def owner_references(obj: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    refs = meta(obj).get("ownerReferences")
-    if isinstance(refs, list):
-        for ref in refs:
-            if isinstance(ref, Mapping):
-                yield ref
 
 
 def group_of(api_version: str) -> str:

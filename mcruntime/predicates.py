@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .fields import get_int, get_list, get_str, get_str_map
 from .informer import EventType, ObjectEvent
-from .objects import annotations_of, labels_of, meta, namespace_of, resource_version_of
 from .selectors import LabelSelector
 
 Predicate = Callable[[ObjectEvent], bool]
@@ -23,24 +23,24 @@ def _changed(get: Callable[[Mapping[str, Any]], Any]) -> Predicate:
     return predicate
 
 
-generation_changed: Predicate = _changed(lambda o: meta(o).get("generation"))
+generation_changed: Predicate = _changed(lambda o: get_int(o, "metadata.generation"))
 """Updates only when metadata.generation moved (spec changes; status writes are ignored)."""
 
-resource_version_changed: Predicate = _changed(resource_version_of)
+resource_version_changed: Predicate = _changed(lambda o: get_str(o, "metadata.resourceVersion", required=False))
 
 not_status_only: Predicate = _changed(
     lambda o: (
-        meta(o).get("generation"),
-        dict(labels_of(o)),
-        dict(annotations_of(o)),
-        meta(o).get("deletionTimestamp"),
-        tuple(meta(o).get("finalizers") or ()),
+        get_int(o, "metadata.generation"),
+        get_str_map(o, "metadata.labels"),
+        get_str_map(o, "metadata.annotations"),
+        get_str(o, "metadata.deletionTimestamp", required=False),
+        tuple(get_list(o, "metadata.finalizers") or ()),
     )
 )
 """Updates that touch more than the status (spec, labels, annotations, finalizers, deletion):
 for watches of objects whose status another controller writes often."""
-labels_changed: Predicate = _changed(lambda o: dict(labels_of(o)))
-annotations_changed: Predicate = _changed(lambda o: dict(annotations_of(o)))
+labels_changed: Predicate = _changed(lambda o: get_str_map(o, "metadata.labels"))
+annotations_changed: Predicate = _changed(lambda o: get_str_map(o, "metadata.annotations"))
 
 
 def label_selector(selector: str) -> Predicate:
@@ -51,17 +51,17 @@ def label_selector(selector: str) -> Predicate:
     parsed = LabelSelector.parse(selector)
 
     def predicate(event: ObjectEvent) -> bool:
-        if parsed.matches(labels_of(event.obj)):
+        if parsed.matches(get_str_map(event.obj, "metadata.labels")):
             return True
         old = event.old if event.type is EventType.MODIFIED else None
-        return old is not None and parsed.matches(labels_of(old))
+        return old is not None and parsed.matches(get_str_map(old, "metadata.labels"))
 
     return predicate
 
 
 def in_namespace(*namespaces: str) -> Predicate:
     wanted = frozenset(namespaces)
-    return lambda event: namespace_of(event.obj) in wanted
+    return lambda event: get_str(event.obj, "metadata.namespace", required=False) in wanted
 
 
 def event_types(*types: EventType) -> Predicate:

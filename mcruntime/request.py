@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .objects import name_of, namespace_of
+from .fields import get_str
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -26,4 +26,6 @@ class Request:
 
     @classmethod
     def for_object(cls, cluster: str, obj: Mapping[str, Any]) -> Request:
-        return cls(cluster, namespace_of(obj), name_of(obj))
+        return cls(
+            cluster, get_str(obj, "metadata.namespace", required=False), get_str(obj, "metadata.name", required=False)
+        )

@@ -28,6 +28,7 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AttributeValue
 
+from .errors import APIError, is_conflict
 from .request import Request
 
 TRACEPARENT_VERSION = "00"
@@ -54,6 +55,26 @@ def reconcile_span(tracer: Tracer, controller: str, request: Request) -> Iterato
 def mark_error(span: Span, exc: BaseException) -> None:
     span.record_exception(exc)
     span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
+
+
+def note_conflict(span: Span, exc: APIError, **attributes: AttributeValue) -> None:
+    """A write that lost an optimistic-concurrency race, as a `conflict` event of its own
+    (not a generic exception): the change that was slowed by a concurrent writer shows where."""
+    span.add_event(
+        "conflict",
+        {
+            "http.response.status_code": exc.status,
+            "http.request.method": exc.verb,
+            "url.path": exc.path,
+            "exception.message": exc.message,
+            **attributes,
+        },
+    )
+
+
+def note_retry(span: Span, reason: str, retries: int) -> None:
+    """A reconcile that will run again with backoff: why, and how many times it has already."""
+    span.add_event("retry", {"retry.reason": reason, "retry.count": retries})
 
 
 # ---------------------------------------------------------------------- one trace per change
@@ -100,7 +121,11 @@ def stage_span(
         try:
             yield span
         except Exception as exc:
-            span.set_attribute("outcome", type(exc).__name__)
+            if isinstance(exc, APIError) and is_conflict(exc):
+                note_conflict(span, exc)
+                span.set_attribute("outcome", "Conflict")
+            else:
+                span.set_attribute("outcome", type(exc).__name__)
             mark_error(span, exc)
             raise
         if span.is_recording() and "outcome" not in getattr(span, "attributes", {}):

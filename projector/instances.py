@@ -49,10 +49,11 @@ from federation.fleet.routing import (
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_not_found
+from mcruntime.fields import get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -87,7 +88,7 @@ class InstanceProjector:
                 return Result()
             await self._project(project, source, current)
             await self._project_status(project, source, current)
-        elif current is not None and complete and not meta(current).get("deletionTimestamp"):
+        elif current is not None and complete and not is_deleting(current):
             await self._remove(project, current)
         return Result()
 
@@ -101,12 +102,12 @@ class InstanceProjector:
             if not cell_synced(cell):
                 continue
             for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
-                namespace = str(meta(ns)["name"])
+                namespace = get_str(ns, "metadata.name")
                 inst = cell.cache.informer_of(INSTANCES).get(req.name, namespace=namespace)
                 wd_name = deployment_of_instance(inst) if inst is not None else None
                 if inst is None or wd_name is None:
                     continue
-                labels = meta(inst).get("labels") or {}
+                labels = get_str_map(inst, "metadata.labels") or {}
                 if any(not labels.get(k) for k in UPSTREAM_LABELS):
                     await self.events.event(cell.name, inst, "Warning", "InstanceLabelsMissing",
                                       f"Instance {req.name} lacks the upstream labels {', '.join(UPSTREAM_LABELS)}; it "
@@ -114,18 +115,15 @@ class InstanceProjector:
                     raise TemporaryError(f"cell {cell.name}: Instance {namespace}/{req.name} lacks its upstream labels")
                 copy = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(wd_name, namespace=namespace)
                 wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, wd_name, namespace=req.namespace)
-                if (
-                    copy is None
-                    or meta(copy).get("deletionTimestamp")
-                    or meta(inst).get("deletionTimestamp")
-                    or (wd is not None and meta(wd).get("deletionTimestamp"))
-                ):
+                if copy is None or is_deleting(copy) or is_deleting(inst) or (wd is not None and is_deleting(wd)):
                     # the copy (accepted for deletion: the project WD may already be gone) or
                     # its WD is going, and so are its Instances: nothing to project or report
                     continue
                 if wd is None:
                     await self._upstream_missing(project, cell, inst, req, wd_name)
-                if (meta(copy).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) != meta(wd).get("uid"):
+                if get_str_map(copy, "metadata.annotations").get(UPSTREAM_UID_ANNOTATION) != get_str(
+                    wd, "metadata.uid", required=False
+                ):
                     continue  # an Instance of an earlier WD of the same name
                 sources.append(Source(cell.name, inst, wd, holds_ordinal(copy, inst)))
         complete = all(cell_fresh(c) for c in cell_clusters(self.mgr))

@@ -8,16 +8,16 @@ Writes, and alone writes: the project WD's `status` (status subresource, field m
 `projector`), only when the aggregate differs from what is cached.
 Never writes: the project WD's metadata or spec, anything in a cell.
 
-DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_projector.py:
-counters summed, observedGeneration only when every target cell observed the spec, worst
-reason wins naming the cell (test_instances_and_status_reach_the_project,
-test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.py);
-NoMatchingLocation (test_no_cell_for_the_city); a dark cell turns Unknown after
-`--cell-status-stale-after` and recovers (test_a_dark_cell_turns_unknown_and_recovers);
-one status write once the cells observed a new spec, else AwaitingPropagation a delay after the
-copies' write (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
+DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_projector.py: counters summed,
+observedGeneration only when every target cell observed the spec, worst reason wins naming the cell
+(test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back,
+tests/federation/test_version_skew.py); NoMatchingLocation (test_no_cell_for_the_city); a dark cell turns Unknown
+after `--cell-status-stale-after` and recovers (test_a_dark_cell_turns_unknown_and_recovers); one status write once
+the cells observed a new spec, else AwaitingPropagation a delay after the copies' write
+(test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
 test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
-zero writes at steady state (tests/chaos; tests/federation/test_steady_state.py)."""
+`status.suspended`, Suspended (test_suspended_means_every_cell_and_a_suspended_cell_is_always_seen,
+tests/e2e/test_suspension.py); zero writes at steady state (tests/chaos; tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
@@ -58,9 +58,10 @@ from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterNotReadyError
+from mcruntime.fields import get_int, get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -93,7 +94,7 @@ class StatusProjector:
         project = self.mgr.get_cluster(req.cluster)
         # 2. fetch; 3. early exits
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        if wd is None or meta(wd).get("deletionTimestamp"):
+        if wd is None or is_deleting(wd):
             return self._forget(req)
         wd = self._with_own_write(req, wd)
         project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
@@ -103,7 +104,7 @@ class StatusProjector:
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
         copies = own_copies(wd, found)
         target, shares, unplaced = self._placement(wd, found)
-        namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
+        namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
         reports, deadline = self._reports(wd, target, shares, copies, namespace, req.cluster)
         city = target.city_code if target is not None else None
         now = datetime.datetime.now(datetime.UTC)
@@ -148,7 +149,7 @@ class StatusProjector:
         wrote = self._wrote.get(req)
         if wrote is None:
             return wd
-        if meta(wd).get("resourceVersion") != wrote[0]:
+        if get_str(wd, "metadata.resourceVersion", required=False) != wrote[0]:
             del self._wrote[req]
             return wd
         return {**wd, "status": wrote[1]}
@@ -163,11 +164,11 @@ class StatusProjector:
         waits for the copies' writes (their events bring the WD back), for at most
         `stale_after` (a cell that takes no copy). In memory: a restart only starts the
         wait again."""
-        generation = meta(wd).get("generation")
+        generation = get_int(wd, "metadata.generation")
         if status.get("observedGeneration") == generation or status == (wd.get("status") or {}):
             self._awaiting.pop(req, None)
             return None
-        pending = (str(meta(wd).get("uid")), generation, written)
+        pending = (get_str(wd, "metadata.uid", required=False), generation, written)
         now = time.monotonic()
         seen = self._awaiting.get(req)
         if seen is None or seen[0] != pending:
@@ -210,21 +211,28 @@ class StatusProjector:
         return reports, (deadline + 0.05 if deadline is not None else None)
 
     async def _write(self, req: Request, project: Cluster, wd: Obj, status: Obj) -> None:
-        generation = meta(wd).get("generation")
+        generation = get_int(wd, "metadata.generation")
         claims = status.get("observedGeneration") == generation != (wd.get("status") or {}).get("observedGeneration")
         if not claims:
             stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
                                                        field_manager=FIELD_MANAGER)  # fmt: skip
         else:
             # every target cell observed the generation; the write that claims it ends that change's trace
-            key = (project.name, str(meta(wd).get("namespace")), str(meta(wd).get("name")))
+            key = (
+                project.name,
+                get_str(wd, "metadata.namespace", required=False),
+                get_str(wd, "metadata.name", required=False),
+            )
             self.clock.cells_observed(key, int(generation or 0))
             attributes = stage_attributes(project.name, wd)
             with stage_span(self.tracer, "project", change_of(wd), attributes):
                 stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
                                                            field_manager=FIELD_MANAGER)  # fmt: skip
             self.clock.status_claimed(key, int(generation or 0))
-        self._wrote[req] = (meta(wd).get("resourceVersion"), stored.get("status") or dict(status))
+        self._wrote[req] = (
+            get_str(wd, "metadata.resourceVersion", required=False),
+            stored.get("status") or dict(status),
+        )
 
     async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
         """A Warning Event when the WD newly has no cell for its city (as the Workload

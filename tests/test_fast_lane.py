@@ -18,7 +18,7 @@ PROCESS_FILES = (  # every test here starts federation-manager processes or idle
     "tests/chaos/", "tests/e2e/", "tests/bench/", "tests/federation/test_demo.py", "tests/federation/test_cli_run.py",
     "tests/federation/test_demo_persistence.py", "tests/federation/test_demo_statedir.py",
     "tests/federation/test_deployed_management.py", "tests/cells/test_cell_run.py",
-    "tests/kubeplane/test_cli_apiserver.py",
+    "tests/kubeplane/test_cli_apiserver.py", "tests/cells/test_cell_suspension.py",
     "tests/cells/test_cell_idle.py", "tests/federation/test_steady_state.py", "tests/test_taskw.py",
     "tests/federation/test_up_clean_start.py", "tests/mcruntime/test_lease_under_load.py", "tests/test_wheel.py",
 )  # fmt: skip

@@ -146,6 +146,13 @@ class Annotation(DocumentedStr):
         "On a project WorkloadDeployment, written by the federator with its finalizer: the cell namespace its "
         "copies live in, `ns-<project namespace UID>` (so finalization needs nothing else).",
     )
+    SUSPENDED = (
+        "compute.datumapis.com/suspended",
+        'On a project WorkloadDeployment (and so on its copies): `"true"` suspends it — in each cell its '
+        "Instances stay, their Pods stop, and `status.suspended` is true on the copy, its Instances and the project "
+        'WD; `"false"` or no annotation resumes it, in ordinal order. Any other value is refused by the cells '
+        "(ConfigurationError).",
+    )
     ORDINAL_START = (
         "compute.datumapis.com/ordinal-start",
         "First Instance ordinal of a downstream WorkloadDeployment copy when a city's replicas are split over "

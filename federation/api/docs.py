@@ -337,6 +337,10 @@ def _quota_section() -> list[str]:
         "its creationTimestamp, reading the claim live so a missed watch event cannot strand it: "
         + "; ".join(f"younger than {_span(bound)}: every {_span(every)}" for bound, every in REQUEUE_TIERS)
         + f"; older: every {_span(REQUEUE_MAX)}.",
+        '5. A suspended Instance (its WorkloadDeployment carries `compute.datumapis.com/suspended: "true"`) '
+        "keeps its claim and grant, and the budget's `status.used` keeps counting it, as upstream's providers keep "
+        "the quota allocation of a suspended Instance: grants are never taken back here, so a released grant could "
+        "go to a newer claim and the resume would then wait on quota. Suspension stops Pods; it frees no quota.",
         "",
     ]
 
@@ -412,10 +416,16 @@ COMPAT_NOTES: tuple[CompatNote, ...] = (
         "WorkloadDeployment",
         "status.suspended",
         True,
-        "Served, not written yet: `compute.datumapis.com/suspended` reaches the cell copies with the other "
-        "annotations, but the cells do not act on it yet.",
-        "Set while the deployment is suspended.",
-        "Suspension in the cells is not built yet (issue 20 point 3).",
+        'Served and written: `compute.datumapis.com/suspended: "true"` on the project WD reaches its copies; '
+        "each cell (the only writer on its copy) sets it and stops the Instances' Pods, keeping the Instances and "
+        "their quota; the projector sets it on the project WD when every target cell reports it (false once "
+        "written and no longer every cell; absent on a WD never suspended). Available and ReplicasReady say "
+        "False/`Suspended` on the copy, and on the project WD from the first cell that stopped until the last one "
+        "resumed. Removing the annotation resumes, in ordinal order.",
+        "Same field, written by the cell from the annotation and mirrored up verbatim; false or absent after a "
+        "resume. The WD's conditions have no Suspended reason (Available falls back to InstancesProvisioning).",
+        "The conditions carry the Instances' `Suspended` reason, so `kubectl get wd` says what happens; "
+        "the field and the annotation are upstream's.",
     ),
     CompatNote(
         "WorkloadDeployment",
@@ -506,7 +516,17 @@ COMPAT_NOTES: tuple[CompatNote, ...] = (
         "`{name}`.",
         "Instances written when Locations were namespaced keep validating.",
     ),
-    CompatNote("Instance", "status.suspended", True, "Served.", "Served."),
+    CompatNote(
+        "Instance",
+        "status.suspended",
+        True,
+        "Served and written: the cell WD controller sets it while its WD is suspended (one Instance at a time, "
+        "from the highest ordinal; false again on resume, from the lowest, each once the lower ones are ready); "
+        "no Pod runs meanwhile, Ready and Available are False/`Suspended`, the Instance and its quota claim stay.",
+        "Same field and reasons; the cell WD controller copies it from the WD to every Instance at once; the "
+        "provider stops the process and keeps placement, disks and quota.",
+        "Resumed in ordinal order here, as this cell's one-action-at-a-time control starts Instances.",
+    ),
     CompatNote(
         "Instance",
         "status.networkInterfaces.addresses",

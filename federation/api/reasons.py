@@ -24,6 +24,7 @@ class InstanceReadyReason(DocumentedStr):
     NETWORK_FAILED_TO_CREATE = "NetworkFailedToCreate", "The Instance's network could not be created."
     PENDING_PROGRAMMING = "PendingProgramming", "Not yet programmed by the runtime."
     PENDING = "Pending", "Default before any controller has looked at the Instance."
+    SUSPENDED = "Suspended", "Ready=False: its WorkloadDeployment is suspended (`status.suspended`); no Pod runs."
 
 
 class InstanceProgrammedReason(DocumentedStr):
@@ -45,6 +46,7 @@ class InstanceAvailableReason(DocumentedStr):
     INSTANCE_CRASHING = "InstanceCrashing", "Available=False because the process keeps crashing."
     CONFIGURATION_ERROR = "ConfigurationError", "Available=False because the runtime rejected the configuration."
     PROVISIONING = "Provisioning", "Available=False while the runtime sets the Instance up."
+    SUSPENDED = "Suspended", "Available=False: the Instance is suspended and its Pod is stopped."
 
 
 class QuotaGrantedReason(DocumentedStr):
@@ -72,6 +74,11 @@ class WorkloadDeploymentAvailableReason(DocumentedStr):
     NO_MATCHING_LOCATION = "NoMatchingLocation", "No registered cell serves spec.cityCode."
     INSTANCES_PROVISIONING = "InstancesProvisioning", "Instances exist but none is ready yet."
     QUOTA_NOT_GRANTED = "QuotaNotGranted", "Instances are held back because quota was not granted."
+    SUSPENDED = (
+        "Suspended",
+        'False: the deployment is suspended (`compute.datumapis.com/suspended: "true"`); its Instances stay, '
+        "stopped. The Instances' own reason (upstream has no WD-level reason for it).",
+    )
     CELL_UNREACHABLE = (
         "CellUnreachable",
         "Unknown: a target cell has been unreachable longer than the freshness threshold; the message names it and "
@@ -83,6 +90,7 @@ class ReplicasReadyReason(DocumentedStr):
     REPLICAS_AVAILABLE = "ReplicasAvailable", "ReplicasReady=True: every desired replica is ready."
     QUOTA_EXCEEDED = "QuotaExceeded", "Some replicas cannot run because quota is exceeded."
     AWAITING_PROPAGATION = "AwaitingPropagation", "The spec has not yet reached (or been observed by) every cell."
+    SUSPENDED = "Suspended", "The deployment is suspended: its Instances stay, stopped."
 
 
 class WorkloadCondition(DocumentedStr):

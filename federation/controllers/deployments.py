@@ -18,6 +18,7 @@ from federation.api.naming import workload_deployment_name
 from federation.api.reasons import WorkloadCondition, WorkloadDeploymentAvailableReason
 from federation.fleet.locations import ByCity, ByLocation, KnownLocation, placement_targets
 from federation.fleet.placement import city_key
+from mcruntime.fields import get_str
 
 COUNTERS = ("replicas", "currentReplicas", "desiredReplicas", "readyReplicas")
 
@@ -40,8 +41,11 @@ def desired_deployments(
     belongs to the scale subresource (`kubectl scale`, an autoscaler)."""
     served = {city_key(c) for c in cities_with_cells}
     known = {loc.name: loc for loc in locations}
-    meta = workload.get("metadata") or {}
-    name, namespace, uid = str(meta.get("name") or ""), str(meta.get("namespace") or ""), str(meta.get("uid") or "")
+    name, namespace, uid = (
+        get_str(workload, "metadata.name", required=False),
+        get_str(workload, "metadata.namespace", required=False),
+        get_str(workload, "metadata.uid", required=False),
+    )
     if not (name and namespace and uid):
         raise ValueError("a Workload needs metadata.name, metadata.namespace and metadata.uid")
     template = (workload.get("spec") or {}).get("template") or {}

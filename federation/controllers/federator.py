@@ -12,12 +12,12 @@ Never writes: the project WD's spec or status, another project's downstream name
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 1, 7 test_downstream_events_map_back_to_the_bare_project_name,
 test_a_copy_edited_or_deleted_by_hand_is_restored; 2-5 test_fan_out_divides_replicas_over_the_city,
-test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged, test_location_placement.py;
+test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged, test_location_placement.py,
+one copy's writes one at a time (`copyplacement.next_action`) test_a_pass_converges_one_write_per_action;
 6 (`deletion.next_step`, tests/federation/test_deletion.py) test_deletion_and_the_orphan_sweep,
 test_a_cell_that_never_synced_holds_a_deletion_for_the_grace, test_deletion_without_operator.py;
-8 test_forged_labels_and_colliding_names_stay_in_their_project,
-test_a_registration_naming_another_project_writes_nothing, tests/federation/test_tenant_isolation.py;
-9 test_the_federator_never_writes_project_status. At rest no write: tests/chaos."""
+8 test_forged_labels_and_colliding_names_stay_in_their_project, test_tenant_isolation.py,
+test_a_registration_naming_another_project_writes_nothing; 9 test_the_federator_never_writes_project_status."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from opentelemetry import trace
 from federation.api.constants import Annotation, Finalizer, Label
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.controllers import copyplacement
 from federation.controllers.deletion import (
     AwaitGrace,
     AwaitSync,
@@ -73,9 +74,10 @@ from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controllerutil import Operation
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
+from mcruntime.fields import get_int, get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -98,11 +100,11 @@ class Copy:
 
     @property
     def uid(self) -> str:
-        return str(meta(self.obj).get("uid") or "")
+        return get_str(self.obj, "metadata.uid", required=False)
 
     @property
     def upstream_uid(self) -> str:
-        return str((meta(self.obj).get("annotations") or {}).get(UPSTREAM_UID_ANNOTATION) or "")
+        return str(get_str_map(self.obj, "metadata.annotations").get(UPSTREAM_UID_ANNOTATION) or "")
 
 
 @dataclass
@@ -113,6 +115,49 @@ class Outcome:
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _Seen:
+    """One cell's downstream namespace and copy as last seen (cache, then each write's
+    answer), and whether this pass created the copy: `copyplacement`'s observation."""
+
+    namespace: Obj | None
+    copy: Obj | None
+    created: bool = False
+
+    def observe(self, project: str, ns: Obj, desired: Obj, autoscaled: bool) -> copyplacement.Observed:
+        return copyplacement.Observed(
+            namespace=_namespace_state(self.namespace, ns, project),
+            copy=_copy_state(self.copy, desired),
+            autoscaled=autoscaled,
+            created=self.created,
+            replicas_set=self.copy is not None and "replicas" in get_mapping(self.copy, "spec"),
+        )
+
+
+def _copy_state(cached: Obj | None, desired: Obj) -> copyplacement.CopyState:
+    if cached is None:
+        return copyplacement.CopyState.MISSING
+    kept = with_traceparent(desired, carried(cached))  # the trace a copy carries is no difference of its own
+    return (
+        copyplacement.CopyState.DIFFERS
+        if controllerutil.would_apply(kept, cached, FIELD_MANAGER)
+        else copyplacement.CopyState.CURRENT
+    )
+
+
+def _namespace_state(cached: Obj | None, desired: Obj, project: str) -> copyplacement.NamespaceState:
+    if cached is None:
+        return copyplacement.NamespaceState.MISSING
+    owner = upstream_identity(None, cached)
+    if owner is None or owner.project != project:
+        return copyplacement.NamespaceState.FOREIGN
+    if is_deleting(cached):
+        return copyplacement.NamespaceState.DELETING
+    if controllerutil.would_apply(desired, cached, FIELD_MANAGER):
+        return copyplacement.NamespaceState.DIFFERS
+    return copyplacement.NamespaceState.CURRENT
 
 
 class Federator:
@@ -128,8 +173,11 @@ class Federator:
         """`_reconcile` in the `federate` span of the WD generation's trace (one trace per change)."""
         project = self.mgr.get_cluster(req.cluster)
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        key, generation = (req.cluster, req.namespace, req.name), int(meta(wd).get("generation") or 0) if wd else 0
-        if wd is None or meta(wd).get("deletionTimestamp"):
+        key, generation = (
+            (req.cluster, req.namespace, req.name),
+            get_int(wd, "metadata.generation") or 0 if wd else 0,
+        )
+        if wd is None or is_deleting(wd):
             self.clock.forget(key)
             return await self._reconcile(req)
         self.clock.seen(key, generation)
@@ -148,12 +196,12 @@ class Federator:
         if wd is None:
             await self._remove(copies, Outcome())
             return Result()
-        if meta(wd).get("deletionTimestamp"):
+        if is_deleting(wd):
             return await self._finalize(project, wd, copies)
         # 4. first sighting: the finalizer, and the cell namespace of its copies, in one write
         wd = await self._claim(project, wd)
         # 5. desired state from the pure placement function
-        uid = str(meta(wd).get("uid"))
+        uid = get_str(wd, "metadata.uid", required=False)
         target, shares = await self._plan(project, wd, copies)
         namespace = await self._downstream_namespace(project, wd)
         # 6. write only the difference: every target cell's copy at once, then the copies of
@@ -176,11 +224,11 @@ class Federator:
         """The federator's finalizer and the `federation-namespace` annotation (the cell
         namespace its copies live in, `ns-<project namespace UID>`) in one write; none when
         both are there."""
-        namespace = str(meta(wd)["namespace"])
+        namespace = get_str(wd, "metadata.namespace")
         project_ns = await project.client.get_or_none(NAMESPACES, namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {namespace} is not cached yet")
-        cell_namespace = downstream_namespace_name(str(meta(project_ns)["uid"]))
+        cell_namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
         return await controllerutil.add_finalizer(
             project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR,
             annotations={str(Annotation.FEDERATION_NAMESPACE): cell_namespace},
@@ -212,7 +260,7 @@ class Federator:
         """The cell namespace the WD's copies go to (an apply intent), from the project
         namespace and the project's registration; a registration that cannot name it is
         reported on the WD and not retried."""
-        namespace = str(meta(wd)["namespace"])
+        namespace = get_str(wd, "metadata.namespace")
         project_ns = await project.client.get_or_none(NAMESPACES, namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {namespace} is not cached yet")
@@ -263,67 +311,77 @@ class Federator:
         existing: Copy | None,
         outcome: Outcome,
     ) -> None:
+        """One cell's copy: the pure decision (`copyplacement.next_action`) names one action,
+        `_act` makes its one write, and the decision looks again at what the write returned,
+        until `Done` (recorded as created / updated) or `Blocked` (the cell's failure). An
+        action never repeats within a pass (a write the server did not take as intended
+        waits for its watch event, never a hot loop)."""
         cell = self.mgr.clusters.get(share.cell)
         if cell is None:
             return
         if cell.state is not ClusterState.READY:
             outcome.failed[share.cell] = f"{cell.state} ({cell.describe()})"
             return
+        autoscaled = cell_owns_replicas(wd)
+        name = get_str(ns, "metadata.name")
+        desired = downstream_copy(project.name, wd, share, name, include_replicas=not autoscaled, target=target)
+        done: list[copyplacement.Action] = []
         try:
-            if not await self._ensure_namespace(cell, ns, project.name, outcome):
-                return
-            autoscaled = cell_owns_replicas(wd)
-            desired = downstream_copy(
-                project.name, wd, share, meta(ns)["name"], include_replicas=not autoscaled, target=target
-            )
-            cached = existing.obj if existing else None
-            kept = with_traceparent(desired, carried(cached))  # the change's trace rides on a spec write only
-            desired = copy_with_trace(desired, wd, cached, controllerutil.would_apply(kept, cached, FIELD_MANAGER))
-            result = await controllerutil.apply_if_differs(
-                cell.client, WORKLOAD_DEPLOYMENTS, desired, cached=existing.obj if existing else None,
-                field_manager=FIELD_MANAGER,
-            )  # fmt: skip
-            if result.operation is Operation.CREATED and autoscaled:
-                await self._initial_replicas(cell, desired, share)
+            seen = _Seen(await cell.client.get_or_none(NAMESPACES, name), existing.obj if existing else None)
+            while (
+                action := copyplacement.next_action(seen.observe(project.name, ns, desired, autoscaled))
+            ) not in done:
+                if isinstance(action, copyplacement.Blocked):
+                    outcome.failed[share.cell] = f"namespace {name} {action.reason}"
+                    return
+                if isinstance(action, copyplacement.Done):
+                    break
+                await self._act(action, cell, seen, ns, wd, desired, share)
+                done.append(action)
         except (APIError, TransportError, ClusterNotReadyError) as exc:
             # recorded per cell: the healthy cells are still written, the reconcile retries after
             outcome.failed[share.cell] = f"{type(exc).__name__}: {exc}"
             return
-        if result.operation is Operation.CREATED:
+        if copyplacement.CreateCopy() in done:
             outcome.created.append(share.cell)
-        elif result.operation is Operation.UPDATED:
+        elif copyplacement.UpdateCopy() in done:
             outcome.updated.append(share.cell)
 
-    async def _ensure_namespace(self, cell: Cluster, desired: Obj, project: str, outcome: Outcome) -> bool:
-        name = meta(desired)["name"]
-        cached = await cell.client.get_or_none(NAMESPACES, name)
-        if cached is not None:
-            owner = upstream_identity(None, cached)
-            if owner is None or owner.project != project:
-                outcome.failed[cell.name] = f"namespace {name} belongs to another project; nothing written"
-                return False
-            if meta(cached).get("deletionTimestamp"):
-                outcome.failed[cell.name] = f"namespace {name} is being deleted; waiting"
-                return False
-        await controllerutil.apply_if_differs(
-            cell.client, NAMESPACES, desired, cached=cached, field_manager=FIELD_MANAGER
-        )
-        return True
+    async def _act(
+        self, action: copyplacement.Action, cell: Cluster, seen: _Seen, ns: Obj, wd: Obj, desired: Obj, share: Share
+    ) -> None:
+        """One write for one action; `seen` takes what the server returned."""
+        if isinstance(action, copyplacement.ApplyNamespace):
+            applied = await controllerutil.apply_if_differs(
+                cell.client, NAMESPACES, ns, cached=seen.namespace, field_manager=FIELD_MANAGER
+            )
+            seen.namespace = applied.obj
+        elif isinstance(action, copyplacement.CreateCopy | copyplacement.UpdateCopy):
+            body = copy_with_trace(desired, wd, seen.copy, writes=True)  # the change's trace rides on a spec write
+            applied = await controllerutil.apply_if_differs(
+                cell.client, WORKLOAD_DEPLOYMENTS, body, cached=seen.copy, field_manager=FIELD_MANAGER
+            )
+            seen.copy, seen.created = applied.obj, applied.operation is Operation.CREATED
+        elif isinstance(action, copyplacement.SetInitialReplicas):
+            seen.copy = await self._initial_replicas(cell, desired, share)
 
-    async def _initial_replicas(self, cell: Cluster, desired: Obj, share: Share) -> None:
+    async def _initial_replicas(self, cell: Cluster, desired: Obj, share: Share) -> Obj:
         """An autoscaled copy gets its first replica count from a field manager that never
         writes again, so the cell's HPA (through the scale subresource) owns it after."""
         body = {
             "apiVersion": desired["apiVersion"],
             "kind": desired["kind"],
-            "metadata": {"name": meta(desired)["name"], "namespace": meta(desired)["namespace"]},
+            "metadata": {
+                "name": get_str(desired, "metadata.name"),
+                "namespace": get_str(desired, "metadata.namespace"),
+            },
             "spec": {"replicas": share.replicas},
         }
-        await cell.client.apply(WORKLOAD_DEPLOYMENTS, body, field_manager=INITIAL_REPLICAS_MANAGER, force=True)
+        return await cell.client.apply(WORKLOAD_DEPLOYMENTS, body, field_manager=INITIAL_REPLICAS_MANAGER, force=True)
 
     async def _remove(self, copies: Iterable[Copy], outcome: Outcome) -> None:
         for copy in copies:
-            if meta(copy.obj).get("deletionTimestamp"):
+            if is_deleting(copy.obj):
                 continue
             if copy.cell.state is not ClusterState.READY:
                 outcome.failed[copy.cell.name] = f"cannot remove the copy: cell {copy.cell.describe()}"
@@ -361,7 +419,7 @@ class Federator:
         for c in copies:
             held.setdefault(c.cell.name, []).append(c)
         cells = [DeletionCell(name, _cell_state(found[0].cell), found[0].cell.unreachable_for(), copy=True,
-                              copy_deleting=all(meta(c.obj).get("deletionTimestamp") for c in found))
+                              copy_deleting=all(is_deleting(c.obj) for c in found))
                  for name, found in held.items()]  # fmt: skip
         unseen = self._unsynced_cells_of_city(wd, set(held))
         return cells + [DeletionCell(c.name, _cell_state(c), c.unreachable_for(), unsynced=True) for c in unseen]
@@ -392,7 +450,7 @@ class Federator:
                 project, wd, "Normal", "Federated", f"federated to {len(shares)} cells: {placed or '-'}"
             )
         status = wd.get("status") or {}
-        if outcome.updated and status.get("observedGeneration") == meta(wd).get("generation"):
+        if outcome.updated and status.get("observedGeneration") == get_int(wd, "metadata.generation"):
             await self.events.event(
                 project,
                 wd,

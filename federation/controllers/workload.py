@@ -1,7 +1,8 @@
 """Workload controller (management mode): a Workload's placements become
 WorkloadDeployments in the same project namespace.
 
-Request key: (project cluster, project namespace, Workload name).
+Request key: (project cluster, project namespace, Workload name), handed over as the
+project `Cluster` and the cached Workload (`ForObject`: a gone Workload gets no call).
 Reads (caches): Workloads and WorkloadDeployments of project clusters (the federator's WD
 view); the registered cells (`fleetview`); the management cluster's Locations.
 Writes, and alone writes: WorkloadDeployments controlled by a Workload (field manager
@@ -35,13 +36,13 @@ from federation.fleet.routing import WORKLOAD_INDEXERS, Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterNotReadyError
+from mcruntime.fields import get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
-from mcruntime.objects import meta
+from mcruntime.objectreconciler import ForObject
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
-from mcruntime.request import Request
 from mcruntime.source import LOCAL
 
 log = logging.getLogger(__name__)
@@ -54,16 +55,12 @@ class WorkloadController:
         self.mgr = mgr
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
 
-    async def reconcile(self, req: Request) -> Result:
-        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
-        project = self.mgr.get_cluster(req.cluster)
-        # 2. fetch
-        workload = await project.client.get_or_none(WORKLOADS, req.name, namespace=req.namespace)
-        if workload is None:
-            return Result()  # gone; its WDs are reclaimed through their owner reference
+    async def reconcile(self, project: Cluster, workload: dict[str, Any]) -> Result:
+        # 1-2. the project and the cached Workload (`ForObject`: a cluster not engaged, or a
+        # Workload gone, gets no call; its WDs are reclaimed through their owner reference)
         owned = await self._owned(project, workload)
         # 3. deleting: delete the deployments, release the finalizer when they are gone
-        if meta(workload).get("deletionTimestamp"):
+        if is_deleting(workload):
             return await self._finalize(project, workload, owned)
         # 4. first sighting
         workload = await controllerutil.add_finalizer(
@@ -78,11 +75,11 @@ class WorkloadController:
         try:
             wanted = desired_deployments(workload, cities, locations)
         except ValueError as exc:
-            await self.events.event(req.cluster, workload, "Warning", "InvalidWorkload", str(exc))
+            await self.events.event(project.name, workload, "Warning", "InvalidWorkload", str(exc))
             return Result()
         # 6. write only the difference
         for wd in wanted.values():
-            await self._ensure(project, workload, wd, owned.get(wd["metadata"]["name"]))
+            await self._ensure(project, workload, wd, owned.get(get_str(wd, "metadata.name")))
         for name, wd in owned.items():
             if name not in wanted:
                 await self._delete(project, wd)
@@ -92,11 +89,13 @@ class WorkloadController:
         return Result()
 
     async def _owned(self, project: Cluster, workload: dict[str, Any]) -> dict[str, dict[str, Any]]:
-        uid = str(meta(workload).get("uid") or "")
+        uid = get_str(workload, "metadata.uid", required=False)
         found = await project.client.list(
-            WORKLOAD_DEPLOYMENTS, namespace=str(meta(workload).get("namespace")), index=(CONTROLLER_UID, uid)
+            WORKLOAD_DEPLOYMENTS,
+            namespace=get_str(workload, "metadata.namespace", required=False),
+            index=(CONTROLLER_UID, uid),
         )
-        return {str(meta(wd).get("name")): wd for wd in found}
+        return {get_str(wd, "metadata.name", required=False): wd for wd in found}
 
     async def _ensure(
         self, project: Cluster, workload: dict[str, Any], desired: dict[str, Any], current: dict[str, Any] | None
@@ -105,12 +104,14 @@ class WorkloadController:
         controllerutil.set_controller_reference(workload, desired)
         if current is None:
             existing = await project.client.get_or_none(
-                WORKLOAD_DEPLOYMENTS, desired["metadata"]["name"], namespace=desired["metadata"]["namespace"]
+                WORKLOAD_DEPLOYMENTS,
+                get_str(desired, "metadata.name"),
+                namespace=get_str(desired, "metadata.namespace"),
             )
             if existing is not None and not controllerutil.is_controlled_by(existing, workload):
                 await self.events.event(project.name, workload, "Warning", "DeploymentNameTaken",
-                                  f"WorkloadDeployment {desired['metadata']['name']} exists and is not controlled by "
-                                  "this Workload; it is left alone")  # fmt: skip
+                                  f"WorkloadDeployment {get_str(desired, 'metadata.name')} exists and is not "
+                                  "controlled by this Workload; it is left alone")  # fmt: skip
                 return
             current = existing
         await controllerutil.apply_if_differs(
@@ -118,7 +119,7 @@ class WorkloadController:
         )
 
     async def _delete(self, project: Cluster, wd: dict[str, Any]) -> None:
-        if meta(wd).get("deletionTimestamp"):
+        if is_deleting(wd):
             return
         await controllerutil.delete_exact(project.client, WORKLOAD_DEPLOYMENTS, wd)
 
@@ -152,7 +153,7 @@ class WorkloadController:
 def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: Workloads and their WDs in every project, cell registrations."""
     controller = WorkloadController(mgr)
-    ctrl = mgr.new_controller("workload-controller", controller, workers=options.workers)
+    ctrl = mgr.new_controller("workload-controller", ForObject(mgr, WORKLOADS, controller), workers=options.workers)
     ctrl.for_(WORKLOADS, clusters=PROJECTS, indexers=WORKLOAD_INDEXERS)
     ctrl.owns(WORKLOAD_DEPLOYMENTS, owner=WORKLOADS, clusters=PROJECTS, indexers={CONTROLLER_UID: controller_uid})
     routes = Routes(mgr)

@@ -32,6 +32,15 @@ Rules
   (InstancesProvisioning)`), so `kubectl get wd` shows the reason and
   `kubectl describe` who is behind.
 - No cell in `plan()` → both conditions False/`NoMatchingLocation`, naming the city.
+- `suspended` (issue 20): true when there is a target cell and every target cell's copy
+  is this WD's and reports `status.suspended: true` (the cell is its only writer; a stale
+  cell's last report counts: it is what the cell was told, and its conditions already say
+  it is unreachable). Otherwise — no cell, a copy not there yet, or a mix while the
+  annotation travels or a resume is under way — false if the field was ever written (a
+  resumed WD says so), absent if not. The mixed case is spelled out by the conditions: a
+  suspended cell contributes its copy's False/`Suspended`, which ranks first (the user's
+  own decision heads the rollup; the message still names every other cell and reason), so
+  the project WD says Suspended from the first cell that stopped until the last one resumed.
 - Conditions follow `set_condition_json`: `lastTransitionTime` (= `now`) moves only when
   a condition's status changes, so aggregating again with the same inputs returns an
   identical status and the caller writes nothing. `now` affects nothing else.
@@ -57,6 +66,7 @@ from federation.api.reasons import (
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas
 from federation.fleet.placement import Share, city_code, desired_replicas
 from mcruntime.controllerutil import is_subset
+from mcruntime.fields import get_int, get_mapping, get_str, get_str_map
 
 # A cell has been unreachable beyond the freshness threshold: its contribution is Unknown.
 # (Not yet in federation/api/reasons.py.)
@@ -67,11 +77,13 @@ REPLICAS_READY = str(WorkloadDeploymentCondition.REPLICAS_READY)
 AWAITING_PROPAGATION = str(ReplicasReadyReason.AWAITING_PROPAGATION)
 NO_MATCHING_LOCATION = str(WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION)
 
-# Worst first. A cell may report an Instance's blocking reason, so those come first in
-# the Instance Ready priority's order; then quota; then "we do not know" and "not there
-# yet"; then progress; the healthy reasons last. A reason not listed ranks just before
+# Worst first. A suspended cell first: it says what the user asked for. Then a cell may
+# report an Instance's blocking reason, so those come in the Instance Ready priority's
+# order; then quota; then "we do not know" and "not there yet"; then progress; the
+# healthy reasons last. A reason not listed ranks just before
 # the healthy ones (specific enough to be shown, not known to be worse than progress).
 REASON_ORDER: tuple[str, ...] = (
+    WorkloadDeploymentAvailableReason.SUSPENDED,  # asked for: heads the rollup (same word as ReplicasReady's)
     InstanceReadyReason.NETWORK_FAILED_TO_CREATE,
     InstanceReadyReason.IMAGE_UNAVAILABLE,
     InstanceReadyReason.INSTANCE_CRASHING,
@@ -129,10 +141,6 @@ def _rfc3339(when: datetime, what: str) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _count(status: Mapping[str, Any], key: str, cell: str) -> int:
     value = status.get(key)
     if value is None:
@@ -167,22 +175,22 @@ class _CellView:
 
 def _unwritten(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
     """Why the copy does not carry what the federator writes yet (None: it does)."""
-    copy = _mapping(report.copy)
+    copy = report.copy or {}
     want = {k: v for k, v in report.desired_copy_spec.items() if not (k == "replicas" and cell_owns_replicas(wd))}
     if not subset({"spec": want}, copy):
         return "copy not yet updated to the current spec"
-    annotations = _mapping(_mapping(copy.get("metadata")).get("annotations"))
+    annotations = get_str_map(copy, "metadata.annotations")
     if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):
         return f"copy not yet moved to ordinal start {report.share.ordinal_start}"
     return None
 
 
 def _lag(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
-    copy = _mapping(report.copy)
+    copy = report.copy or {}
     if (unwritten := _unwritten(report, wd, subset)) is not None:
         return unwritten
-    generation = _mapping(copy.get("metadata")).get("generation")
-    observed = _mapping(copy.get("status")).get("observedGeneration")
+    generation = get_int(copy, "metadata.generation")
+    observed = get_mapping(copy, "status").get("observedGeneration")
     if generation is None or observed != generation:
         return f"spec not yet observed by the cell (generation {generation}, observed {observed})"
     return None
@@ -193,27 +201,27 @@ def copies_written(wd: Mapping[str, Any], reports: Sequence[CellReport], subset:
     observed by its cell or not: what is left to converge is the cells' part. (The status
     projector starts a WD's AwaitingPropagation delay here, so the manager's own backlog
     of copies to write is not taken for a slow cell.)"""
-    uid = _mapping(wd.get("metadata")).get("uid")
+    uid = get_str(wd, "metadata.uid", required=False)
     for report in reports:
         if report.copy is None or not uid:
             return False
-        annotations = _mapping(_mapping(report.copy.get("metadata")).get("annotations"))
+        annotations = get_str_map(report.copy, "metadata.annotations")
         if annotations.get(UPSTREAM_UID_ANNOTATION) != uid or _unwritten(report, wd, subset) is not None:
             return False
     return True
 
 
 def _view(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> _CellView:
-    uid = _mapping(wd.get("metadata")).get("uid")
+    uid = get_str(wd, "metadata.uid", required=False)
     copy = report.copy
-    annotations = _mapping(_mapping(copy.get("metadata")).get("annotations")) if copy is not None else {}
+    annotations = get_str_map(copy, "metadata.annotations") if copy is not None else {}
     present = copy is not None and bool(uid) and annotations.get(UPSTREAM_UID_ANNOTATION) == uid
     return _CellView(
         report=report,
         stale=report.stale_since is not None,
         present=present,
         lag=_lag(report, wd, subset) if present else "copy not created yet",
-        status=_mapping(copy.get("status")) if present and copy is not None else {},
+        status=get_mapping(copy, "status") if present and copy is not None else {},
     )
 
 
@@ -282,15 +290,14 @@ def aggregate(
     (`downstream.target_city`; None reads `spec.cityCode`); `unplaced` is the message of
     a location that resolves to no city (then there are no reports and the conditions
     say NoMatchingLocation with it)."""
-    meta = _mapping(wd.get("metadata"))
-    name = meta.get("name")
-    if not isinstance(name, str) or not name:
+    name = get_str(wd, "metadata.name", required=False)
+    if not name:
         raise ValueError(f"WorkloadDeployment metadata.name: required, got {name!r}")
     desired = desired_replicas(wd)
     if unplaced is None and city is None:
         city = city_code(wd)
     stamp = _rfc3339(now, "now")
-    previous = _mapping(wd.get("status"))
+    previous = get_mapping(wd, "status")
     status: dict[str, Any] = _copy.deepcopy(dict(previous))
     views = [_view(report, wd, subset) for report in reports]
 
@@ -299,7 +306,7 @@ def aggregate(
     status["desiredReplicas"] = desired
     status["selector"] = workload_deployment_selector(name)
 
-    generation, held = meta.get("generation"), previous.get("observedGeneration")
+    generation, held = get_int(wd, "metadata.generation"), previous.get("observedGeneration")
     held = held if isinstance(held, int) and not isinstance(held, bool) else None
     observed = held
     if isinstance(generation, int) and all(not v.stale and v.present and v.lag is None for v in views):
@@ -321,4 +328,7 @@ def aggregate(
             conditions, type_, result.status, result.reason, result.message, observed_generation=observed, now=stamp
         )
     status["conditions"] = conditions
+    suspended = bool(views) and all(v.present and v.status.get("suspended") is True for v in views)
+    if suspended or "suspended" in status:
+        status["suspended"] = suspended
     return status

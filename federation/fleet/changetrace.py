@@ -11,7 +11,8 @@ from opentelemetry.trace import SpanContext
 from opentelemetry.util.types import AttributeValue
 
 from federation.api.constants import Annotation
-from mcruntime.objects import Obj, meta
+from mcruntime.fields import get_int, get_str, get_str_map
+from mcruntime.objects import Obj
 from mcruntime.tracing import change_context, parse_traceparent, traceparent
 
 TRACEPARENT_ANNOTATION = str(Annotation.TRACEPARENT)
@@ -19,16 +20,16 @@ TRACEPARENT_ANNOTATION = str(Annotation.TRACEPARENT)
 
 def change_of(wd: Mapping[str, Any]) -> SpanContext:
     """The root of the trace of the WD's current generation."""
-    return change_context(str(meta(wd).get("uid") or ""), int(meta(wd).get("generation") or 0))
+    return change_context(get_str(wd, "metadata.uid", required=False), get_int(wd, "metadata.generation") or 0)
 
 
 def stage_attributes(cluster: str, obj: Mapping[str, Any]) -> dict[str, AttributeValue]:
     """A stage span's attributes: the cluster it ran in, the WD (or Instance), its generation."""
     return {
         "k8s.cluster.name": cluster,
-        "k8s.namespace.name": str(meta(obj).get("namespace") or ""),
-        "k8s.object.name": str(meta(obj).get("name") or ""),
-        "generation": int(meta(obj).get("generation") or 0),
+        "k8s.namespace.name": get_str(obj, "metadata.namespace", required=False),
+        "k8s.object.name": get_str(obj, "metadata.name", required=False),
+        "generation": get_int(obj, "metadata.generation") or 0,
     }
 
 
@@ -36,7 +37,7 @@ def carried(obj: Mapping[str, Any] | None) -> str | None:
     """The traceparent an object carries, if any."""
     if obj is None:
         return None
-    value = (meta(obj).get("annotations") or {}).get(TRACEPARENT_ANNOTATION)
+    value = get_str_map(obj, "metadata.annotations").get(TRACEPARENT_ANNOTATION)
     return str(value) if value else None
 
 

@@ -45,6 +45,7 @@ from federation.api.constants import API_VERSION, Annotation, Kind, Label
 from federation.api.naming import downstream_namespace_name
 from federation.fleet.locations import CityTarget, InvalidPlacementSpec, KnownLocation, resolve_city
 from federation.fleet.placement import CellInfo, PlacementError, Share, city_code, plan
+from mcruntime.fields import get_str, get_str_map
 from mcruntime.objects import LAST_APPLIED
 
 # on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
@@ -74,14 +75,9 @@ class UpstreamRef:
     uid: str
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    found = obj.get("metadata")
-    return found if isinstance(found, Mapping) else {}
-
-
 def _required(obj: Mapping[str, Any], key: str, what: str) -> str:
-    value = _meta(obj).get(key)
-    if not isinstance(value, str) or not value:
+    value = get_str(obj, f"metadata.{key}", required=False)
+    if not value:
         raise ValueError(f"{what} metadata.{key}: required, got {value!r}")
     return value
 
@@ -90,9 +86,10 @@ def _string_at(obj: Mapping[str, Any] | None, section: str, key: str) -> str | N
     """A non-empty string under metadata.<section>[key], else None (tolerant reading)."""
     if not isinstance(obj, Mapping):
         return None
-    values = _meta(obj).get(section)
-    value = values.get(key) if isinstance(values, Mapping) else None
-    return value if isinstance(value, str) and value else None
+    try:
+        return get_str_map(obj, f"metadata.{section}").get(key) or None
+    except ValueError:  # a malformed map reads as no value here
+        return None
 
 
 def _check_cluster(project_cluster: str) -> None:
@@ -175,19 +172,14 @@ def downstream_copy(
     if not isinstance(namespace, str) or not namespace:
         raise ValueError(f"downstream namespace {namespace!r}: must not be empty")
     name = _required(wd, "name", f"project {project_cluster!r} WorkloadDeployment")
-    what = f"WorkloadDeployment {project_cluster}/{_meta(wd).get('namespace')}/{name}"
+    what = f"WorkloadDeployment {project_cluster}/{get_str(wd, 'metadata.namespace', required=False)}/{name}"
     project_ns = _required(wd, "namespace", what)
     uid = _required(wd, "uid", what)
     labels = {str(Label.TOPOLOGY_CITY_CODE): target.city_code, str(Label.UPSTREAM_NAMESPACE): project_ns}
     if target.location is not None:
         labels[str(Label.TOPOLOGY_LOCATION)] = target.location
     spec = {k: _copy.deepcopy(v) for k, v in wd["spec"].items() if k != "replicas"}
-    own = _meta(wd).get("annotations")
-    federated = {
-        str(k): str(v)
-        for k, v in (own if isinstance(own, Mapping) else {}).items()
-        if k not in NOT_FEDERATED_ANNOTATIONS
-    }
+    federated = {k: v for k, v in get_str_map(wd, "metadata.annotations").items() if k not in NOT_FEDERATED_ANNOTATIONS}
     if include_replicas:
         spec["replicas"] = share.replicas
     return {
@@ -235,7 +227,7 @@ def copy_ordinals(copy: Mapping[str, Any]) -> range | None:
 def own_copies(wd: Mapping[str, Any], copies: Iterable[tuple[str, Mapping[str, Any]]]) -> dict[str, Mapping[str, Any]]:
     """cell → copy, for the `(cell, copy)` pairs made from this very WD (upstream-uid
     annotation = the WD's UID); a copy of an earlier WD of the same name is not one."""
-    uid = _meta(wd).get("uid")
+    uid = get_str(wd, "metadata.uid", required=False)
     return {
         cell: copy for cell, copy in copies if uid and _string_at(copy, "annotations", UPSTREAM_UID_ANNOTATION) == uid
     }
@@ -278,10 +270,10 @@ def upstream_identity(copy: Mapping[str, Any] | None, namespace: Mapping[str, An
         return None
     if copy is None:
         return UpstreamRef(project, project_ns, "", "")
-    name = _meta(copy).get("name")
-    if not isinstance(name, str) or not name:
+    name = get_str(copy, "metadata.name", required=False)
+    if not name:
         return None
-    if _meta(copy).get("namespace") != _meta(namespace).get("name"):
+    if get_str(copy, "metadata.namespace", required=False) != get_str(namespace, "metadata.name", required=False):
         return None  # the copy does not live in this namespace
     if _string_at(copy, "labels", str(Label.UPSTREAM_NAMESPACE)) != project_ns:
         return None

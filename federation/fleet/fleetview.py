@@ -17,8 +17,8 @@ from federation.fleet.placement import CellInfo, city_key
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotReadyError
+from mcruntime.fields import get_str
 from mcruntime.manager import Manager
-from mcruntime.objects import meta
 from mcruntime.source import LOCAL, ClusterFilter, engaged
 
 CELLS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.CELL}")
@@ -137,7 +137,7 @@ async def find_copies(mgr: Manager, project: str, namespace: str, name: str) -> 
             continue
         for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, upstream_key(project, namespace)):
             try:
-                obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=str(meta(ns)["name"]))
+                obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=get_str(ns, "metadata.name"))
             except ClusterNotReadyError:
                 continue  # the copies' view is still syncing: the cell's READY event comes back here
             if obj is not None:

@@ -27,6 +27,7 @@ from typing import Any
 
 from federation.api.constants import Label
 from federation.fleet.placement import city_key
+from mcruntime.fields import get_mapping, get_str, get_str_map
 from mcruntime.selectors import LabelSelector
 
 CITY_CODE_KEY = Label.TOPOLOGY_CITY_CODE.value
@@ -43,12 +44,10 @@ class KnownLocation:
 
 def known_location(obj: Mapping[str, Any]) -> KnownLocation:
     """From a Location as the API server returns it (a wire dict)."""
-    meta = obj.get("metadata") or {}
-    spec = obj.get("spec") or {}
-    topology = {str(k): str(v) for k, v in (spec.get("topology") or {}).items()}
-    labels = {str(k): str(v) for k, v in (meta.get("labels") or {}).items()}
+    topology = {str(k): str(v) for k, v in get_mapping(obj, "spec.topology").items()}
+    labels = get_str_map(obj, "metadata.labels")
     return KnownLocation(
-        name=str(meta.get("name") or ""),
+        name=get_str(obj, "metadata.name", required=False),
         city_code=topology.get(CITY_CODE_KEY, "").strip(),
         labels={**labels, **topology},
     )

@@ -21,13 +21,14 @@ from federation.api.constants import Label
 from federation.api.resources import INSTANCES
 from federation.fleet.downstream import copy_ordinals
 from mcruntime import controllerutil
-from mcruntime.objects import Obj, meta
+from mcruntime.fields import get_str, get_str_map, is_deleting
+from mcruntime.objects import Obj
 
 CELL_ANNOTATION = "compute.datumapis.com/cell"  # on a projection: the cell it mirrors
 
 
 def instance_ordinal(instance: Mapping[str, Any]) -> int | None:
-    value = (meta(instance).get("labels") or {}).get(str(Label.INSTANCE_INDEX))
+    value = get_str_map(instance, "metadata.labels").get(str(Label.INSTANCE_INDEX))
     try:
         return int(value) if value is not None else None
     except ValueError:
@@ -51,7 +52,7 @@ class Source:
 
     @property
     def rank(self) -> tuple[bool, bool, str]:
-        deleting = bool(meta(self.instance).get("deletionTimestamp"))
+        deleting = is_deleting(self.instance)
         return (not self.in_share, deleting, self.cell)
 
 
@@ -63,14 +64,14 @@ def choose(sources: Iterable[Source]) -> Source | None:
 def projection(source: Source) -> Obj:
     """The project Instance for a cell Instance (an apply intent for metadata and spec)."""
     inst, wd = source.instance, source.wd
-    labels = {str(k): str(v) for k, v in (meta(inst).get("labels") or {}).items()}
-    labels[str(Label.WORKLOAD_DEPLOYMENT_UID)] = str(meta(wd)["uid"])  # the project's WD, not the cell copy
+    labels = {str(k): str(v) for k, v in get_str_map(inst, "metadata.labels").items()}
+    labels[str(Label.WORKLOAD_DEPLOYMENT_UID)] = get_str(wd, "metadata.uid")  # the project's WD, not the cell copy
     return {
         "apiVersion": INSTANCES.api_version,
         "kind": INSTANCES.kind,
         "metadata": {
-            "name": meta(inst)["name"],
-            "namespace": meta(wd)["namespace"],
+            "name": get_str(inst, "metadata.name"),
+            "namespace": get_str(wd, "metadata.namespace"),
             "labels": labels,
             "annotations": {CELL_ANNOTATION: source.cell},
             "ownerReferences": [controllerutil.controller_reference(wd)],
@@ -83,6 +84,9 @@ def projection_status(source: Source) -> Obj:
     return {
         "apiVersion": INSTANCES.api_version,
         "kind": INSTANCES.kind,
-        "metadata": {"name": meta(source.instance)["name"], "namespace": meta(source.wd)["namespace"]},
+        "metadata": {
+            "name": get_str(source.instance, "metadata.name"),
+            "namespace": get_str(source.wd, "metadata.namespace"),
+        },
         "status": source.instance.get("status") or {},
     }

@@ -24,8 +24,8 @@ from typing import Any
 
 from opentelemetry.metrics import MeterProvider
 
+from mcruntime.fields import get_str
 from mcruntime.manager import Manager
-from mcruntime.objects import meta
 
 # seconds: a change reaches copies in milliseconds and the project status in seconds, or is stuck for minutes
 PROPAGATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
@@ -94,7 +94,10 @@ class PropagationClock:
         """A cell's copy changed (its watch event reached this manager): the clock of
         cell write -> projection starts for that version of the copy (an update maps both
         its old and new object here: each version keeps its own first arrival)."""
-        uid, version = str(meta(copy).get("uid") or ""), str(meta(copy).get("resourceVersion") or "")
+        uid, version = (
+            get_str(copy, "metadata.uid", required=False),
+            get_str(copy, "metadata.resourceVersion", required=False),
+        )
         if uid:
             versions = self._copy_changes.setdefault(uid, {})
             versions.setdefault(version, time.monotonic())
@@ -107,7 +110,10 @@ class PropagationClock:
         (their clocks stop unmeasured)."""
         now = time.monotonic()
         for copy in copies.values():
-            uid, version = str(meta(copy).get("uid") or ""), str(meta(copy).get("resourceVersion") or "")
+            uid, version = (
+                get_str(copy, "metadata.uid", required=False),
+                get_str(copy, "metadata.resourceVersion", required=False),
+            )
             arrived = self._copy_changes.get(uid, {}).get(version)
             if arrived is None:
                 continue

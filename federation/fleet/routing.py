@@ -32,9 +32,10 @@ from federation.fleet.placement import city_key, same_city
 from federation.fleet.projection import CELL_ANNOTATION
 from mcruntime import controllerutil
 from mcruntime.errors import ClusterNotReadyError
+from mcruntime.fields import get_str, get_str_map
 from mcruntime.indexers import CONTROLLER_UID
 from mcruntime.manager import Manager
-from mcruntime.objects import Obj, meta
+from mcruntime.objects import Obj
 from mcruntime.request import Request
 from mcruntime.resources import Resource
 from mcruntime.source import ClusterEvent, ClusterEventType
@@ -65,7 +66,7 @@ WORKLOAD_INDEXERS = {PLACEMENT_CITY_INDEX: placement_cities, PLACES_BY_LOCATION_
 
 def projected_from(projection: Obj) -> list[str]:
     """Index: the cell a projection mirrors."""
-    cell = (meta(projection).get("annotations") or {}).get(CELL_ANNOTATION)
+    cell = get_str_map(projection, "metadata.annotations").get(CELL_ANNOTATION)
     return [str(cell)] if cell else []
 
 
@@ -73,14 +74,14 @@ def instances_of_copy(instance: Obj) -> list[str]:
     """Index: the copy (cell namespace and WD name) an Instance belongs to, so one WD's
     Instances are found without decoding the rest of the namespace."""
     wd_name = deployment_of_instance(instance)
-    return [f"{meta(instance).get('namespace') or ''}/{wd_name}"] if wd_name else []
+    return [f"{get_str(instance, 'metadata.namespace', required=False)}/{wd_name}"] if wd_name else []
 
 
 def _namespace(mgr: Manager, cell_name: str, obj: dict[str, Any]) -> dict[str, Any] | None:
     cell = mgr.clusters.get(cell_name)
     if cell is None or cell.cache.view_of(NAMESPACES) is None:
         return None
-    return cell.cache.informer_of(NAMESPACES).get(str(meta(obj).get("namespace") or ""))
+    return cell.cache.informer_of(NAMESPACES).get(get_str(obj, "metadata.namespace", required=False))
 
 
 def upstream_of(mgr: Manager, cell_name: str, obj: dict[str, Any]) -> UpstreamRef | None:
@@ -110,7 +111,11 @@ class Routes:
     def _in_projects(self, resource: Resource, index: str, value: str) -> list[Request]:
         """A request for every object of `resource` in every project whose `index` is `value`."""
         return [
-            Request(project.name, str(meta(obj).get("namespace")), str(meta(obj).get("name")))
+            Request(
+                project.name,
+                get_str(obj, "metadata.namespace", required=False),
+                get_str(obj, "metadata.name", required=False),
+            )
             for project in project_clusters(self.mgr)
             for obj in project.cache.informer_of(resource).store.by_index(index, value)
         ]
@@ -129,8 +134,8 @@ class Routes:
         ref = upstream_identity(None, ns)
         if cell is None or ref is None or not self._served(ref.project):
             return []
-        copies = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list(str(meta(ns).get("name")))
-        return [Request(ref.project, ref.namespace, str(meta(c).get("name"))) for c in copies]
+        copies = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list(get_str(ns, "metadata.name", required=False))
+        return [Request(ref.project, ref.namespace, get_str(c, "metadata.name", required=False)) for c in copies]
 
     def wds_of_city(self, city: str) -> list[Request]:
         """Every project WD placed in `city`: by `spec.cityCode`, or by a Location whose
@@ -170,7 +175,7 @@ class Routes:
         if event.type is ClusterEventType.READY and cell is not None:
             namespaces = cell.cache.informer_of(NAMESPACES)
             for copy in cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list():
-                ref = upstream_identity(copy, namespaces.get(str(meta(copy).get("namespace") or "")))
+                ref = upstream_identity(copy, namespaces.get(get_str(copy, "metadata.namespace", required=False)))
                 if ref is not None and self._served(ref.project):
                     requests[Request(ref.project, ref.namespace, ref.name)] = None
         return list(requests)
@@ -202,7 +207,7 @@ class Routes:
         ref = upstream_of(self.mgr, cell_name, instance)
         if ref is None:
             return []
-        return [Request(ref.project, ref.namespace, str(meta(instance).get("name")))]
+        return [Request(ref.project, ref.namespace, get_str(instance, "metadata.name", required=False))]
 
     async def projections_of_wd(self, project_name: str, wd: Obj) -> list[Request]:
         """A project WD changed (created, deleted, moved): its projections and the cell
@@ -210,17 +215,22 @@ class Routes:
         project = self.mgr.clusters.get(project_name)
         if project is None:
             return []
-        namespace = str(meta(wd).get("namespace") or "")
+        namespace = get_str(wd, "metadata.namespace", required=False)
         projections = project.cache.informer_of(INSTANCES).store
         # index keys only ("<namespace>/<name>"): a name is all a request needs, nothing is decoded
-        names = {k.rpartition("/")[2] for k in projections.index_keys(CONTROLLER_UID, str(meta(wd).get("uid") or ""))}
+        names = {
+            k.rpartition("/")[2]
+            for k in projections.index_keys(CONTROLLER_UID, get_str(wd, "metadata.uid", required=False))
+        }
         key = upstream_key(project_name, namespace)
-        wd_name = str(meta(wd).get("name"))
+        wd_name = get_str(wd, "metadata.name", required=False)
         for cell in cell_clusters(self.mgr):
             if cell.cache.view_of(INSTANCES) is None or not cell_synced(cell):
                 continue
             instances = cell.cache.informer_of(INSTANCES).store
             for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
-                for inst_key in instances.index_keys(INSTANCES_OF_COPY_INDEX, f"{meta(ns)['name']}/{wd_name}"):
+                for inst_key in instances.index_keys(
+                    INSTANCES_OF_COPY_INDEX, f"{get_str(ns, 'metadata.name')}/{wd_name}"
+                ):
                     names.add(inst_key.rpartition("/")[2])
         return [Request(project_name, namespace, name) for name in sorted(names)]

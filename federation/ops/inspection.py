@@ -43,6 +43,7 @@ from federation.ops.snapshot import (
 )
 from mcruntime.connection import ConnectionConfig
 from mcruntime.errors import ConfigError
+from mcruntime.fields import get_str
 
 DEFAULT_INTERVAL = 2.0
 
@@ -296,7 +297,7 @@ async def plan(args: argparse.Namespace) -> None:
             desired_replicas(wd)
         except PlacementError as exc:
             raise CommandError(f"{source}: {exc}") from None
-        own = wd["metadata"].get("namespace")
+        own = get_str(wd, "metadata.namespace", required=False)
         if args.namespace and own and own != args.namespace:
             raise CommandError(f"{source}: metadata.namespace {own!r} does not match --namespace {args.namespace!r}")
         namespace = args.namespace or own or "default"

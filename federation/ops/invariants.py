@@ -46,7 +46,8 @@ from federation.fleet.placement import PlacementError, Share
 from federation.fleet.projection import CELL_ANNOTATION, Source, choose, holds_ordinal
 from federation.ops.snapshot import CellCopy, ProjectSnapshot, Snapshot, controller_uid
 from mcruntime.controllerutil import is_subset
-from mcruntime.objects import Obj, annotations_of, meta, name_of
+from mcruntime.fields import get_list, get_str, get_str_map, is_deleting
+from mcruntime.objects import Obj
 
 
 class ViolationKind(enum.StrEnum):
@@ -93,20 +94,16 @@ def violations(snapshot: Snapshot) -> list[Violation]:
     return list(check(snapshot).violations)
 
 
-def _deleting(obj: Mapping[str, Any]) -> bool:
-    return bool(meta(obj).get("deletionTimestamp"))
-
-
 def _finalizers(obj: Mapping[str, Any]) -> list[str]:
-    return [str(f) for f in meta(obj).get("finalizers") or []]
+    return [str(f) for f in get_list(obj, "metadata.finalizers")]
 
 
 def _uid(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("uid") or "")
+    return get_str(obj, "metadata.uid", required=False)
 
 
 def _ns(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("namespace") or "")
+    return get_str(obj, "metadata.namespace", required=False)
 
 
 def _strip_transition_times(status: Mapping[str, Any]) -> dict[str, Any]:
@@ -189,7 +186,7 @@ class _Checker:
                     inst
                 )
             for wd in project.workload_deployments:
-                self.wds[(project.name, _ns(wd), name_of(wd))] = wd
+                self.wds[(project.name, _ns(wd), get_str(wd, "metadata.name", required=False))] = wd
 
     def add(self, kind: ViolationKind, message: str) -> None:
         self.violations.append(Violation(kind, message))
@@ -220,18 +217,22 @@ class _Checker:
                 )
         for project in snap.projects.values():
             if project.reachable:
-                for wd in sorted(project.workload_deployments, key=lambda o: (_ns(o), name_of(o))):
+                for wd in sorted(
+                    project.workload_deployments, key=lambda o: (_ns(o), get_str(o, "metadata.name", required=False))
+                ):
                     self.workload_deployment(project, wd)
-                for workload in sorted(project.workloads, key=lambda o: (_ns(o), name_of(o))):
+                for workload in sorted(
+                    project.workloads, key=lambda o: (_ns(o), get_str(o, "metadata.name", required=False))
+                ):
                     self.workload_finalizer(project, workload)
         self.orphans()
         self.duplicate_instances()
 
     def workload_deployment(self, project: ProjectSnapshot, wd: Obj) -> None:
-        ns, name, uid = _ns(wd), name_of(wd), _uid(wd)
+        ns, name, uid = _ns(wd), get_str(wd, "metadata.name", required=False), _uid(wd)
         what = f"project {project.name}: WorkloadDeployment {ns}/{name}"
         named = self.by_upstream.get((project.name, ns, name), [])
-        if _deleting(wd):
+        if is_deleting(wd):
             self.federator_finalizer(what, wd, named)
             return
         ours = [c for c in named if c.upstream_uid == uid]
@@ -283,7 +284,7 @@ class _Checker:
                     f"{what}: cell {share.cell} holds {len(found)} copies (namespaces {where}); one is planned",
                 )
             for copy in found:
-                start = annotations_of(copy.obj).get(Annotation.ORDINAL_START, "0")
+                start = get_str_map(copy.obj, "metadata.annotations").get(Annotation.ORDINAL_START, "0")
                 replicas = (copy.obj.get("spec") or {}).get("replicas")
                 wrong = []
                 if start != str(share.ordinal_start):
@@ -344,12 +345,14 @@ class _Checker:
     def duplicate_instances(self) -> None:
         holders: dict[tuple[str, str, str], list[str]] = {}
         for cell in self.snap.cells.values():
-            namespaces = {name_of(ns): ns for ns in cell.namespaces}
+            namespaces = {get_str(ns, "metadata.name", required=False): ns for ns in cell.namespaces}
             for inst in cell.instances:
                 copy_ns = namespaces.get(_ns(inst))
                 up = None if copy_ns is None else _upstream_of_namespace(copy_ns)
                 if up is not None:
-                    holders.setdefault((*up, name_of(inst)), []).append(f"{cell.name} ({cell.city_code or 'no city'})")
+                    holders.setdefault((*up, get_str(inst, "metadata.name", required=False)), []).append(
+                        f"{cell.name} ({cell.city_code or 'no city'})"
+                    )
         for (project, namespace, name), cells in sorted(holders.items()):
             if len(cells) > 1:
                 self.add(
@@ -363,12 +366,16 @@ class _Checker:
     ) -> None:
         ns, uid = _ns(wd), _uid(wd)
         projections = {
-            name_of(p): p for p in self.controlled.get((f"project/{project.name}", ns, uid), []) if not _deleting(p)
+            get_str(p, "metadata.name", required=False): p
+            for p in self.controlled.get((f"project/{project.name}", ns, uid), [])
+            if not is_deleting(p)
         }
         sources: dict[str, list[Source]] = {}
         for copy in ours:
             for inst in self.controlled.get((f"cell/{copy.cell}", copy.namespace, copy.uid), []):
-                sources.setdefault(name_of(inst), []).append(Source(copy.cell, inst, wd, holds_ordinal(copy.obj, inst)))
+                sources.setdefault(get_str(inst, "metadata.name", required=False), []).append(
+                    Source(copy.cell, inst, wd, holds_ordinal(copy.obj, inst))
+                )
         unread = sorted(s.cell for s in shares if not self.read(s.cell))
         for name in sorted(set(sources) - set(projections)):
             cells = ", ".join(sorted(s.cell for s in sources[name]))
@@ -377,7 +384,7 @@ class _Checker:
                 f"{what}: Instance {name} in cell {cells} has no projection in project {project.name}",
             )
         for name in sorted(set(projections) - set(sources)):
-            claimed = annotations_of(projections[name]).get(CELL_ANNOTATION, "")
+            claimed = get_str_map(projections[name], "metadata.annotations").get(CELL_ANNOTATION, "")
             if unread or (claimed and not self.read(claimed)):
                 continue  # the Instance may be in a cell that was not read
             self.add(
@@ -388,7 +395,7 @@ class _Checker:
             source = choose(sources[name])
             assert source is not None  # every name in `sources` has at least one
             shown = projections[name]
-            claimed = annotations_of(shown).get(CELL_ANNOTATION, "")
+            claimed = get_str_map(shown, "metadata.annotations").get(CELL_ANNOTATION, "")
             if claimed != source.cell:
                 self.add(
                     ViolationKind.STALE_PROJECTION,
@@ -440,14 +447,15 @@ class _Checker:
         )
 
     def workload_finalizer(self, project: ProjectSnapshot, workload: Obj) -> None:
-        if not _deleting(workload) or Finalizer.WORKLOAD_CONTROLLER not in _finalizers(workload):
+        if not is_deleting(workload) or Finalizer.WORKLOAD_CONTROLLER not in _finalizers(workload):
             return
         uid = _uid(workload)
         if any(controller_uid(wd) == uid for wd in project.workload_deployments):
             return
         self.add(
             ViolationKind.STUCK_FINALIZER,
-            f"project {project.name}: Workload {_ns(workload)}/{name_of(workload)} is being deleted and holds "
+            f"project {project.name}: Workload {_ns(workload)}/{get_str(workload, 'metadata.name', required=False)} "
+            "is being deleted and holds "
             f"{Finalizer.WORKLOAD_CONTROLLER}, but controls no WorkloadDeployment",
         )
 

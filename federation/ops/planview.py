@@ -44,7 +44,8 @@ from federation.fleet.placement import desired_replicas, moves
 from federation.ops.snapshot import CellCopy, Snapshot
 from federation.ops.statusview import ordinals_text
 from mcruntime.controllerutil import is_subset
-from mcruntime.objects import Obj, meta, name_of
+from mcruntime.fields import get_mapping, get_str
+from mcruntime.objects import Obj
 
 # downstream_copy wants a UID and a namespace; only the spec it builds is compared here
 _PLACEHOLDER_UID = "00000000-0000-0000-0000-000000000000"
@@ -118,8 +119,10 @@ def parse_workload_deployment(text: str, source: str) -> dict[str, Any]:
         raise InputError(f"{source}: kind {doc.get('kind')!r} is not a WorkloadDeployment")
     if doc.get("apiVersion") != API_VERSION:
         raise InputError(f"{source}: apiVersion {doc.get('apiVersion')!r}: expected {API_VERSION}")
-    if not isinstance(doc.get("metadata"), dict) or not doc["metadata"].get("name"):
-        raise InputError(f"{source}: metadata.name: required")
+    try:
+        get_str(doc, "metadata.name")
+    except ValueError as exc:
+        raise InputError(f"{source}: {exc}") from None
     strict = strict_decoding_error(doc)  # unknown fields, as the server's strict validation reports them
     if strict is not None:
         raise InputError(f"{source}: {strict}")
@@ -150,12 +153,12 @@ def plan_view(snapshot: Snapshot, project: str, wd: Mapping[str, Any], namespace
     """The plan of `wd` (parsed, e.g. by `parse_workload_deployment`) for `project`'s
     `namespace`. Raises PlacementError for a WD placement rejects."""
     found = snapshot.projects[project]
-    name = name_of(wd)
+    name = get_str(wd, "metadata.name", required=False)
     deployed = found.workload_deployment(namespace, name)
-    uid = str(meta(deployed).get("uid") or "") if deployed is not None else ""
+    uid = get_str(deployed, "metadata.uid", required=False) if deployed is not None else ""
     named = snapshot.copies_of(project, namespace, name)
     ours = {c.cell: c for c in named if uid and c.upstream_uid == uid}
-    placed = {**wd, "metadata": {**dict(meta(wd)), "namespace": namespace, "uid": uid or _PLACEHOLDER_UID}}
+    placed = {**wd, "metadata": {**get_mapping(wd, "metadata"), "namespace": namespace, "uid": uid or _PLACEHOLDER_UID}}
     pairs = [(c.cell, c.obj) for c in named]
     target = target_city(placed, snapshot.locations)
     shares = planned_shares(placed, snapshot.cell_infos(), pairs, snapshot.locations)

@@ -52,7 +52,8 @@ from federation.fleet.placement import CellInfo
 from mcruntime.client import Client
 from mcruntime.connection import ConnectionConfig, from_kubeconfig_file
 from mcruntime.errors import APIError, ClusterNotReadyError, ConfigError, TransportError
-from mcruntime.objects import Obj, annotations_of, labels_of, meta, name_of
+from mcruntime.fields import get_objects, get_str, get_str_map
+from mcruntime.objects import Obj
 from mcruntime.providers.secretdata import config_from_secret
 from mcruntime.transport import Transport
 
@@ -97,11 +98,16 @@ class ProjectSnapshot:
         return self.health.reachable
 
     def namespace(self, name: str) -> Obj | None:
-        return next((ns for ns in self.namespaces if name_of(ns) == name), None)
+        return next((ns for ns in self.namespaces if get_str(ns, "metadata.name", required=False) == name), None)
 
     def workload_deployment(self, namespace: str, name: str) -> Obj | None:
         return next(
-            (wd for wd in self.workload_deployments if name_of(wd) == name and meta(wd).get("namespace") == namespace),
+            (
+                wd
+                for wd in self.workload_deployments
+                if get_str(wd, "metadata.name", required=False) == name
+                and get_str(wd, "metadata.namespace", required=False) == namespace
+            ),
             None,
         )
 
@@ -120,7 +126,7 @@ class CellSnapshot:
         return self.health.reachable
 
     def namespace(self, name: str) -> Obj | None:
-        return next((ns for ns in self.namespaces if name_of(ns) == name), None)
+        return next((ns for ns in self.namespaces if get_str(ns, "metadata.name", required=False) == name), None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,19 +140,19 @@ class CellCopy:
 
     @property
     def name(self) -> str:
-        return name_of(self.obj)
+        return get_str(self.obj, "metadata.name", required=False)
 
     @property
     def namespace(self) -> str:
-        return str(meta(self.obj).get("namespace") or "")
+        return get_str(self.obj, "metadata.namespace", required=False)
 
     @property
     def uid(self) -> str:
-        return str(meta(self.obj).get("uid") or "")
+        return get_str(self.obj, "metadata.uid", required=False)
 
     @property
     def upstream_uid(self) -> str:
-        return str(annotations_of(self.obj).get(UPSTREAM_UID_ANNOTATION) or "")
+        return str(get_str_map(self.obj, "metadata.annotations").get(UPSTREAM_UID_ANNOTATION) or "")
 
     def serves(self, project: str, namespace: str, name: str) -> bool:
         up = self.upstream
@@ -178,9 +184,9 @@ class Snapshot:
     def copies(self) -> Iterator[CellCopy]:
         """Every WD copy in the cells that were read, with the project WD it names."""
         for cell in sorted(self.cells.values(), key=lambda c: c.name):
-            namespaces = {name_of(ns): ns for ns in cell.namespaces}
+            namespaces = {get_str(ns, "metadata.name", required=False): ns for ns in cell.namespaces}
             for obj in cell.copies:
-                ns = namespaces.get(str(meta(obj).get("namespace") or ""))
+                ns = namespaces.get(get_str(obj, "metadata.namespace", required=False))
                 yield CellCopy(cell.name, obj, upstream_identity(obj, ns))
 
     def copies_by_upstream(self) -> dict[tuple[str, str, str], list[CellCopy]]:
@@ -273,11 +279,11 @@ class _Registration:
 
 
 async def _registrations(profiles: list[Obj], secrets: list[Obj]) -> list[_Registration]:
-    by_name = {name_of(s): s for s in secrets}
+    by_name = {get_str(s, "metadata.name", required=False): s for s in secrets}
     found: list[_Registration] = []
-    for profile in sorted(profiles, key=name_of):
-        name, labels = name_of(profile), dict(labels_of(profile))
-        secret_name = kubeconfig_secret_name(name, dict(annotations_of(profile)))
+    for profile in sorted(profiles, key=lambda p: get_str(p, "metadata.name", required=False)):
+        name, labels = get_str(profile, "metadata.name", required=False), get_str_map(profile, "metadata.labels")
+        secret_name = kubeconfig_secret_name(name, get_str_map(profile, "metadata.annotations"))
         secret = by_name.get(secret_name)
         config: ConnectionConfig | None = None
         error = ""
@@ -412,9 +418,9 @@ async def server_verdict(
     if config is None:
         return None
     metadata: dict[str, Any] = {**(wd.get("metadata") or {}), "namespace": namespace}
-    deployed = snapshot.projects[project].workload_deployment(namespace, str(metadata.get("name") or ""))
+    deployed = snapshot.projects[project].workload_deployment(namespace, get_str(wd, "metadata.name", required=False))
     if deployed is not None:
-        metadata["resourceVersion"] = meta(deployed).get("resourceVersion")
+        metadata["resourceVersion"] = get_str(deployed, "metadata.resourceVersion", required=False)
     body = {**wd, "metadata": metadata}
     verdict: list[str] = []
 
@@ -438,7 +444,7 @@ async def server_verdict(
 
 def controller_uid(obj: Mapping[str, Any]) -> str:
     """The UID of an object's controlling owner ("" when it has none)."""
-    for ref in meta(obj).get("ownerReferences") or []:
+    for ref in get_objects(obj, "metadata.ownerReferences") or []:
         if isinstance(ref, Mapping) and ref.get("controller"):
             return str(ref.get("uid") or "")
     return ""

@@ -28,7 +28,8 @@ from federation.fleet.aggregate import AVAILABLE, REASON_ORDER, REPLICAS_READY
 from federation.fleet.downstream import planned_shares, target_city
 from federation.fleet.placement import CellInfo, PlacementError
 from federation.ops.snapshot import CellCopy, Snapshot
-from mcruntime.objects import Obj, meta, name_of
+from mcruntime.fields import get_int, get_str, is_deleting
+from mcruntime.objects import Obj
 
 _STATUS_RANK = {"False": 0, "Unknown": 1, "True": 2}
 _REASON_RANK = {str(reason): i for i, reason in enumerate(REASON_ORDER)}
@@ -122,7 +123,7 @@ def _cell_row(snapshot: Snapshot, cell: str, share: int, start: int, copy: CellC
     if copy is None:
         return CellRow(cell, share, start, True, CopyState.MISSING, None, None, None)
     status = _mapping(copy.obj.get("status"))
-    generation = meta(copy.obj).get("generation")
+    generation = get_int(copy.obj, "metadata.generation")
     observed = generation is not None and status.get("observedGeneration") == generation
     desired = _int(status.get("desiredReplicas"))
     if desired is None:
@@ -154,7 +155,11 @@ def _wd_row(
     project: str,
     wd: Obj,
 ) -> WorkloadDeploymentRow:
-    ns, name, uid = str(meta(wd).get("namespace") or ""), name_of(wd), str(meta(wd).get("uid") or "")
+    ns, name, uid = (
+        get_str(wd, "metadata.namespace", required=False),
+        get_str(wd, "metadata.name", required=False),
+        get_str(wd, "metadata.uid", required=False),
+    )
     status = _mapping(wd.get("status"))
     named = copies.get((project, ns, name), [])
     ours = {c.cell: c for c in named if c.upstream_uid == uid}
@@ -173,7 +178,7 @@ def _wd_row(
         namespace=ns,
         name=name,
         city=_city(wd, snapshot),
-        deleting=bool(meta(wd).get("deletionTimestamp")),
+        deleting=is_deleting(wd),
         desired=_int(status.get("desiredReplicas")),
         ready=_int(status.get("readyReplicas")),
         updated=_int(status.get("updatedReplicas")),
@@ -207,7 +212,7 @@ def status_view(snapshot: Snapshot, *, namespace: str | None = None, project: st
         if project is not None and found.name != project:
             continue
         for wd in found.workload_deployments:
-            if namespace is None or meta(wd).get("namespace") == namespace:
+            if namespace is None or get_str(wd, "metadata.namespace", required=False) == namespace:
                 rows.append(_wd_row(snapshot, registered, copies, found.name, wd))
     rows.sort(key=lambda r: (r.project, r.namespace, r.name))
     return StatusView(_clusters(snapshot), tuple(rows))

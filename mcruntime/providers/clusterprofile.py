@@ -18,10 +18,10 @@ import anyio.abc
 
 from ..controller import Controller
 from ..errors import ConfigError
+from ..fields import get_str, get_str_map, is_deleting
 from ..handlers import ClusterName, EnqueueRequestsFromMapFunc
 from ..indexers import NAMESPACE
 from ..informer import Informer
-from ..objects import annotations_of, labels_of, meta, name_of, namespace_of
 from ..reconciler import Result
 from ..request import Request
 from ..resources import CLUSTER_PROFILES, SECRETS
@@ -67,14 +67,20 @@ class ClusterProfileProvider:
         return self._controller is not None and self._controller.idle
 
     def secret_name(self, profile: dict[str, Any]) -> str:
-        return str(annotations_of(profile).get(self.secret_annotation) or f"{name_of(profile)}{self.secret_suffix}")
+        return str(
+            get_str_map(profile, "metadata.annotations").get(self.secret_annotation)
+            or f"{get_str(profile, 'metadata.name', required=False)}{self.secret_suffix}"
+        )
 
     def _profiles_for_secret(self, _cluster: str, secret: dict[str, Any]) -> list[Request]:
         assert self._profiles is not None and self._host is not None
-        ns, name = namespace_of(secret), name_of(secret)
+        ns, name = (
+            get_str(secret, "metadata.namespace", required=False),
+            get_str(secret, "metadata.name", required=False),
+        )
         local = self._host.local.name
         return [
-            Request(local, ns, name_of(p))
+            Request(local, ns, get_str(p, "metadata.name", required=False))
             for p in self._profiles.store.by_index(NAMESPACE, ns)
             if self.secret_name(p) == name
         ]
@@ -89,7 +95,7 @@ class ClusterProfileProvider:
         assert self._host is not None and self._profiles is not None and self._secrets is not None
         cluster, ns = request.name, request.namespace
         profile = self._profiles.get(cluster, namespace=ns)
-        if profile is None or meta(profile).get("deletionTimestamp"):
+        if profile is None or is_deleting(profile):
             await self._drop(cluster, ns)
             return Result()
         owner = self.engaged.get(cluster)
@@ -112,7 +118,7 @@ class ClusterProfileProvider:
             log.error("ClusterProfile %s/%s: cluster not engaged: %s", ns, cluster, exc)
             await self._drop(cluster, ns)
             return Result()
-        await self._host.engage(cluster, config, dict(labels_of(profile)))
+        await self._host.engage(cluster, config, get_str_map(profile, "metadata.labels"))
         self.engaged[cluster] = ns
         return Result()
 

@@ -9,13 +9,17 @@ from typing import Any
 
 from ..connection import ConnectionConfig, from_kubeconfig_bytes
 from ..errors import ConfigError
-from ..objects import name_of, namespace_of
+from ..fields import get_str
 
 
 async def config_from_secret(secret: Mapping[str, Any], key: str) -> ConnectionConfig:
     """The kubeconfig under `data[key]` (base64) or `stringData[key]`. Exec plugins and
     file references are refused: whoever can write that Secret must not run code here."""
-    where = f"Secret {namespace_of(secret)}/{name_of(secret)}"
+    namespace, name = (
+        get_str(secret, "metadata.namespace", required=False),
+        get_str(secret, "metadata.name", required=False),
+    )
+    where = f"Secret {namespace}/{name}"
     data = secret.get("data") or {}
     raw: bytes
     if isinstance(data, Mapping) and isinstance(data.get(key), str):

@@ -13,8 +13,8 @@ import anyio.abc
 
 from ..controller import Controller
 from ..errors import ConfigError
+from ..fields import get_str, get_str_map, is_deleting
 from ..informer import Informer
-from ..objects import annotations_of, labels_of, meta
 from ..reconciler import Result
 from ..request import Request
 from ..resources import SECRETS
@@ -58,15 +58,15 @@ class KubeconfigSecretProvider:
 
     def _cluster_name(self, secret: dict[str, object]) -> str:
         if self.cluster_name_annotation:
-            named = annotations_of(secret).get(self.cluster_name_annotation)
+            named = get_str_map(secret, "metadata.annotations").get(self.cluster_name_annotation)
             if named:
                 return str(named)
-        return str(meta(secret).get("name") or "")
+        return get_str(secret, "metadata.name", required=False)
 
     async def reconcile(self, request: Request) -> Result:
         assert self._host is not None and self._informer is not None
         secret = self._informer.get(request.name, namespace=request.namespace)
-        if secret is None or meta(secret).get("deletionTimestamp"):
+        if secret is None or is_deleting(secret):
             for cluster, source in list(self.engaged.items()):
                 if source == request.name:
                     del self.engaged[cluster]
@@ -89,7 +89,7 @@ class KubeconfigSecretProvider:
                 del self.engaged[cluster]
                 await self._host.disengage(cluster)
             return Result()  # nothing to retry until the Secret changes
-        await self._host.engage(cluster, config, dict(labels_of(secret)))
+        await self._host.engage(cluster, config, get_str_map(secret, "metadata.labels"))
         self.engaged[cluster] = request.name
         return Result()
 

@@ -28,8 +28,10 @@ def instance(
     template_hash: str = "h1",
     deleting: bool = False,
     ready: bool | None = None,
+    suspended: bool | None = None,
 ) -> dict[str, Any]:
-    """An Instance; `ready=True/False` adds a Ready condition at the current generation."""
+    """An Instance; `ready=True/False` adds a Ready condition at the current generation;
+    `suspended` sets status.suspended."""
     conds = list(conditions)
     if ready is not None:
         conds.append(
@@ -56,5 +58,5 @@ def instance(
             "networkInterfaces": [{"network": {"name": "default"}}],
             "controller": {"templateHash": template_hash, "schedulingGates": [{"name": g} for g in gates]},
         },
-        "status": {"conditions": conds},
+        "status": {"conditions": conds, **({} if suspended is None else {"suspended": suspended})},
     }

@@ -162,6 +162,7 @@ class History:
         self.created: list[str] = []  # Instances in the order they were created
         self.down: list[int] = []  # after each Instance event: wanted Instances missing, deleting or not ready
         self.updated_replicas: list[int] = []  # each distinct WD status.updatedReplicas, in order
+        self.resumed: list[tuple[str, set[str]]] = []  # status.suspended true -> not: (Instance, the ready ones then)
 
     def _is_down(self, name: str) -> bool:
         obj = self.instances.get(name)
@@ -177,6 +178,8 @@ class History:
                 self.created.append(name)
             elif event.obj["metadata"].get("deletionTimestamp") and not old["metadata"].get("deletionTimestamp"):
                 self.deleted.append(name)
+            elif (old.get("status") or {}).get("suspended") and not (event.obj.get("status") or {}).get("suspended"):
+                self.resumed.append((name, {n for n, o in self.instances.items() if is_ready(o)}))
             self.instances[name] = event.obj
         self.down.append(sum(self._is_down(n) for n in self.wanted))
 

@@ -137,16 +137,18 @@ def test_pod_for_needs_a_namespace() -> None:
 
 
 @pytest.mark.parametrize(
-    ("gates", "deleting", "sandbox", "wanted"),
+    ("gates", "deleting", "sandbox", "suspended", "wanted"),
     [
-        ((), False, True, True),
-        (("Quota",), False, True, False),
-        ((), True, True, False),
-        ((), False, False, False),  # a virtual machine: not this runtime's
+        ((), False, True, None, True),
+        (("Quota",), False, True, None, False),
+        ((), True, True, None, False),
+        ((), False, False, None, False),  # a virtual machine: not this runtime's
+        ((), False, True, True, False),  # suspended: its Pod is stopped
+        ((), False, True, False, True),  # resumed
     ],
 )
-def test_wants_pod(gates: tuple[str, ...], deleting: bool, sandbox: bool, wanted: bool) -> None:
-    inst = instance("web-0", gates=gates, deleting=deleting)
+def test_wants_pod(gates: tuple[str, ...], deleting: bool, sandbox: bool, suspended: bool | None, wanted: bool) -> None:
+    inst = instance("web-0", gates=gates, deleting=deleting, suspended=suspended)
     if not sandbox:
         inst["spec"]["runtime"]["virtualMachine"] = {"volumeAttachments": [{"name": "boot"}]}
         del inst["spec"]["runtime"]["sandbox"]
@@ -356,6 +358,24 @@ def test_no_pod_yet() -> None:
         2,
     )
     assert (available["status"], available["reason"]) == ("False", "Provisioning")
+
+
+@pytest.mark.parametrize(
+    ("live", "available"),
+    [
+        (pod("Running", [_running()], ready=True), ("Stopping", "suspended: Pod web-0 is stopping")),
+        (pod("Running", [_running()], deleting=True), ("Stopping", "suspended: Pod web-0 is stopping")),
+        (None, ("Suspended", "suspended: the Pod is stopped; the Instance stays")),
+    ],
+    ids=["pod still running", "pod terminating", "pod gone"],
+)
+def test_a_suspended_instance_is_programmed_and_not_available(
+    live: dict[str, Any] | None, available: tuple[str, str]
+) -> None:
+    programmed, got = conditions_from_pod(live, 4, suspended=True)
+    assert (programmed["status"], programmed["reason"], programmed["observedGeneration"]) == ("True", "Programmed", 4)
+    assert (got["type"], got["status"], got["observedGeneration"]) == ("Available", "False", 4)
+    assert (got["reason"], got["message"]) == available
 
 
 @pytest.mark.parametrize("generation", [-1, "1", True, None])

@@ -283,3 +283,32 @@ def test_ready_with_derives_ready_from_conditions_about_to_be_stored() -> None:
     assert (ready["status"], ready["reason"], ready["message"]) == ("True", "Available", "Pod web-0 is ready")
     assert inst["status"]["conditions"][2] is waiting, "the Instance itself is not changed"
     assert ready_with(inst, []) == derive_ready(inst)
+
+
+SUSPENDED = "suspended: its WorkloadDeployment is suspended; the Instance stays, no Pod runs"
+SUSPENSION_CASES: list[tuple[str, tuple[dict[str, Any], ...], tuple[str, ...], bool, tuple[str, str, str]]] = [
+    # (id, conditions, gates, status.suspended, expected Ready)
+    ("ready until suspended", (programmed(), available()), (), True, ("False", "Suspended", SUSPENDED)),
+    ("stopped", (programmed(), available("False", "Suspended")), (), True, ("False", "Suspended", SUSPENDED)),
+    ("beats a failure", (programmed(), available("False", "ImageUnavailable")), (), True,
+     ("False", "Suspended", SUSPENDED)),
+    ("beats pending quota and gates", (quota("False", "QuotaExceeded"),), ("Quota",), True,
+     ("False", "Suspended", SUSPENDED)),
+    ("beats all-unknown", DEFAULTS, (), True, ("False", "Suspended", SUSPENDED)),
+    ("resumed, the Pod not back yet", (programmed(), available("False", "Suspended", "stopped")), (), False,
+     ("False", "Provisioning", "stopped")),
+    ("resumed and running", (programmed(), available()), (), False, ("True", "Available", "Pod ready")),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("conditions", "gates", "suspended", "expected"),
+    [c[1:] for c in SUSPENSION_CASES],
+    ids=[c[0] for c in SUSPENSION_CASES],
+)
+def test_a_suspended_instance_is_not_ready_with_reason_suspended(
+    conditions: tuple[dict[str, Any], ...], gates: tuple[str, ...], suspended: bool, expected: tuple[str, str, str]
+) -> None:
+    result = derive_ready(instance(generation=G, gates=gates, conditions=conditions, suspended=suspended))
+    assert (result["status"], result["reason"], result["message"]) == expected
+    assert result["observedGeneration"] == G

@@ -341,3 +341,63 @@ def test_a_rejected_spec_is_observed_and_says_why() -> None:
         assert by_type[kind]["message"] == "spec rejected by the cell: metadata.name: too long"
     w["status"] = status
     assert rejected_status(w, [inst(0), inst(1, ready=False)], "metadata.name: too long", now=T1) == status
+
+
+def suspended_wd(replicas: int = 3, value: str | None = "true") -> dict[str, Any]:
+    out = wd(replicas)
+    if value is not None:
+        out["metadata"].setdefault("annotations", {})["compute.datumapis.com/suspended"] = value
+    return out
+
+
+def stopped(ordinal: int, *, suspended: bool = True, ready: bool = False) -> dict[str, Any]:
+    out = inst(ordinal, ready=ready, reason="Suspended", message="suspended")
+    out["status"]["suspended"] = suspended
+    return out
+
+
+@pytest.mark.parametrize(
+    ("instances", "message"),
+    [
+        ([inst(0), inst(1), inst(2)], "suspended: 0 of 3 Instances stopped (they stay; resumed in order)"),
+        ([inst(0), inst(1), stopped(2)], "suspended: 1 of 3 Instances stopped (they stay; resumed in order)"),
+        ([stopped(0), stopped(1), stopped(2)], "suspended: 3 of 3 Instances stopped (they stay; resumed in order)"),
+        ([], "suspended: 0 of 0 Instances stopped (they stay; resumed in order)"),
+    ],
+    ids=["just suspended", "stopping from the top", "all stopped", "none yet"],
+)
+def test_a_suspended_wd_says_so_in_status_and_both_conditions(instances: list[dict[str, Any]], message: str) -> None:
+    status = wd_status(suspended_wd(), instances, CUR, now=T0)
+    assert status["suspended"] is True
+    assert conds_of(status) == {
+        "Available": ("False", "Suspended", message),
+        "ReplicasReady": ("False", "Suspended", message),
+    }
+    assert status["replicas"] == len(instances)  # the Instances stay, counted as they are
+    assert status["desiredReplicas"] == 3
+
+
+def test_a_resumed_wd_says_suspended_false_and_one_never_suspended_has_no_field() -> None:
+    suspended = wd_status(suspended_wd(), [stopped(0)], CUR, now=T0)
+    resumed_wd = suspended_wd(value="false")
+    resumed_wd["status"] = suspended
+    resumed = wd_status(resumed_wd, [stopped(0, suspended=False)], CUR, now=T1)
+    assert resumed["suspended"] is False
+    assert conds_of(resumed)["Available"][1] == "InstancesProvisioning"
+    gone = suspended_wd(value=None)
+    gone["status"] = suspended
+    assert wd_status(gone, [inst(0), inst(1), inst(2)], CUR, now=T1)["suspended"] is False
+    assert "suspended" not in wd_status(wd(), [inst(0)], CUR, now=T0)
+
+
+def test_a_suspended_wd_written_again_is_identical() -> None:
+    first = wd_status(suspended_wd(), [stopped(0)], CUR, now=T0)
+    again = suspended_wd()
+    again["status"] = first
+    assert wd_status(again, [stopped(0)], CUR, now=T1) == first
+
+
+@pytest.mark.parametrize("value", ["True", "yes", "1", ""])
+def test_an_unreadable_suspended_annotation_is_named(value: str) -> None:
+    with pytest.raises(ValueError, match=r"compute.datumapis.com/suspended.*neither \"true\""):
+        wd_status(suspended_wd(value=value), [], CUR, now=T0)

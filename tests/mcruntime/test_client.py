@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import anyio
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from kubeplane import EmbeddedAPIServer
 from mcruntime import (
@@ -150,9 +153,17 @@ async def test_retry_on_conflict_reruns_the_read_modify_write(cluster: Cluster, 
         live["data"]["n"] = str(int(live["data"]["n"]) + 1)
         return await client.update(CONFIGMAPS, live)
 
-    result = await retry_on_conflict(bump)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("test").start_as_current_span("bump"):
+        result = await retry_on_conflict(bump)
     assert attempts == 2
     assert result["data"] == {"n": "11"}
+    (span,) = exporter.get_finished_spans()
+    (event,) = span.events
+    assert event.name == "conflict" and event.attributes is not None
+    assert event.attributes["retry.attempt"] == 1 and event.attributes["http.request.method"] == "PUT"
 
 
 async def test_throttling_is_retried_after_retry_after(apiserver: EmbeddedAPIServer, cluster: Cluster) -> None:

@@ -28,6 +28,7 @@ from mcruntime import (
 )
 from mcruntime.resources import CONFIGMAPS
 from mcruntime.source import ENGAGED
+from mcruntime.tracing import stage_span
 from tests.support import Plane, configmap, eventually
 
 FAST = ItemExponentialFailureRateLimiter[Request](0.001, 0.02)
@@ -215,6 +216,48 @@ async def test_a_span_and_log_fields_per_reconcile() -> None:
     assert good.attributes["result"] == "success"
     assert spans["bad"].status.status_code.name == "ERROR"
     assert fields[0] == {"controller": "traced", "cluster": "cell-a", "namespace": "ns", "name": "good"}
+
+
+async def test_conflicts_and_retries_are_named_events_on_the_spans() -> None:
+    """A lost optimistic-concurrency race is a `conflict` event (status, verb, path), not a
+    generic exception; every backoff retry is a `retry` event with its reason and count; a
+    stage span that ends on a conflict says `outcome=Conflict`."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("test")
+    attempts = 0
+
+    async def reconcile(req: Request) -> Result:
+        nonlocal attempts
+        attempts += 1
+        if attempts == 1:
+            with stage_span(tracer, "federate", None, {"k8s.object.name": req.name}):
+                raise APIError(409, "Conflict", "the object has been modified", verb="PUT", path="/x/api")
+        if attempts == 2:
+            raise TemporaryError("cell dfw-1 has not synced")
+        return Result()
+
+    controller = Controller("traced", reconcile, tracer_provider=provider, rate_limiter=FAST)
+
+    async def body() -> None:
+        controller.enqueue(Request("cell-a", "ns", "api"))
+        await eventually(lambda: attempts >= 3, what="a conflict, a temporary error, then success")
+
+    await run_controller(controller, body)
+    spans = exporter.get_finished_spans()
+    stage = next(s for s in spans if s.name == "federate")
+    assert stage.attributes is not None and stage.attributes["outcome"] == "Conflict"
+    conflict = next(e for e in stage.events if e.name == "conflict")
+    assert conflict.attributes is not None
+    assert conflict.attributes["http.response.status_code"] == 409 and conflict.attributes["url.path"] == "/x/api"
+    reconciles = [s for s in spans if s.name == "reconcile traced"]
+    first, second = reconciles[0], reconciles[1]
+    assert [e.name for e in first.events] == ["conflict", "retry"]
+    assert first.events[1].attributes == {"retry.reason": "conflict", "retry.count": 1}
+    assert [e.name for e in second.events] == ["retry"]
+    assert second.events[0].attributes == {"retry.reason": "temporary", "retry.count": 2}
+    assert reconciles[2].events == () or list(reconciles[2].events) == []
 
 
 async def test_shutdown_lets_in_flight_reconciles_finish() -> None:

@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from federation.api.conditions import find_condition_json
 from federation.fleet.aggregate import CELL_UNREACHABLE, CellReport, aggregate, copies_written
@@ -449,3 +451,106 @@ def test_copies_written_once_every_cell_holds_the_current_spec(second: Any, writ
     wd = project_wd()
     reports = [report(wd, DFW1, cell_copy(wd, DFW1)), report(wd, DFW2, second(wd, DFW2))]
     assert copies_written(wd, reports) is written
+
+
+# ------------------------------------------------------------------ suspension (issue 20 point 3)
+
+SUSPENDED_COND = ("False", "Suspended", "suspended: 2 of 2 Instances stopped (they stay; resumed in order)")
+
+
+def suspended_copy(wd: dict[str, Any], share: Share, *, suspended: bool | None = True) -> dict[str, Any]:
+    """A copy whose cell acted on `compute.datumapis.com/suspended` (None: field never written)."""
+    if suspended:
+        obj = cell_copy(wd, share, ready=0, available=SUSPENDED_COND, replicas_ready=SUSPENDED_COND)
+    else:
+        obj = cell_copy(wd, share)
+    if suspended is not None:
+        obj["status"]["suspended"] = suspended
+    return obj
+
+
+SUSPENSION_CASES: list[tuple[Any, ...]] = [
+    # (id, per cell: True/False/None (field absent)/"missing"/"stale", previous suspended, suspended, reason)
+    ("every cell suspended", (True, True), None, True, "Suspended"),
+    ("one stopped, the other not yet", (True, None), None, None, "Suspended"),
+    ("a copy not there yet", (True, "missing"), None, None, "Suspended"),
+    ("a dark cell's last report counts", (True, "stale"), None, True, "Suspended"),
+    ("resuming: one still suspended", (True, False), True, False, "Suspended"),
+    ("resumed everywhere", (False, False), True, False, "StableInstanceFound"),
+    ("never suspended", (None, None), None, None, "StableInstanceFound"),
+]
+
+
+@pytest.mark.parametrize(
+    ("cells", "previous", "expected", "reason"), [pytest.param(*c[1:], id=c[0]) for c in SUSPENSION_CASES]
+)
+def test_suspended_is_carried_up_when_every_target_cell_reports_it(
+    cells: tuple[Any, Any], previous: bool | None, expected: bool | None, reason: str
+) -> None:
+    wd = project_wd(status=None if previous is None else {"suspended": previous})
+    reports = []
+    for share, state in zip((DFW1, DFW2), cells, strict=True):
+        if state == "missing":
+            reports.append(report(wd, share, None))
+        elif state == "stale":
+            copy_ = suspended_copy(wd, share)
+            reports.append(report(wd, share, copy_, stale_since=T0 - timedelta(seconds=30), last_seen=SEEN))
+        else:
+            reports.append(report(wd, share, suspended_copy(wd, share, suspended=state)))
+    status = aggregate(wd, reports, now=T0)
+    assert status.get("suspended") == expected
+    assert ("suspended" in status) is (expected is not None)
+    healthy_reasons = {"Available": reason, "ReplicasReady": "ReplicasAvailable"}
+    for type_ in ("Available", "ReplicasReady"):
+        got = condition(status, type_)
+        assert got["reason"] == ("Suspended" if reason == "Suspended" else healthy_reasons[type_])
+        if reason == "Suspended":
+            assert "cell dfw-1:" in got["message"], got["message"]  # dfw-1 is suspended in every such row
+
+
+def test_suspended_heads_the_rollup_over_a_failure_in_another_cell_which_is_still_named() -> None:
+    wd = project_wd()
+    crash = cell_copy(wd, DFW2, ready=0, available=("False", "InstanceCrashing", "api-2 keeps crashing"))
+    status = aggregate(wd, [report(wd, DFW1, suspended_copy(wd, DFW1)), report(wd, DFW2, crash)], now=T0)
+    available = condition(status, "Available")
+    assert (available["status"], available["reason"]) == ("False", "Suspended")
+    assert "cell dfw-2" in available["message"] and "InstanceCrashing" in available["message"]
+    assert "suspended" not in status
+
+
+def test_no_cell_is_never_suspended() -> None:
+    wd = project_wd(status={"suspended": True})
+    status = aggregate(wd, [], now=T0)
+    assert status["suspended"] is False
+    assert condition(status, "Available")["reason"] == "NoMatchingLocation"
+
+
+cell_states = st.lists(st.sampled_from([True, False, None, "missing"]), min_size=1, max_size=4)
+
+
+@settings(max_examples=200, deadline=None)
+@given(cell_states, st.sampled_from([None, True, False]))
+def test_suspended_means_every_cell_and_a_suspended_cell_is_always_seen(
+    states: list[Any], previous: bool | None
+) -> None:
+    wd = project_wd(replicas=2 * len(states), status=None if previous is None else {"suspended": previous})
+    shares = [Share(f"dfw-{i}", 2, 2 * i) for i in range(len(states))]
+    reports = [
+        report(wd, share, None if state == "missing" else suspended_copy(wd, share, suspended=state))
+        for share, state in zip(shares, states, strict=True)
+    ]
+    status = aggregate(wd, reports, now=T0)
+    every = all(state is True for state in states)
+    assert status.get("suspended", False) is every
+    assert ("suspended" in status) is (every or previous is not None)
+    for type_ in ("Available", "ReplicasReady"):
+        got = condition(status, type_)
+        if True in states:  # any suspended cell: the project says Suspended, naming each such cell
+            assert (got["status"], got["reason"]) == ("False", "Suspended")
+            for share, state in zip(shares, states, strict=True):
+                if state is True:
+                    assert f"cell {share.cell}:" in got["message"]
+        else:
+            assert got["reason"] != "Suspended"
+    again = aggregate({**wd, "status": status}, reports, now=T1)
+    assert again == status  # level-triggered: the same inputs write nothing

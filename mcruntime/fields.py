@@ -1,15 +1,19 @@
-"""Typed reads of plain JSON objects (as the runtime's caches hand them out), with errors
-that name the field.
+"""The one typed reader of plain JSON objects (as the runtime's caches hand them out), with
+errors that name the field.
 
-Every cell-mode function reads wire dicts, never models: a wrong type or a missing required
-field becomes a `ValueError` whose message starts with the full dotted field path
-(`spec.template.spec: expected an object, got list`), never a `KeyError` or `TypeError`
-from deep inside a controller. Absent optional values read as empty (`{}`, `[]`, `None`).
+Controllers, projectors, operator tools and the runtime itself read wire dicts, never
+models, and read them only through these functions (`get_str(obj, "metadata.name")`, not
+`obj["metadata"]["name"]` nor `.get("metadata", {}).get(...)` chains): a wrong type or a
+missing required field becomes a `ValueError` whose message starts with the full dotted
+field path (`spec.template.spec: expected an object, got list`), never a `KeyError` or
+`TypeError` from deep inside a controller. Absent optional values read as empty (`{}`,
+`[]`, `""` when not required, `None` for integers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 
@@ -18,29 +22,35 @@ def join(base: str, path: str) -> str:
     return f"{base}.{path}" if base else path
 
 
+@lru_cache(maxsize=512)
+def _keys(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
 def _walk(obj: Mapping[str, Any], path: str, base: str) -> Any:
+    # on every event of every controller: plain dicts take the fast test, and the walked
+    # path is spelled only for an error
     current: Any = obj
-    walked = base
-    for key in path.split("."):
+    keys = _keys(path)
+    for index, key in enumerate(keys):
         if current is None:
             return None
-        if not isinstance(current, Mapping):
+        if type(current) is not dict and not isinstance(current, Mapping):
+            walked = ".".join((base, *keys[:index]) if base else keys[:index])
             raise ValueError(f"{walked}: expected an object, got {type(current).__name__}")
         current = current.get(key)
-        walked = join(walked, key)
     return current
 
 
 def get_mapping(obj: Mapping[str, Any], path: str, *, base: str = "", required: bool = False) -> Mapping[str, Any]:
     """The object at dotted `path`; `{}` when absent (an error when `required`)."""
     value = _walk(obj, path, base)
-    field = join(base, path)
     if value is None:
         if required:
-            raise ValueError(f"{field}: required")
+            raise ValueError(f"{join(base, path)}: required")
         return {}
     if not isinstance(value, Mapping):
-        raise ValueError(f"{field}: expected an object, got {type(value).__name__}")
+        raise ValueError(f"{join(base, path)}: expected an object, got {type(value).__name__}")
     return value
 
 
@@ -54,17 +64,27 @@ def get_list(obj: Mapping[str, Any], path: str, *, base: str = "") -> list[Any]:
     return value
 
 
+def get_objects(obj: Mapping[str, Any], path: str, *, base: str = "") -> list[Mapping[str, Any]]:
+    """The list of objects at dotted `path` (ownerReferences, conditions); `[]` when absent."""
+    items = get_list(obj, path, base=base)
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise ValueError(f"{join(base, path)}[{index}]: expected an object, got {type(item).__name__}")
+    return items
+
+
 def get_str(obj: Mapping[str, Any], path: str, *, base: str = "", required: bool = True) -> str:
     """The string at dotted `path`; `""` when absent and not `required` (required means non-empty)."""
     value = _walk(obj, path, base)
-    field = join(base, path)
+    if type(value) is str and value:
+        return value
     if value is None or value == "":
         if required:
-            raise ValueError(f"{field}: required")
+            raise ValueError(f"{join(base, path)}: required")
         return ""
-    if not isinstance(value, str):
-        raise ValueError(f"{field}: expected a string, got {type(value).__name__}")
-    return value
+    if isinstance(value, str):  # a str subclass (an enum member in an object built here)
+        return value
+    raise ValueError(f"{join(base, path)}: expected a string, got {type(value).__name__}")
 
 
 def get_int(obj: Mapping[str, Any], path: str, *, base: str = "") -> int | None:
@@ -82,11 +102,10 @@ def get_int(obj: Mapping[str, Any], path: str, *, base: str = "") -> int | None:
 
 def get_str_map(obj: Mapping[str, Any], path: str, *, base: str = "") -> dict[str, str]:
     """The string-to-string map (labels, annotations) at dotted `path`; `{}` when absent."""
-    field = join(base, path)
     out: dict[str, str] = {}
     for key, value in get_mapping(obj, path, base=base).items():
         if not isinstance(key, str) or not isinstance(value, str):
-            raise ValueError(f"{field}: expected string keys and values, got {key!r}: {value!r}")
+            raise ValueError(f"{join(base, path)}: expected string keys and values, got {key!r}: {value!r}")
         out[key] = value
     return out
 
