@@ -2,22 +2,22 @@
 with the QuotaGate feature, its ResourceClaim and QuotaGranted condition.
 
 Request key: (cell = the manager's local cluster, namespace, Instance name).
-Reads (caches): Instances; with QuotaGate, ResourceClaims. One uncached read: while quota
-is pending the Instance's claim is read live (DESIGN §3 Instance controller says why).
-Writes, and alone writes: the Instance's `Ready` and `QuotaGranted` conditions (server-side
-apply on status, field manager `instance-controller`); removal of scheduling gates; the
+Reads (caches): Instances; with QuotaGate, ResourceClaims; companions' names (no data). One
+uncached read: while quota is pending the claim is read live (DESIGN §3 Instance controller).
+Writes, and alone writes: the Instance's `Ready`, `QuotaGranted`, `ReferencedDataReady` conditions
+(server-side apply on status, field manager `instance-controller`); removal of gates; the
 ResourceClaim `instance-<name>` (create only); Warning Events for blocking reasons.
 Never writes: Programmed, Available, status.controller (pod runtime), status.suspended (WD
 controller), the rest of the Instance's spec, a claim's status (grant controller), Pods, WDs.
 
 DESIGN §3 Instance controller, pinned by: 1 Ready by the blocking priority, Suspended first
 (tests/cells/test_readiness.py, test_bad_images_surface_on_instance_and_deployment);
-2 gates (test_a_grant_on_the_watch_removes_the_gate_in_one_pass); 3 QuotaGate claims and
-tiers, kept while suspended (tests/cells/test_quota.py, test_a_roll_under_a_full_budget_passes_each_grant_on,
-test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue, test_tier_interval_is_honoured_on_every_path,
-test_suspend_stops_pods_keeps_instances_and_resumes_in_order); 4 Events on transitions
-(test_bad_images_surface_on_instance_and_deployment); 5 zero requests at steady state
-(test_zero_writes_when_idle)."""
+2 gates (test_a_grant_on_the_watch_removes_the_gate_in_one_pass, test_instances_wait_for_their_companions);
+3 QuotaGate claims and tiers, kept while suspended (tests/cells/test_quota.py,
+test_a_roll_under_a_full_budget_passes_each_grant_on, test_a_grant_missed_by_the_watch_is_picked_up_by_the_tier_requeue,
+test_tier_interval_is_honoured_on_every_path, test_suspend_stops_pods_keeps_instances_and_resumes_in_order);
+4 Events on transitions (test_bad_images_surface_on_instance_and_deployment); 5 zero requests at steady
+state (test_zero_writes_when_idle)."""
 
 from __future__ import annotations
 
@@ -30,19 +30,25 @@ from cells.options import CellOptions
 from cells.quota import claim_name, quota_requeue_after
 from cells.quotaclaim import claim_for, is_claim_of, is_granted, quota_granted, under_quota, validation_failed
 from cells.readiness import condition_is_true, conditions, gates_to_remove, ready_with, scheduling_gates
+from cells.referenceddata import instance_referenced_data, names_only
 from federation.api.conditionjson import rfc3339_now
+from federation.api.constants import SchedulingGate
 from federation.api.reasons import InstanceCondition, InstanceReadyReason, ready_reason_priority
 from federation.api.resources import INSTANCES, RESOURCE_CLAIMS
+from federation.fleet.references import REFERENCED_DATA_LABEL
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_already_exists, is_conflict, is_not_found
 from mcruntime.fields import get_list, get_str, is_deleting
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
+from mcruntime.request import Request
+from mcruntime.resources import CONFIGMAPS, SECRETS
 from mcruntime.source import LOCAL
 
 log = logging.getLogger(__name__)
@@ -89,8 +95,11 @@ class InstanceController:
 
     async def _converge(self, cell: Cluster, instance: Obj, *, quota: bool) -> None:
         client = cell.client
-        # 5. quota: the claim (created when missing) and its verdict
+        # 5. quota: the claim (created when missing) and its verdict; the companions present
         overrides = [await self._quota(client, instance)] if quota else []
+        referenced = instance_referenced_data(instance, await self._companions(client, instance))
+        if referenced is not None:
+            overrides.append(referenced)
         # 6. desired conditions from the pure functions: QuotaGranted, and Ready derived with it
         desired = [*overrides, ready_with(instance, overrides)]
         owned, changed = merge_owned(get_list(instance, "status.conditions"), desired, now=rfc3339_now())
@@ -101,6 +110,20 @@ class InstanceController:
             await self._report(cell, instance, before)
         # 8. gates whose condition is True at the current generation (the status just written)
         await self._remove_gates(client, instance)
+
+    @staticmethod
+    async def _companions(client: Client, instance: Obj) -> set[tuple[str, str]]:
+        """(kind, name) of the companions in the Instance's namespace (cache)."""
+        if SchedulingGate.REFERENCED_DATA.value not in scheduling_gates(instance) and not conditions(instance).get(
+            InstanceCondition.REFERENCED_DATA_READY.value
+        ):
+            return set()
+        namespace = get_str(instance, "metadata.namespace")
+        return {
+            (resource.kind, get_str(obj, "metadata.name"))
+            for resource in (CONFIGMAPS, SECRETS)
+            for obj in await client.list(resource, namespace=namespace)
+        }
 
     # ------------------------------------------------------------------ quota
     async def _quota(self, client: Client, instance: Obj) -> dict[str, Any]:
@@ -180,3 +203,17 @@ def register(mgr: Manager, options: CellOptions) -> None:
     ctrl.for_(INSTANCES, clusters=LOCAL)
     if quota_gate:  # the claim kind is only needed (and maybe only installed) with the feature on
         ctrl.owns(RESOURCE_CLAIMS, owner=INSTANCES, clusters=LOCAL)
+    # a companion arriving or going: the Instances of its namespace (names only are cached)
+    to_instances = EnqueueRequestsFromMapFunc(_instances_in_namespace(mgr), cluster_name=ClusterName.INJECT_SOURCE)
+    for resource in (CONFIGMAPS, SECRETS):
+        ctrl.watch(resource, to_instances, clusters=LOCAL, label_selector=f"{REFERENCED_DATA_LABEL}=true",
+                   transform=names_only)  # fmt: skip
+
+
+def _instances_in_namespace(mgr: Manager) -> Any:
+    async def instances(cluster: str, obj: Obj) -> list[Request]:
+        namespace = get_str(obj, "metadata.namespace", required=False)
+        found = await mgr.get_cluster(cluster).client.list(INSTANCES, namespace=namespace)
+        return [Request(cluster, namespace, get_str(i, "metadata.name")) for i in found]
+
+    return instances

@@ -20,7 +20,10 @@ builds the desired Instance `<wd>-<ordinal>` in the WD's namespace:
 - annotations and finalizers: the template's (template name/namespace are ignored);
 - spec: the template's spec (runtime, networkInterfaces, volumes, location ...) with
   `spec.controller` replaced by ours: `templateHash` and `schedulingGates`, in the order
-  Network, Quota. `Quota` when `quota_gate` (the QuotaGate feature is on). `Network` only
+  Network, Quota, ReferencedData. `Quota` when `quota_gate` (the QuotaGate feature is on).
+  `ReferencedData` when the WD (a federated copy) expects companions: a non-empty
+  `compute.datumapis.com/expected-referenced-data` list; the Instance controller removes it
+  once they are all in the namespace (a malformed value gates too). `Network` only
   when the template has network interfaces AND `network_controller` says something will
   remove the gate; the default is False because this manager ships no network controller,
   and a gate nobody removes would keep every Instance unready forever.
@@ -48,6 +51,7 @@ from typing import Any
 from federation.api.constants import API_VERSION, Annotation, Kind, Label, SchedulingGate
 from federation.api.naming import instance_name
 from federation.fleet.placement import same_city
+from federation.fleet.references import EXPECTED_ANNOTATION, parse_expected
 from mcruntime.controllerutil import is_subset
 from mcruntime.fields import get_int, get_list, get_mapping, get_str, get_str_map, is_deleting
 
@@ -177,14 +181,29 @@ def owner_reference(wd: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def scheduling_gates_for(template_spec: Mapping[str, Any], *, quota_gate: bool, network_controller: bool) -> list[str]:
-    """Gates a new Instance starts with, in the order Network, Quota."""
+def scheduling_gates_for(
+    template_spec: Mapping[str, Any], *, quota_gate: bool, network_controller: bool, referenced_data: bool = False
+) -> list[str]:
+    """Gates a new Instance starts with, in the order Network, Quota, ReferencedData."""
     gates = []
     if network_controller and get_list(template_spec, "networkInterfaces", base="spec.template.spec"):
         gates.append(SchedulingGate.NETWORK.value)
     if quota_gate:
         gates.append(SchedulingGate.QUOTA.value)
+    if referenced_data:
+        gates.append(SchedulingGate.REFERENCED_DATA.value)
     return gates
+
+
+def expects_referenced_data(wd: Mapping[str, Any]) -> bool:
+    """Whether a WD copy's `expected-referenced-data` annotation names anything (or is malformed)."""
+    value = get_str_map(wd, "metadata.annotations").get(EXPECTED_ANNOTATION)
+    if value is None:
+        return False
+    try:
+        return bool(parse_expected(value))
+    except ValueError:
+        return True
 
 
 def instance_for(
@@ -228,7 +247,10 @@ def instance_for(
         "schedulingGates": [
             {"name": gate}
             for gate in scheduling_gates_for(
-                template_spec, quota_gate=quota_gate, network_controller=network_controller
+                template_spec,
+                quota_gate=quota_gate,
+                network_controller=network_controller,
+                referenced_data=expects_referenced_data(wd),
             )
         ],
     }

@@ -11,7 +11,7 @@ it (apiVersion `compute.datumapis.com/v1alpha`, kind `Instance`, its uid,
 selector, and an HPA using it, finds the Pods), annotated with the runtime hash
 (`TEMPLATE_HASH_ANNOTATION`: spec.controller.templateHash, or for an Instance nobody
 templated a hash of its spec). Containers map field by field (name, image, command, args,
-env, resources; ports as containerPort/name/protocol); `imagePullSecrets` carry over;
+env, envFrom, resources; ports as containerPort/name/protocol); `imagePullSecrets` carry over;
 `restartPolicy: Always`. Volume attachments are not realised by this runtime.
 
 `pod_matches(desired, live)`: Pods are immutable, so a live Pod whose runtime hash or
@@ -140,6 +140,9 @@ def _container(container: Any, base: str) -> dict[str, Any]:
     env = get_list(container, "env", base=base)
     if env:
         out["env"] = copy.deepcopy(env)
+    env_from = get_list(container, "envFrom", base=base)
+    if env_from:  # the kubelet resolves these from the namespace's companions (or refuses to start)
+        out["envFrom"] = copy.deepcopy(env_from)
     ports = _ports(container, base)
     if ports:
         out["ports"] = ports

@@ -37,7 +37,8 @@ controller derives Ready from the QuotaGranted it is about to write, in the same
 
 `gates_to_remove(instance)` lists the gates whose condition counts as True (see above):
 `Quota` ← QuotaGranted; `Network` ← Programmed (the network controller reports through
-Programmed while the gate holds the runtime back, NetworkFailedToCreate being its failure).
+Programmed while the gate holds the runtime back, NetworkFailedToCreate being its failure);
+`ReferencedData` ← ReferencedDataReady (`referenceddata.instance_referenced_data`).
 Unknown gate names are never removed here. Order follows spec.controller.schedulingGates.
 
 Malformed input (conditions that are not objects, a missing generation) is a `ValueError`
@@ -66,6 +67,7 @@ from mcruntime.fields import generation, get_list, get_mapping, get_str
 GATE_CONDITIONS: dict[str, str] = {
     SchedulingGate.QUOTA.value: InstanceCondition.QUOTA_GRANTED.value,
     SchedulingGate.NETWORK.value: InstanceCondition.PROGRAMMED.value,
+    SchedulingGate.REFERENCED_DATA.value: InstanceCondition.REFERENCED_DATA_READY.value,
 }
 
 _PROGRAMMED_REASONS = {

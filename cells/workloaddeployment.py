@@ -3,7 +3,7 @@ Instances `<wd>-<i>`, one action at a time, plus the HPA it owns when it autosca
 
 Request key: (cell = the manager's local cluster, namespace, WD name).
 Reads (caches only): WorkloadDeployments; Instances (indexed by controller uid);
-HorizontalPodAutoscalers; Namespaces (the two upstream labels).
+HorizontalPodAutoscalers; Namespaces (the two upstream labels); companions' names.
 Writes, and alone writes: Instances (create with the copy's traceparent, delete, the labels of §2, `status.suspended`);
 the WD's finalizer `compute.datumapis.com/workload-deployment-controller` and `status` (field
 manager `cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
@@ -37,6 +37,7 @@ from cells.instances import (
     wd_suspended,
 )
 from cells.options import CellOptions
+from cells.referenceddata import names_only, with_referenced_data
 from cells.stateful import Action, Create, Delete, Resume, Suspend, Wait, next_action
 from cells.template import template_hash
 from cells.wdstatus import rejected_status, wd_status
@@ -44,6 +45,7 @@ from federation.api.conditionjson import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.resources import HORIZONTAL_POD_AUTOSCALERS, INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.changetrace import carried, carried_context, stage_attributes, with_traceparent
+from federation.fleet.references import REFERENCED_DATA_LABEL
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
@@ -58,6 +60,7 @@ from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
+from mcruntime.resources import CONFIGMAPS, SECRETS
 from mcruntime.source import LOCAL
 from mcruntime.tracing import stage_span, tracer_for
 
@@ -277,7 +280,11 @@ class WorkloadDeploymentController:
             )
 
     async def _status(self, client: Client, wd: Obj, instances: list[Obj], current_hash: str) -> None:
-        await self._write_status(client, wd, wd_status(wd, instances, current_hash, now=rfc3339_now()))
+        now = rfc3339_now()
+        status = wd_status(wd, instances, current_hash, now=now)
+        present = {(r.kind, get_str(o, "metadata.name")) for r in (CONFIGMAPS, SECRETS)
+                   for o in await client.list(r, namespace=get_str(wd, "metadata.namespace"))}  # fmt: skip
+        await self._write_status(client, wd, with_referenced_data(status, wd, present, now=now))
 
     async def _rejected(self, client: Client, wd: Obj, instances: list[Obj], problem: str) -> bool:
         """A spec this cell cannot act on is observed and said so in status (the project sees
@@ -312,6 +319,12 @@ class WorkloadDeploymentController:
         """An HPA named like a WD (ours or a foreign one it must step around)."""
         return [Request("", get_str(hpa, "metadata.namespace", required=False), get_str(hpa, "metadata.name"))]
 
+    def wds_of_companion(self, cluster: str, companion: Obj) -> list[Request]:
+        """A companion arrived or went: the WDs of its namespace."""
+        name = get_str(companion, "metadata.namespace", required=False)
+        informer = self.mgr.get_cluster(cluster).cache.informer_of(WORKLOAD_DEPLOYMENTS)
+        return [Request("", name, get_str(wd, "metadata.name")) for wd in informer.list(namespace=name)]
+
     def wds_of_namespace(self, cluster: str, namespace: Obj) -> list[Request]:
         """The namespace's labels changed: its WDs re-stamp the upstream labels."""
         name = get_str(namespace, "metadata.name")
@@ -341,3 +354,8 @@ def register(mgr: Manager, options: CellOptions) -> None:
         clusters=LOCAL,
         predicates=[labels_changed],
     )
+    # companions arriving or going (names only are cached): the WDs of their namespace (ReferencedDataReady)
+    to_wds = EnqueueRequestsFromMapFunc(controller.wds_of_companion, cluster_name=ClusterName.INJECT_SOURCE)
+    for resource in (CONFIGMAPS, SECRETS):
+        ctrl.watch(resource, to_wds, clusters=LOCAL, label_selector=f"{REFERENCED_DATA_LABEL}=true",
+                   transform=names_only)  # fmt: skip

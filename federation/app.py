@@ -47,12 +47,13 @@ CellRegistrar = Callable[[Manager, CellOptions], None]
 # (and, for the cell controllers, the API models) it runs, not the other mode's (issue 22,
 # "a small process"; tests/test_lean_process.py).
 def management_controllers() -> list[tuple[str, ManagementRegistrar]]:
-    from federation.controllers import federator, workload
+    from federation.controllers import companions, federator, workload
     from projector import instances as instance_projector
     from projector import status as status_projector
 
     return [
         ("federator", federator.register),
+        (companions.NAME, companions.register),
         ("workload-controller", workload.register),
         ("instance-projector", instance_projector.register),
         ("status-projector", status_projector.register),

@@ -5,7 +5,11 @@ Pending with PodScheduled=False/SchedulingGated), and plays out what a kubelet w
 report: ContainerCreating for `start_delay`, then Running with Ready and container
 statuses; an image matching `unpullable_pattern` waits in ImagePullBackOff; one matching
 `crashing_pattern` crash-loops (CrashLoopBackOff, restartCount growing on the kubelet's
-doubling back-off; with restartPolicy Never the pod fails). Deleting a bound pod is
+doubling back-off; with restartPolicy Never the pod fails); a container whose env or
+envFrom names a ConfigMap or Secret (or a key of one) that does not exist, and is not
+optional, is not started: CreateContainerConfigError with kubelet's own message
+(`secret "db" not found`, `couldn't find key password in Secret ns/db`), looked at again
+on the kubelet's sync period (`config_retry`) until it is there. Deleting a bound pod is
 graceful: the apiserver marks it with deletionTimestamp = now + grace, the kubelet stops
 the containers (in `stop_seconds`, or the whole grace period for images matching
 `slow_stop_pattern`, which ignore SIGTERM) and then deletes it with grace 0."""
@@ -42,6 +46,7 @@ class KubeletSettings:
     max_backoff: float = 300.0
     stop_seconds: float = 0.1  # how long well-behaved containers take to stop
     pod_cidr: str = "10.244.0.0/16"
+    config_retry: float = 1.0  # a container waiting on a missing ConfigMap/Secret is retried this often
 
 
 @dataclass
@@ -61,7 +66,11 @@ class Kubelet:
         self.settings = settings or KubeletSettings()
         pods = registry.get("", "v1", "pods")
         nodes = registry.get("", "v1", "nodes")
-        assert pods is not None and nodes is not None
+        secrets = registry.get("", "v1", "secrets")
+        configmaps = registry.get("", "v1", "configmaps")
+        assert pods is not None and nodes is not None and secrets is not None and configmaps is not None
+        self.secrets_rt: ResourceType = secrets
+        self.configmaps_rt: ResourceType = configmaps
         self.pods_rt: ResourceType = pods
         self.nodes_rt: ResourceType = nodes
         self.follower = Follower(api.db, pods.storage_key, namespaced=True)
@@ -279,9 +288,16 @@ class Kubelet:
         running = failed = 0
         not_ready: list[str] = []
         restart_policy = spec.get("restartPolicy", "Always")
+        namespace = str(pod["metadata"].get("namespace") or "")
         for c in containers:
             image = str(c.get("image", ""))
-            if self._unpullable.search(image):
+            config_error = self._config_error(namespace, c)
+            if config_error:
+                statuses.append(_waiting(c, "CreateContainerConfigError", config_error, 0, None))
+                not_ready.append(c.get("name", ""))
+                retry = now + s.config_retry
+                next_change = retry if next_change is None else min(next_change, retry)
+            elif self._unpullable.search(image):
                 statuses.append(_waiting(c, "ImagePullBackOff", f'Back-off pulling image "{image}"', 0, None))
                 not_ready.append(c.get("name", ""))
             elif self._crashing.search(image):
@@ -321,6 +337,35 @@ class Kubelet:
             names=not_ready,
         )
         return base, next_change
+
+    def _source(self, kind: str, namespace: str, name: str) -> Obj | None:
+        rt = self.secrets_rt if kind == "Secret" else self.configmaps_rt
+        entry = self.api.store_for(rt).get(namespace, name)
+        return None if entry is None else entry.obj
+
+    def _config_error(self, namespace: str, container: Obj) -> str:
+        """kubelet's message for the first ConfigMap/Secret (or key) the container's env
+        needs and cannot have, "" when it has everything (optional ones may be missing)."""
+        for env in container.get("env") or []:
+            source = (env or {}).get("valueFrom") or {}
+            for field, kind in (("configMapKeyRef", "ConfigMap"), ("secretKeyRef", "Secret")):
+                ref = source.get(field)
+                if not isinstance(ref, dict) or ref.get("optional") is True:
+                    continue
+                name, key = str(ref.get("name") or ""), str(ref.get("key") or "")
+                obj = self._source(kind, namespace, name)
+                if obj is None:
+                    return f'{kind.lower()} "{name}" not found'
+                if key not in (obj.get("data") or {}) and key not in (obj.get("binaryData") or {}):
+                    return f"couldn't find key {key} in {kind} {namespace}/{name}"
+        for env_from in container.get("envFrom") or []:
+            for field, kind in (("configMapRef", "ConfigMap"), ("secretRef", "Secret")):
+                ref = (env_from or {}).get(field)
+                if isinstance(ref, dict) and ref.get("optional") is not True:
+                    name = str(ref.get("name") or "")
+                    if self._source(kind, namespace, name) is None:
+                        return f'{kind.lower()} "{name}" not found'
+        return ""
 
     def _stop(self, key: tuple[str, str], entry: Entry, record: _PodRecord, now: float) -> None:
         pod = entry.obj

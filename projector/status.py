@@ -2,22 +2,22 @@
 aggregated from its copies in the cells `plan()` names, with honest freshness.
 
 Request key: (project cluster, project namespace, project WD name).
-Reads (caches): the project WD and its namespace; the management cluster's Locations; the WD
-copies and downstream namespaces in the cells (views shared with the federator); each cell's state and last contact.
+Reads (caches): the project WD, its namespace, which ConfigMaps/Secrets exist there (names
+only); Locations; the copies and downstream namespaces in the cells; each cell's state.
 Writes, and alone writes: the project WD's `status` (status subresource, field manager
 `projector`), only when the aggregate differs from what is cached.
 Never writes: the project WD's metadata or spec, anything in a cell.
 
-DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_projector.py: counters summed,
-observedGeneration only when every target cell observed the spec, worst reason wins naming the cell
-(test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back,
-tests/federation/test_version_skew.py); NoMatchingLocation (test_no_cell_for_the_city); a dark cell turns Unknown
-after `--cell-status-stale-after` and recovers (test_a_dark_cell_turns_unknown_and_recovers); one status write once
-the cells observed a new spec, else AwaitingPropagation a delay after the copies' write
+DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_projector.py: counters
+summed, observedGeneration only when every target cell observed the spec, worst reason wins
+naming the cell (test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back,
+tests/federation/test_version_skew.py); NoMatchingLocation (test_no_cell_for_the_city); a dark cell
+Unknown after `--cell-status-stale-after` (test_a_dark_cell_turns_unknown_and_recovers); one status
+write once the cells observed a spec, else AwaitingPropagation a delay after the copies' write
 (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
 test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
-`status.suspended`, Suspended (test_suspended_means_every_cell_and_a_suspended_cell_is_always_seen,
-tests/e2e/test_suspension.py); zero writes at steady state (tests/chaos; tests/federation/test_steady_state.py)."""
+Suspended (tests/e2e/test_suspension.py); SourceNotFound (test_a_missing_source_is_named_on_the_project_wd);
+idle: no writes (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
@@ -54,6 +54,7 @@ from federation.fleet.locations import CityTarget
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share
 from federation.fleet.propagation import clock_of
+from federation.fleet.references import SOURCE_RESOURCES, missing_sources, source_identity
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
@@ -108,7 +109,10 @@ class StatusProjector:
         reports, deadline = self._reports(wd, target, shares, copies, namespace, req.cluster)
         city = target.city_code if target is not None else None
         now = datetime.datetime.now(datetime.UTC)
-        status = aggregate(wd, reports, now=now, city=city, unplaced=unplaced, subset=self.matches)
+        missing = missing_sources(wd, lambda kind, name: _source_exists(project, kind, name, req.namespace))
+        status = aggregate(
+            wd, reports, now=now, city=city, unplaced=unplaced, subset=self.matches, missing_sources=missing
+        )
         # 5. write only the difference, once the cells observed this spec (or after a while)
         if (hold := self._hold(req, wd, status, copies_written(wd, reports, self.matches))) is not None:
             return Result(requeue_after=hold if deadline is None else min(hold, deadline))
@@ -251,6 +255,10 @@ def _last_seen(cell: Cluster | None) -> datetime.datetime | None:
     return cell.last_contact if cell is not None else None
 
 
+def _source_exists(project: Cluster, kind: str, name: str, namespace: str) -> bool:
+    return project.cache.informer_of(SOURCE_RESOURCES[kind]).get(name, namespace=namespace) is not None
+
+
 def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: project WDs; their copies in every cell (mapped back); cell states."""
     projector = StatusProjector(
@@ -267,6 +275,9 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         EnqueueRequestsFromMapFunc(routes.wds_of_location, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=LOCAL,
     )
+    for resource in SOURCE_RESOURCES.values():  # which referenced sources exist (no data)
+        ctrl.watch(resource, EnqueueRequestsFromMapFunc(routes.wds_referencing, cluster_name=ClusterName.INJECT_SOURCE),
+                   clusters=PROJECTS, transform=source_identity)  # fmt: skip
     read_cell_copies(ctrl)
     clock = clock_of(mgr)
 

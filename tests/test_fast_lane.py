@@ -19,6 +19,7 @@ PROCESS_FILES = (  # every test here starts federation-manager processes or idle
     "tests/federation/test_demo_persistence.py", "tests/federation/test_demo_statedir.py",
     "tests/federation/test_deployed_management.py", "tests/cells/test_cell_run.py",
     "tests/kubeplane/test_cli_apiserver.py", "tests/cells/test_cell_suspension.py",
+    "tests/federation/test_up_referenced_data.py",
     "tests/cells/test_cell_idle.py", "tests/federation/test_steady_state.py", "tests/test_taskw.py",
     "tests/federation/test_up_clean_start.py", "tests/mcruntime/test_lease_under_load.py", "tests/test_wheel.py",
 )  # fmt: skip

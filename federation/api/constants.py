@@ -124,6 +124,11 @@ class Label(DocumentedStr):
         "meta.datumapis.com/upstream-namespace",
         "Project namespace name the object came from; on downstream namespaces, WorkloadDeployments and Instances.",
     )
+    REFERENCED_DATA = (
+        "compute.datumapis.com/referenced-data",
+        '`"true"` on a companion: a copy, written by the federation, of a ConfigMap or Secret a project '
+        "WorkloadDeployment references, in the cell namespace of its copies.",
+    )
     CLUSTER_MANAGER = (
         "x-k8s.io/cluster-manager",
         "SIG Multicluster convention on a ClusterProfile: name of the cluster manager that owns it.",
@@ -163,6 +168,17 @@ class Annotation(DocumentedStr):
         "On a downstream WorkloadDeployment copy: UID of the project WorkloadDeployment it was made from "
         "(a fresh WD of the same name is never mistaken for the old one).",
     )
+    EXPECTED_REFERENCED_DATA = (
+        "compute.datumapis.com/expected-referenced-data",
+        "On a downstream WorkloadDeployment copy, written by the federator with the spec: a JSON array of the "
+        'companions its Instances need, `"<Kind>/<name>"` sorted (Kind `ConfigMap` or `Secret`); absent when '
+        "the template references none. A tenant's own value is never copied.",
+    )
+    REFERENCED_BY = (
+        "compute.datumapis.com/referenced-by",
+        'On a companion ConfigMap/Secret in a cell: JSON array (sorted) of `"<namespace>/<name>"` of the '
+        "project WorkloadDeployments whose copies in that cell reference it.",
+    )
     KUBECONFIG_SECRET = (
         "compute.datumapis.com/kubeconfig-secret",
         "On a ClusterProfile: name of the Secret (same namespace) holding the cluster's kubeconfig under data key "
@@ -192,6 +208,11 @@ class Finalizer(DocumentedStr):
 class SchedulingGate(DocumentedStr):
     NETWORK = "Network", "Removed once the Instance's network interfaces are programmed."
     QUOTA = "Quota", "Removed once QuotaGranted is True at the Instance's current generation."
+    REFERENCED_DATA = (
+        "ReferencedData",
+        "Removed once ReferencedDataReady is True at the Instance's current generation: every companion its "
+        "WorkloadDeployment copy expects is in the cell namespace.",
+    )
 
 
 class ClusterRole(DocumentedStr):

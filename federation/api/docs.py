@@ -39,6 +39,7 @@ from .reasons import (
     InstanceProgrammedReason,
     InstanceReadyReason,
     QuotaGrantedReason,
+    ReferencedDataReason,
     ReplicasReadyReason,
     ResourceClaimCondition,
     WorkloadCondition,
@@ -237,12 +238,17 @@ def _conditions_section() -> list[str]:
                 ("Programmed", InstanceProgrammedReason),
                 ("Available", InstanceAvailableReason),
                 ("QuotaGranted", QuotaGrantedReason),
+                ("ReferencedDataReady", ReferencedDataReason),
             ],
         ),
         (
             "WorkloadDeployment",
             WorkloadDeploymentCondition,
-            [("Available", WorkloadDeploymentAvailableReason), ("ReplicasReady", ReplicasReadyReason)],
+            [
+                ("Available", WorkloadDeploymentAvailableReason),
+                ("ReplicasReady", ReplicasReadyReason),
+                ("ReferencedDataReady", ReferencedDataReason),
+            ],
         ),
         ("Workload", WorkloadCondition, []),
         ("ResourceClaim", ResourceClaimCondition, [("Granted", QuotaGrantedReason)]),
@@ -564,8 +570,25 @@ Also:
 - A project WorkloadDeployment's annotations reach its cell copies, except the
   federation's own bookkeeping keys (`kubectl.kubernetes.io/last-applied-configuration`,
   `compute.datumapis.com/federation-namespace`, `meta.datumapis.com/upstream-uid`,
-  `compute.datumapis.com/ordinal-start`: client or federation records a tenant must not
-  forge); its labels do not (identity comes from where a copy lives).
+  `compute.datumapis.com/ordinal-start`, `compute.datumapis.com/expected-referenced-data`:
+  client or federation records a tenant must not forge); its labels do not (identity
+  comes from where a copy lives).
+- Referenced data (ConfigMaps and Secrets named by `env[].valueFrom`, `envFrom`,
+  `volumes[].configMap`/`secret` and `imagePullSecrets`) reaches the cells as upstream's
+  companions do: named like the source, labelled `compute.datumapis.com/referenced-data:
+  "true"`, annotated `compute.datumapis.com/referenced-by`; the copy's
+  `compute.datumapis.com/expected-referenced-data` lists `"<Kind>/<name>"` (upstream's
+  newest format; names only, no resourceVersions), Instances wait behind the
+  `ReferencedData` gate (always on here; a feature flag upstream) and
+  `ReferencedDataReady` is on Instances and WorkloadDeployments. Upstream delivers
+  companions through Karmada dependency propagation from one hub namespace; here the
+  companion controller writes them into each target cell directly. Upstream's resolver
+  finalizer (`compute.datumapis.com/referenced-data-controller`), its
+  `referenced-data-error` annotation, the `SourceUnauthorized` reason and the 1 MiB
+  aggregate limit are not implemented: a missing source (or one over 256 KiB of data) is
+  a `SourceNotFound` (`SourceTooLarge`) Event on the WorkloadDeployment; a missing
+  source makes its `ReferencedDataReady=False/SourceNotFound` naming it (the status
+  projector checks the project namespace; one over 256 KiB reads AwaitingPropagation).
 - The federator records `compute.datumapis.com/federation-namespace: ns-<project namespace
   UID>` on the project WorkloadDeployment, with its finalizer in one write.
 - A cell's HorizontalPodAutoscaler is labelled like its WorkloadDeployment

@@ -11,6 +11,11 @@ class InstanceCondition(DocumentedStr):
     AVAILABLE = "Available", "The Instance is serving (replaced the older `Running`)."
     READY = "Ready", "Summary: True when Programmed and Available; otherwise the most specific blocking reason."
     QUOTA_GRANTED = "QuotaGranted", "Quota has been allocated for the Instance."
+    REFERENCED_DATA_READY = (
+        "ReferencedDataReady",
+        "Every ConfigMap and Secret the Instance references is in its namespace (on Instances and "
+        "WorkloadDeployments).",
+    )
 
 
 class InstanceReadyReason(DocumentedStr):
@@ -66,6 +71,27 @@ class ResourceClaimCondition(DocumentedStr):
 class WorkloadDeploymentCondition(DocumentedStr):
     AVAILABLE = "Available", "At least one Instance is available (or why not)."
     REPLICAS_READY = "ReplicasReady", "All desired replicas are ready (or why not)."
+    REFERENCED_DATA_READY = (
+        "ReferencedDataReady",
+        "Every ConfigMap and Secret the template references is present where its Instances run (or which is not).",
+    )
+
+
+class ReferencedDataReason(DocumentedStr):
+    READY = "Ready", "ReferencedDataReady=True: every referenced companion is present."
+    SOURCE_NOT_FOUND = (
+        "SourceNotFound",
+        "A referenced ConfigMap or Secret does not exist in the project namespace (a Warning Event on the WD).",
+    )
+    SOURCE_TOO_LARGE = (
+        "SourceTooLarge",
+        "A referenced object holds more than 256 KiB of data, more than a companion may (a Warning Event on the WD).",
+    )
+    RESOLVING = "Resolving", "The copy's expected-referenced-data annotation cannot be read (the message says why)."
+    AWAITING_PROPAGATION = (
+        "AwaitingPropagation",
+        "Some companions have not reached the cell yet; the message names them.",
+    )
 
 
 class WorkloadDeploymentAvailableReason(DocumentedStr):

@@ -32,6 +32,10 @@ Rules
   (InstancesProvisioning)`), so `kubectl get wd` shows the reason and
   `kubectl describe` who is behind.
 - No cell in `plan()` → both conditions False/`NoMatchingLocation`, naming the city.
+- `ReferencedDataReady`, only for a WD whose template requires ConfigMaps or Secrets
+  (`references.expected_referenced_data`; removed when it no longer does): the cells'
+  own condition rolled up worst-wins, each cell not True named with its message (the
+  missing `Kind/name`s); a copy that has not reported it is AwaitingPropagation.
 - `suspended` (issue 20): true when there is a target cell and every target cell's copy
   is this WD's and reports `status.suspended: true` (the cell is its only writer; a stale
   cell's last report counts: it is what the cell was told, and its conditions already say
@@ -59,12 +63,14 @@ from federation.api.constants import Annotation
 from federation.api.naming import workload_deployment_selector
 from federation.api.reasons import (
     InstanceReadyReason,
+    ReferencedDataReason,
     ReplicasReadyReason,
     WorkloadDeploymentAvailableReason,
     WorkloadDeploymentCondition,
 )
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas
 from federation.fleet.placement import Share, city_code, desired_replicas
+from federation.fleet.references import expected_referenced_data
 from mcruntime.controllerutil import is_subset
 from mcruntime.fields import get_int, get_mapping, get_str, get_str_map
 
@@ -74,8 +80,10 @@ CELL_UNREACHABLE = str(WorkloadDeploymentAvailableReason.CELL_UNREACHABLE)
 
 AVAILABLE = str(WorkloadDeploymentCondition.AVAILABLE)
 REPLICAS_READY = str(WorkloadDeploymentCondition.REPLICAS_READY)
+REFERENCED_DATA_READY = str(WorkloadDeploymentCondition.REFERENCED_DATA_READY)
 AWAITING_PROPAGATION = str(ReplicasReadyReason.AWAITING_PROPAGATION)
 NO_MATCHING_LOCATION = str(WorkloadDeploymentAvailableReason.NO_MATCHING_LOCATION)
+SOURCE_NOT_FOUND = str(ReferencedDataReason.SOURCE_NOT_FOUND)
 
 # Worst first. A suspended cell first: it says what the user asked for. Then a cell may
 # report an Instance's blocking reason, so those come in the Instance Ready priority's
@@ -281,6 +289,7 @@ def aggregate(
     city: str | None = None,
     unplaced: str | None = None,
     subset: Subset = is_subset,
+    missing_sources: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The project WD's desired `.status`, from one report per share of `plan(wd, ...)`.
 
@@ -289,7 +298,8 @@ def aggregate(
     counter in a cell's status or a naive datetime. `city` is the resolved target city
     (`downstream.target_city`; None reads `spec.cityCode`); `unplaced` is the message of
     a location that resolves to no city (then there are no reports and the conditions
-    say NoMatchingLocation with it)."""
+    say NoMatchingLocation with it); `missing_sources` the `"<Kind>/<name>"` of required
+    references missing from the project namespace (ReferencedDataReady=False SourceNotFound)."""
     name = get_str(wd, "metadata.name", required=False)
     if not name:
         raise ValueError(f"WorkloadDeployment metadata.name: required, got {name!r}")
@@ -323,6 +333,11 @@ def aggregate(
     else:
         ready = status["readyReplicas"]
         rolled = {t: _roll_up(views, t, ready, desired) for t in (AVAILABLE, REPLICAS_READY)}
+    referenced = _referenced_data(views, wd, missing_sources)
+    if referenced is not None:
+        rolled[REFERENCED_DATA_READY] = referenced
+    else:  # the template references nothing (any more): no such condition
+        conditions = [c for c in conditions if c.get("type") != REFERENCED_DATA_READY]
     for type_, result in rolled.items():
         set_condition_json(
             conditions, type_, result.status, result.reason, result.message, observed_generation=observed, now=stamp
@@ -332,3 +347,42 @@ def aggregate(
     if suspended or "suspended" in status:
         status["suspended"] = suspended
     return status
+
+
+def _referenced_data(
+    views: Sequence[_CellView], wd: Mapping[str, Any], missing_sources: Sequence[str]
+) -> _Contribution | None:
+    """ReferencedDataReady of a WD whose template requires ConfigMaps or Secrets: a source
+    missing from the project namespace first (SourceNotFound, naming each: no cell can ever
+    get it); else the cells' own (a copy without it yet, or none at all, is
+    AwaitingPropagation), worst wins; the message names every cell that is not True with
+    its own message (the missing objects)."""
+    if expected_referenced_data(wd) is None:
+        return None
+    if missing_sources:
+        namespace = get_str(wd, "metadata.namespace", required=False)
+        return _Contribution("", FALSE, SOURCE_NOT_FOUND,
+                             f"{', '.join(missing_sources)} not found in project namespace {namespace}")  # fmt: skip
+    if not views:
+        return _Contribution("", FALSE, AWAITING_PROPAGATION, "no cell to propagate the referenced data to")
+    contributions = []
+    for view in views:
+        reported = [c for c in view.status.get("conditions") or [] if isinstance(c, dict)]
+        cond = find_condition_json(reported, REFERENCED_DATA_READY) if view.present and not view.stale else None
+        if view.stale:
+            contributions.append(_Contribution(view.cell, UNKNOWN, CELL_UNREACHABLE, f"cell {view.cell}: unreachable"))
+        elif cond is None:
+            contributions.append(_Contribution(view.cell, FALSE, AWAITING_PROPAGATION,
+                                               f"cell {view.cell}: not reported yet"))  # fmt: skip
+        else:
+            value = cond.get("status")
+            contributions.append(_Contribution(view.cell, value if value in (TRUE, FALSE) else UNKNOWN,
+                                               str(cond.get("reason") or "Unspecified"),
+                                               f"cell {view.cell}: {cond.get('message') or ''}"))  # fmt: skip
+    contributions.sort(key=_Contribution.rank)
+    worst = contributions[0]
+    if worst.status == TRUE:
+        cells = ", ".join(sorted(c.cell for c in contributions))
+        return _Contribution(worst.cell, TRUE, worst.reason, f"every referenced companion is present in {cells}")
+    behind = "; ".join(c.message for c in contributions if c.status != TRUE)
+    return _Contribution(worst.cell, worst.status, worst.reason, behind[:MAX_MESSAGE])

@@ -11,7 +11,9 @@ Contract
   namespace, labels `topology.datum.net/city-code` and upstream-namespace, annotations
   `compute.datumapis.com/ordinal-start` and `meta.datumapis.com/upstream-uid`, the spec
   copied with the cell's share in `spec.replicas` — unless the caller leaves `replicas`
-  to the cell's autoscaler (`include_replicas=False`).
+  to the cell's autoscaler (`include_replicas=False`) — and, when the template references
+  ConfigMaps or Secrets, `compute.datumapis.com/expected-referenced-data`
+  (`references.expected_referenced_data`: a pure function of the spec, so the same write).
 - `planned_shares`: the input to `plan()` read from the copies in the cells (those made
   from this very WD, by upstream UID, with the ordinals each holds), and `plan()` over it:
   the federator, the projector and the operator tools all place a WD through it.
@@ -45,6 +47,7 @@ from federation.api.constants import API_VERSION, Annotation, Kind, Label
 from federation.api.naming import downstream_namespace_name
 from federation.fleet.locations import CityTarget, InvalidPlacementSpec, KnownLocation, resolve_city
 from federation.fleet.placement import CellInfo, PlacementError, Share, city_code, plan
+from federation.fleet.references import EXPECTED_ANNOTATION, expected_referenced_data
 from mcruntime.fields import get_str, get_str_map
 from mcruntime.objects import LAST_APPLIED
 
@@ -60,6 +63,7 @@ NOT_FEDERATED_ANNOTATIONS: frozenset[str] = frozenset(
         # the federator's own on the copy: a tenant writing them must not steer identity or ordinals
         UPSTREAM_UID_ANNOTATION,
         str(Annotation.ORDINAL_START),
+        EXPECTED_ANNOTATION,  # computed from the spec (`references.expected_referenced_data`), never the tenant's
     }
 )
 
@@ -182,6 +186,9 @@ def downstream_copy(
     federated = {k: v for k, v in get_str_map(wd, "metadata.annotations").items() if k not in NOT_FEDERATED_ANNOTATIONS}
     if include_replicas:
         spec["replicas"] = share.replicas
+    expected = expected_referenced_data(wd)
+    if expected is not None:  # what the cell gates Instances on, written with the spec it follows from
+        federated[EXPECTED_ANNOTATION] = expected
     return {
         "apiVersion": API_VERSION,
         "kind": str(Kind.WORKLOAD_DEPLOYMENT),

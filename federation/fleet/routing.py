@@ -30,6 +30,7 @@ from federation.fleet.fleetview import (
 from federation.fleet.locations import known_location
 from federation.fleet.placement import city_key, same_city
 from federation.fleet.projection import CELL_ANNOTATION
+from federation.fleet.references import SOURCE_RESOURCES, referencing
 from mcruntime import controllerutil
 from mcruntime.errors import ClusterNotReadyError
 from mcruntime.fields import get_str, get_str_map
@@ -157,6 +158,22 @@ class Routes:
         """A Location changed (created, its city changed, deleted): the WDs naming it re-plan."""
         name = known_location(location).name
         return self._in_projects(WORKLOAD_DEPLOYMENTS, LOCATION_INDEX, name) if name else []
+
+    async def wds_referencing(self, project: str, source: dict[str, Any]) -> list[Request]:
+        """A project ConfigMap or Secret appeared, changed or went: the WDs of its namespace
+        that reference an object of that name re-aggregate ReferencedDataReady (the cached
+        view holds no kind; one of the other kind with the same name costs a reconcile only)."""
+        cluster = self.mgr.clusters.get(project)
+        namespace = get_str(source, "metadata.namespace", required=False)
+        if cluster is None or not namespace:
+            return []
+        wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).list(namespace=namespace)
+        name = get_str(source, "metadata.name", required=False)
+        return [
+            Request(project, namespace, get_str(wd, "metadata.name"))
+            for kind in SOURCE_RESOURCES
+            for wd in referencing(wds, kind, name)
+        ]
 
     # ------------------------------------------------------------------ cell lifecycle
     def wds_of_cell(self, event: ClusterEvent) -> Iterable[Request]:

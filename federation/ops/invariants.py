@@ -18,6 +18,11 @@ Invariants (each violation is a `Violation` of one kind, its message naming the 
   (`lastTransitionTime` aside: it records when, not what).
 - `stuck-finalizer`: the federator's finalizer on a deleting WD while no cell holds a
   copy; the workload controller's on a deleting Workload that controls no WD.
+- `missing-companion`: every ConfigMap/Secret a live copy expects (its
+  `expected-referenced-data`) whose source exists in the project namespace is in the
+  copy's cell namespace (a missing source is the user's to fix: the WD says so).
+- `unreferenced-companion`: every companion in a cell namespace is referenced (optional
+  references too) by a live copy of a live WD in that namespace.
 
 What cannot be seen is not a violation: a cell or project that was not read makes the
 checks that depend on it `unchecked` (listed with the reason) — in particular copies in
@@ -44,6 +49,7 @@ from federation.fleet.downstream import (
 )
 from federation.fleet.placement import PlacementError, Share
 from federation.fleet.projection import CELL_ANNOTATION, Source, choose, holds_ordinal
+from federation.fleet.references import EXPECTED_ANNOTATION, parse_expected, references
 from federation.ops.snapshot import CellCopy, ProjectSnapshot, Snapshot, controller_uid
 from mcruntime.controllerutil import is_subset
 from mcruntime.fields import get_list, get_str, get_str_map, is_deleting
@@ -62,6 +68,8 @@ class ViolationKind(enum.StrEnum):
     STALE_PROJECTION = "stale-projection"
     STATUS_MISMATCH = "status-mismatch"
     STUCK_FINALIZER = "stuck-finalizer"
+    MISSING_COMPANION = "missing-companion"
+    UNREFERENCED_COMPANION = "unreferenced-companion"
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +235,7 @@ class _Checker:
                     self.workload_finalizer(project, workload)
         self.orphans()
         self.duplicate_instances()
+        self.companions()
 
     def workload_deployment(self, project: ProjectSnapshot, wd: Obj) -> None:
         ns, name, uid = _ns(wd), get_str(wd, "metadata.name", required=False), _uid(wd)
@@ -340,6 +349,57 @@ class _Checker:
                     f"(upstream uid {copy.upstream_uid or 'missing'}, the live one "
                     f"is {_uid(wd)})",
                 )
+
+    # ------------------------------------------------------------------ referenced data
+    def companions(self) -> None:
+        """`missing-companion` and `unreferenced-companion`, per reachable cell namespace
+        whose project was read."""
+        referenced: dict[tuple[str, str], set[tuple[str, str]]] = {}
+        for copy in self.copies:
+            up = copy.upstream
+            project = self.snap.projects.get(up.project) if up is not None else None
+            wd = self.wds.get((up.project, up.namespace, up.name)) if up is not None else None
+            if (
+                up is None
+                or project is None
+                or not project.reachable
+                or is_deleting(copy.obj)
+                or not self.read(copy.cell)
+            ):
+                continue
+            if wd is None or _uid(wd) != copy.upstream_uid or is_deleting(wd):
+                continue  # an orphan or one on its way out: nothing of it is needed
+            refs = {(r.kind, r.name) for r in references(copy.obj)}
+            referenced.setdefault((copy.cell, copy.namespace), set()).update(refs)
+            sources = {(get_str(o, "kind"), get_str(o, "metadata.name")) for o in project.sources
+                       if _ns(o) == up.namespace}  # fmt: skip
+            present = {(get_str(o, "kind"), get_str(o, "metadata.name")) for o in self.snap.cells[copy.cell].companions
+                       if _ns(o) == copy.namespace}  # fmt: skip
+            try:
+                expected = parse_expected(
+                    get_str_map(copy.obj, "metadata.annotations").get(EXPECTED_ANNOTATION) or "[]"
+                )
+            except ValueError as exc:
+                expected = []
+                self.add(ViolationKind.MISSING_COMPANION, f"cell {copy.cell}: copy {copy.namespace}/{copy.name}: {exc}")
+            for kind, name in expected:
+                if (kind, name) in sources and (kind, name) not in present:
+                    where = f"cell {copy.cell}: {kind} {copy.namespace}/{name}"
+                    self.add(ViolationKind.MISSING_COMPANION,
+                             f"{where}, expected by copy {copy.name} ({up.project}), is not there")  # fmt: skip
+        for cell in self.snap.cells.values():
+            if not cell.reachable:
+                continue
+            for companion in cell.companions:
+                key = (get_str(companion, "kind"), get_str(companion, "metadata.name"))
+                namespace = cell.namespace(_ns(companion))
+                upstream = _upstream_of_namespace(namespace) if namespace is not None else None
+                project = self.snap.projects.get(upstream[0]) if upstream is not None else None
+                if project is not None and not project.reachable:
+                    continue  # its WDs were not read: listed as unchecked
+                if key not in referenced.get((cell.name, _ns(companion)), set()):
+                    self.add(ViolationKind.UNREFERENCED_COMPANION, f"cell {cell.name}: {key[0]} "
+                             f"{_ns(companion)}/{key[1]} is referenced by no live copy in its namespace")  # fmt: skip
 
     # ------------------------------------------------------------------ Instances
     def duplicate_instances(self) -> None:

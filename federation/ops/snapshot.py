@@ -18,10 +18,12 @@ What is read
 - management: ClusterProfiles (label `compute.datumapis.com/cluster-role in (cell,project)`,
   the manager's default registration selector) and the Secrets they name, in the
   registration namespace;
-- each project: Namespaces, WorkloadDeployments, Instances (projections), Workloads;
+- each project: Namespaces, WorkloadDeployments, Instances (projections), Workloads, and
+  the names of its ConfigMaps and Secrets (`sources`: kind, name, namespace; never data);
 - each cell: the federated namespaces and WD copies (the federator's views: labels
   `meta.datumapis.com/upstream-cluster-name` / `meta.datumapis.com/upstream-namespace`
-  present) and every Instance.
+  present), every Instance, and the companions' names (label
+  `compute.datumapis.com/referenced-data=true`; never data).
 """
 
 from __future__ import annotations
@@ -49,17 +51,20 @@ from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, UpstreamRef, up
 from federation.fleet.fleetview import CELL_COPIES_SELECTOR, CELL_NAMESPACES_SELECTOR
 from federation.fleet.locations import KnownLocation, known_location
 from federation.fleet.placement import CellInfo
+from federation.fleet.references import REFERENCED_DATA_LABEL
 from mcruntime.client import Client
 from mcruntime.connection import ConnectionConfig, from_kubeconfig_file
 from mcruntime.errors import APIError, ClusterNotReadyError, ConfigError, TransportError
 from mcruntime.fields import get_objects, get_str, get_str_map
 from mcruntime.objects import Obj
 from mcruntime.providers.secretdata import config_from_secret
+from mcruntime.resources import CONFIGMAPS
 from mcruntime.transport import Transport
 
 DEFAULT_TIMEOUT = 5.0
 MANAGEMENT = "management"
 REGISTRATION_SELECTOR = f"{Label.CLUSTER_ROLE} in ({ClusterRole.CELL},{ClusterRole.PROJECT})"
+COMPANIONS = f"{REFERENCED_DATA_LABEL}=true"
 FIELD_MANAGER = "federation-manager-inspect"  # never writes; named for the servers' request logs
 
 # What a failed read of one cluster can raise; each is recorded, none escapes.
@@ -92,6 +97,7 @@ class ProjectSnapshot:
     workload_deployments: tuple[Obj, ...] = ()
     instances: tuple[Obj, ...] = ()
     workloads: tuple[Obj, ...] = ()
+    sources: tuple[Obj, ...] = ()  # ConfigMaps and Secrets, names only (`names_of`)
 
     @property
     def reachable(self) -> bool:
@@ -120,6 +126,7 @@ class CellSnapshot:
     namespaces: tuple[Obj, ...] = ()  # federated namespaces only
     copies: tuple[Obj, ...] = ()  # federated WD copies only
     instances: tuple[Obj, ...] = ()
+    companions: tuple[Obj, ...] = ()  # labelled referenced-data ConfigMaps and Secrets, names only
 
     @property
     def reachable(self) -> bool:
@@ -127,6 +134,14 @@ class CellSnapshot:
 
     def namespace(self, name: str) -> Obj | None:
         return next((ns for ns in self.namespaces if get_str(ns, "metadata.name", required=False) == name), None)
+
+
+def names_of(kind: str, objs: list[Obj]) -> list[Obj]:
+    """ConfigMaps or Secrets as the snapshot keeps them: kind, name and namespace (no data,
+    no labels or annotations, which may hold it too)."""
+    return [{"kind": kind, "metadata": {"name": get_str(o, "metadata.name"),
+                                        "namespace": get_str(o, "metadata.namespace", required=False)}}
+            for o in objs]  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +324,8 @@ async def _project(reg: _Registration, read_timeout: float) -> ProjectSnapshot:
         got["wds"] = await client.list_live(WORKLOAD_DEPLOYMENTS)
         got["instances"] = await client.list_live(INSTANCES)
         got["workloads"] = await client.list_live(WORKLOADS)
+        got["sources"] = names_of("ConfigMap", await client.list_live(CONFIGMAPS))
+        got["sources"] += names_of("Secret", await client.list_live(SECRETS))
 
     health = await _read(reg.name, reg.config, read_timeout, reads)
     if not health.reachable:
@@ -321,6 +338,7 @@ async def _project(reg: _Registration, read_timeout: float) -> ProjectSnapshot:
         workload_deployments=tuple(got["wds"]),
         instances=tuple(got["instances"]),
         workloads=tuple(got["workloads"]),
+        sources=tuple(got["sources"]),
     )
 
 
@@ -334,6 +352,8 @@ async def _cell(reg: _Registration, read_timeout: float) -> CellSnapshot:
         got["namespaces"] = await client.list_live(NAMESPACES, label_selector=CELL_NAMESPACES_SELECTOR)
         got["copies"] = await client.list_live(WORKLOAD_DEPLOYMENTS, label_selector=CELL_COPIES_SELECTOR)
         got["instances"] = await client.list_live(INSTANCES)
+        got["companions"] = names_of("ConfigMap", await client.list_live(CONFIGMAPS, label_selector=COMPANIONS))
+        got["companions"] += names_of("Secret", await client.list_live(SECRETS, label_selector=COMPANIONS))
 
     health = await _read(reg.name, reg.config, read_timeout, reads)
     if not health.reachable:
@@ -345,6 +365,7 @@ async def _cell(reg: _Registration, read_timeout: float) -> CellSnapshot:
         namespaces=tuple(got["namespaces"]),
         copies=tuple(got["copies"]),
         instances=tuple(got["instances"]),
+        companions=tuple(got["companions"]),
     )
 
 

@@ -62,11 +62,17 @@ async def test_each_identity_has_what_its_mode_needs_and_no_more(tmp_path: Path)
             (project, "delete", INST, ("-n", "default"), True),
             (project, "create", "namespaces", (), False),
             (project, "delete", "namespaces", (), False),
-            (project, "get", "secrets", ("-n", "default"), False),
+            # ... and reads the ConfigMaps and Secrets WDs reference (companions), never writes them
+            (project, "get", "secrets", ("-n", "default"), True),
+            (project, "watch", "configmaps", ("-n", "default"), True),
+            (project, "create", "secrets", ("-n", "default"), False),
+            (project, "update", "configmaps", ("-n", "default"), False),
             (project, "create", "pods", ("-n", "default"), False),
             # management mode in a cell: downstream namespaces and copies, reads Instances
             (cell_access, "create", "namespaces", (), True),
             (cell_access, "create", WD, ("-n", "any"), True),
+            (cell_access, "create", "secrets", ("-n", "any"), True),
+            (cell_access, "delete", "configmaps", ("-n", "any"), True),
             (cell_access, "delete", "namespaces", (), False),
             (cell_access, "delete", INST, ("-n", "any"), False),
             (cell_access, "create", "pods", ("-n", "any"), False),
@@ -78,6 +84,9 @@ async def test_each_identity_has_what_its_mode_needs_and_no_more(tmp_path: Path)
             (cell_manager, "create", WD, ("-n", "any"), False),
             (cell_manager, "create", "namespaces", (), False),
             (cell_manager, "get", "secrets", ("-n", "any"), False),
+            (cell_manager, "watch", "secrets", ("-n", "any"), True),  # which companions are there (names kept)
+            (cell_manager, "create", "secrets", ("-n", "any"), False),
+            (cell_manager, "create", "configmaps", ("-n", "any"), False),
         ]
         wrong = []
         for kubectl, verb, resource, where, expected in expectations:

@@ -40,4 +40,4 @@ async def test_run_in_management_mode_fans_a_wd_out_to_registered_cells(tmp_path
         assert "compute.datumapis.com/federator" in finalizers
         assert await manager.stop() == 0, manager.output()
         log = manager.output()
-        assert "modes management; controllers federator, workload-controller" in log
+        assert "modes management; controllers federator, companions, workload-controller" in log

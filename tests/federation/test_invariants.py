@@ -313,6 +313,43 @@ BREAKAGES: list[tuple[Callable[[World], None], list[tuple[ViolationKind, str]]]]
 ]
 
 
+def _referencing(w: World) -> str:
+    """web/default/cfg (DFW, 2) referencing Secret db (present) and ConfigMap absent (missing
+    in the project: the user's to fix, not an invariant), converged; its cell namespace."""
+    wd = w.add_wd("web", "cfg", "DFW", 2)
+    container = wd["spec"]["template"]["spec"]["runtime"]["sandbox"]["containers"][0]
+    container["envFrom"] = [{"secretRef": {"name": "db"}}, {"configMapRef": {"name": "absent"}}]
+    w.projects["web"].sources.append({"kind": "Secret", "metadata": {"name": "db", "namespace": "default"}})
+    w.converge()
+    (copy_,) = [c for c in w.cells["dfw-1"].copies if c["metadata"]["name"] == "cfg"]
+    return str(copy_["metadata"]["namespace"])
+
+
+def companion_missing(w: World) -> None:
+    ns = _referencing(w)
+    w.cells["dfw-1"].companions = [c for c in w.cells["dfw-1"].companions if c["metadata"]["namespace"] != ns]
+
+
+def companion_unreferenced(w: World) -> None:
+    ns = _referencing(w)
+    w.cells["dfw-2"].companions.append({"kind": "ConfigMap", "metadata": {"name": "stale", "namespace": ns}})
+
+
+BREAKAGES += [
+    (companion_missing, [(K.MISSING_COMPANION,
+                          r"cell dfw-1: Secret ns-\S+/db, expected by copy cfg \(web\), is not there")]),
+    (companion_unreferenced, [(K.UNREFERENCED_COMPANION,
+                               r"cell dfw-2: ConfigMap ns-\S+/stale is referenced by no live copy in its namespace")]),
+]  # fmt: skip
+
+
+def test_referenced_data_converged_has_no_violation() -> None:
+    w = standard()
+    _referencing(w)
+    assert {(c["kind"], c["metadata"]["name"]) for c in w.cells["dfw-1"].companions} == {("Secret", "db")}
+    assert check(w.snapshot()).violations == ()
+
+
 def test_a_converged_federation_has_no_violation() -> None:
     report = check(standard().snapshot())
     assert report.violations == ()

@@ -25,6 +25,7 @@ from federation.fleet.downstream import (
 )
 from federation.fleet.placement import CellInfo
 from federation.fleet.projection import Source, projection, projection_status
+from federation.fleet.references import references
 from federation.ops.snapshot import OK, CellSnapshot, Health, ProjectSnapshot, Snapshot
 from federation.registration import project_cluster_name
 from tests.federation.test_federator import workload_deployment
@@ -56,6 +57,7 @@ class Cell:
     namespaces: list[Obj] = field(default_factory=list)
     copies: list[Obj] = field(default_factory=list)
     instances: list[Obj] = field(default_factory=list)
+    companions: list[Obj] = field(default_factory=list)  # names only, as the snapshot keeps them
 
 
 @dataclass
@@ -66,6 +68,7 @@ class Project:
     wds: list[Obj] = field(default_factory=list)
     instances: list[Obj] = field(default_factory=list)
     workloads: list[Obj] = field(default_factory=list)
+    sources: list[Obj] = field(default_factory=list)  # ConfigMaps and Secrets, names only
 
     @property
     def label(self) -> str:
@@ -153,6 +156,17 @@ class World:
                 )
             ]
             cell.copies.append(desired)
+            self.copy_companions(p, cell, wd, ns["metadata"]["name"])
+
+    @staticmethod
+    def copy_companions(p: Project, cell: Cell, wd: Obj, namespace: str) -> None:
+        """The companion controller's writes for one copy: the referenced sources that exist."""
+        sources = {(o["kind"], o["metadata"]["name"]) for o in p.sources
+                   if o["metadata"]["namespace"] == wd["metadata"]["namespace"]}  # fmt: skip
+        have = {(o["kind"], o["metadata"]["name"]) for o in cell.companions if o["metadata"]["namespace"] == namespace}
+        for ref in references(wd):
+            if (ref.kind, ref.name) in sources and (ref.kind, ref.name) not in have:
+                cell.companions.append({"kind": ref.kind, "metadata": {"name": ref.name, "namespace": namespace}})
 
     def run_cell(self, cell_name: str) -> None:
         """A cell's controllers, converged: Instances for every copy's share, all Ready,
@@ -274,11 +288,13 @@ class World:
 
         projects = {
             name: ProjectSnapshot(name, p.label, p.health, *objects(p.health, p.namespaces, p.wds, p.instances,
-                                                                    p.workloads))
+                                                                    p.workloads, p.sources))
             for name, p in sorted(self.projects.items())
         }  # fmt: skip
         cells = {
-            name: CellSnapshot(name, c.city, c.health, *objects(c.health, c.namespaces, c.copies, c.instances))
+            name: CellSnapshot(
+                name, c.city, c.health, *objects(c.health, c.namespaces, c.copies, c.instances, c.companions)
+            )
             for name, c in sorted(self.cells.items())
         }
         return Snapshot(self.management, "https://management.test", projects=projects, cells=cells, taken_at=NOW)

@@ -453,6 +453,60 @@ def test_copies_written_once_every_cell_holds_the_current_spec(second: Any, writ
     assert copies_written(wd, reports) is written
 
 
+def _referencing(wd: dict[str, Any]) -> dict[str, Any]:
+    container = wd["spec"]["template"]["spec"]["runtime"]["sandbox"]["containers"][0]
+    container["envFrom"] = [{"secretRef": {"name": "db"}}]
+    return wd
+
+
+def _with_referenced(copy_: dict[str, Any], status: str, reason: str, message: str) -> dict[str, Any]:
+    cond = {"type": "ReferencedDataReady", "status": status, "reason": reason, "message": message}
+    copy_["status"]["conditions"].append({**cond, "lastTransitionTime": "2026-01-01T00:00:00Z"})
+    return copy_
+
+
+def test_referenced_data_ready_is_carried_up_naming_what_is_missing() -> None:
+    wd = _referencing(project_wd())
+    ok = _with_referenced(cell_copy(wd, DFW1), "True", "Ready", "all 1 referenced companion(s) are present")
+    waiting = _with_referenced(
+        cell_copy(wd, DFW2),
+        "False",
+        "AwaitingPropagation",
+        "waiting for 1 companion(s) to arrive on the cell: Secret/db",
+    )
+    got = condition(aggregate(wd, [report(wd, DFW1, ok), report(wd, DFW2, waiting)], now=T0), "ReferencedDataReady")
+    assert (got["status"], got["reason"]) == ("False", "AwaitingPropagation")
+    assert got["message"] == "cell dfw-2: waiting for 1 companion(s) to arrive on the cell: Secret/db"
+    both = [report(wd, DFW1, ok), report(wd, DFW2, copy.deepcopy(ok))]
+    status = aggregate(wd, both, now=T0)
+    got = condition(status, "ReferencedDataReady")
+    assert (got["status"], got["reason"]) == ("True", "Ready")
+    # a copy that has not reported it yet is not taken for ready
+    silent = [report(wd, DFW1, ok), report(wd, DFW2, cell_copy(wd, DFW2))]
+    assert condition(aggregate(wd, silent, now=T0), "ReferencedDataReady")["status"] == "False"
+    # the reference removed: the condition goes
+    plain = project_wd(status=status)
+    assert find_condition_json(aggregate(plain, healthy(plain, DFW1, DFW2), now=T1)["conditions"],
+                               "ReferencedDataReady") is None  # fmt: skip
+    # a WD that references nothing never has it
+    assert find_condition_json(aggregate(project_wd(), healthy(project_wd(), DFW1), now=T0)["conditions"],
+                               "ReferencedDataReady") is None  # fmt: skip
+
+
+def test_a_source_missing_in_the_project_is_source_not_found_over_what_the_cells_say() -> None:
+    """No cell can ever get a companion of a source the project lacks: SourceNotFound names
+    it, ahead of the cells' own AwaitingPropagation (or even a stale Ready)."""
+    wd = _referencing(project_wd())
+    ok = _with_referenced(cell_copy(wd, DFW1), "True", "Ready", "all 1 referenced companion(s) are present")
+    got = condition(aggregate(wd, [report(wd, DFW1, ok)], now=T0, missing_sources=["Secret/db"]),
+                    "ReferencedDataReady")  # fmt: skip
+    assert (got["status"], got["reason"]) == ("False", "SourceNotFound")
+    assert got["message"] == f"Secret/db not found in project namespace {wd['metadata']['namespace']}"
+    got = condition(aggregate(wd, [], now=T0, missing_sources=["Secret/db"]), "ReferencedDataReady")
+    assert got["reason"] == "SourceNotFound", "no cell at all: still the missing source first"
+    assert condition(aggregate(wd, [report(wd, DFW1, ok)], now=T0), "ReferencedDataReady")["reason"] == "Ready"
+
+
 # ------------------------------------------------------------------ suspension (issue 20 point 3)
 
 SUSPENDED_COND = ("False", "Suspended", "suspended: 2 of 2 Instances stopped (they stay; resumed in order)")

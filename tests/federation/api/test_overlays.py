@@ -244,10 +244,16 @@ async def test_cell_role_covers_the_cell_controllers(kubectl: Kubectl) -> None:
     assert allows(rules, quota, "resourcebudgets", "watch") and not allows(rules, quota, "resourcebudgets", "update")
     for sub in ("resourceclaims/status", "resourcebudgets/status"):
         assert allows(rules, quota, sub, "patch")
-    assert not any("secrets" in r["resources"] for r in rules)
+    # referenced data: cell mode only lists and watches companions (names cached), never gets or writes them
+    for kind in ("secrets", "configmaps"):
+        assert allows(rules, "", kind, "list") and allows(rules, "", kind, "watch")
+        for verb in ("get", "create", "update", "patch", "delete"):
+            assert not allows(rules, "", kind, verb), (kind, verb)
     # The roles a cell grants to the management identity ship too, unbound.
     access = _rules(docs, "ClusterRole", "federation-manager-cell-access")
     assert allows(access, compute, "workloaddeployments", "create") and allows(access, "", "namespaces", "create")
+    for verb in ("create", "update", "patch", "delete"):  # companions, written and reclaimed in the cells
+        assert allows(access, "", "secrets", verb) and allows(access, "", "configmaps", verb)
     assert not allows(access, compute, "instances", "update")
     assert not [d for d in docs if d["kind"] == "ClusterRoleBinding" and "access" in d["metadata"]["name"]]
 
@@ -264,7 +270,11 @@ async def test_project_access_role_is_what_the_projector_and_federator_need(kube
     assert allows(project, "", "namespaces", "get")
     for verb in ("create", "update", "patch", "delete"):
         assert not allows(project, "", "namespaces", verb)
-    assert not any("secrets" in r["resources"] for r in project)
+    # referenced data: ConfigMaps and Secrets are read in the project, never written
+    for kind in ("secrets", "configmaps"):
+        assert allows(project, "", kind, "get") and allows(project, "", kind, "watch")
+        for verb in ("create", "update", "patch", "delete"):
+            assert not allows(project, "", kind, verb), (kind, verb)
     assert not any(r["apiGroups"] == ["rbac.authorization.k8s.io"] for r in project)
     bound = {d["roleRef"]["name"] for d in docs if d["kind"] == "ClusterRoleBinding"}
     assert bound == {

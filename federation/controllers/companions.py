@@ -1,0 +1,309 @@
+"""Companion controller (management mode): the ConfigMaps and Secrets a project's WDs reference,
+copied into the cell namespace of their copies in every cell holding one (DESIGN §3 Companions).
+
+Request key: (project cluster, "", project namespace): a companion is shared by the namespace's WDs.
+Reads (caches): project WDs, which ConfigMaps and Secrets exist (`source_identity`: no data), and
+the cells' copies, downstream namespaces (`fleet.fleetview`) and companions; live: one GET per
+referenced source per reconcile (its data, for the companion; held for that reconcile only).
+Writes, and alone writes: companions in the cell namespaces of the request's project namespace
+(manager `companions`) and their deletion; Warning Events on a project WD whose source is missing
+or too large (once per transition, names only). Never writes: a project object, a copy, a namespace, anything
+in another project's namespace; never logs or reports a Secret's data.
+
+DESIGN §3 Companions 1-5, pinned by tests/federation/test_companions.py:
+1 test_each_reference_form_reaches_every_cell_of_the_copies; 2, 3 test_source_changes_deletion_and_reclaim;
+4 and 5 test_a_missing_source_is_an_event_and_secret_data_never_leaks; 6 test_companions_never_cross_projects;
+a cell joining later test_a_cell_joining_later_gets_its_companions_before_its_instances_start;
+the cell side tests/cells/test_referenced_data.py."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, upstream_identity
+from federation.fleet.fleetview import (
+    CELL_COPIES_SELECTOR,
+    CELLS,
+    PROJECTS,
+    UPSTREAM_INDEX,
+    WD_INDEXERS,
+    cell_clusters,
+    cell_synced,
+    find_copies,
+    read_cell_copies,
+    upstream_key,
+)
+from federation.fleet.options import ManagementOptions
+from federation.fleet.references import (
+    MAX_COMPANION_BYTES,
+    REFERENCED_DATA_LABEL,
+    SOURCE_RESOURCES,
+    SourceTooLarge,
+    companion_for,
+    data_size,
+    references,
+    referencing,
+    source_identity,
+)
+from mcruntime import controllerutil
+from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.errors import APIError, ClusterNotReadyError, TransportError, is_not_found
+from mcruntime.fields import get_str, get_str_map, is_deleting
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.manager import Manager
+from mcruntime.objects import Obj
+from mcruntime.predicates import not_status_only
+from mcruntime.reconciler import Result, TemporaryError
+from mcruntime.recorder import ControllerEvents
+from mcruntime.request import Request
+from mcruntime.resources import Resource
+from mcruntime.source import ClusterEvent, ClusterEventType
+
+log = logging.getLogger(__name__)
+
+NAME = "companions"
+FIELD_MANAGER = NAME
+RESOURCES = SOURCE_RESOURCES
+COMPANIONS_SELECTOR = f"{REFERENCED_DATA_LABEL}=true"
+
+CellNamespace = tuple[str, str]  # (cell name, cell namespace)
+Key = tuple[str, str]  # (kind, name)
+
+
+@dataclass
+class Desired:
+    """Every companion one project namespace needs: per cell namespace, per (kind, name),
+    the referencing WDs (`"<namespace>/<name>"`); and what cannot be copied, per WD."""
+
+    companions: dict[CellNamespace, dict[Key, set[str]]] = field(default_factory=lambda: defaultdict(dict))
+    sources: dict[Key, Obj | None] = field(default_factory=dict)  # read live, once per reconcile
+    problems: dict[str, tuple[Obj, str, str]] = field(default_factory=dict)  # "<wd>/<Kind>/<name>" → (wd, reason, msg)
+
+
+class Companions:
+    def __init__(self, mgr: Manager) -> None:
+        self.mgr = mgr
+        self.events = ControllerEvents(mgr, NAME)
+        # problems already reported (Event keys), so a namespace's unrelated changes do not repeat them
+        self.reported: set[tuple[str, str, str]] = set()
+
+    async def reconcile(self, req: Request) -> Result:
+        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
+        project = self.mgr.get_cluster(req.cluster)
+        namespace = req.name
+        # 2. fetch (caches): the namespace's WDs, and each one's copies in the cells
+        wds = await project.client.list(WORKLOAD_DEPLOYMENTS, namespace=namespace)
+        # 3. desired state: the companions each cell namespace of a copy needs
+        desired = await self._desired(project, namespace, wds)
+        # 4. compare with the cells' companions and write only the difference
+        failed: dict[str, str] = {}
+        for cell, cell_namespace in self._cell_namespaces(req.cluster, namespace):
+            try:
+                wanted = desired.companions.get((cell.name, cell_namespace), {})
+                await self._converge_namespace(cell, cell_namespace, namespace, wanted, desired.sources)
+            except (APIError, TransportError, ClusterNotReadyError) as exc:
+                failed[cell.name] = f"{type(exc).__name__}: {exc}"
+        # 5. tell the user what cannot be copied (once per transition)
+        await self._report(project, namespace, desired.problems)
+        if failed:
+            raise TemporaryError("; ".join(f"cell {cell}: {why}" for cell, why in sorted(failed.items())))
+        return Result()
+
+    # ------------------------------------------------------------------ desired
+    async def _desired(self, project: Cluster, namespace: str, wds: Iterable[Obj]) -> Desired:
+        desired = Desired()
+        for wd in wds:
+            refs = references(wd)
+            if not refs or is_deleting(wd):
+                continue  # a deleting WD's copies are on their way out: nothing of it is needed
+            name, uid = get_str(wd, "metadata.name"), get_str(wd, "metadata.uid", required=False)
+            copies = await find_copies(self.mgr, project.name, namespace, name)
+            own = [(cell, copy) for cell, copy in copies if _upstream_uid(copy) == uid]
+            for ref in refs:
+                source = await self._read_source(project, namespace, ref.kind, ref.name, desired.sources)
+                if source is None or is_deleting(source):
+                    if not ref.optional:
+                        why = f'{ref.kind} "{ref.name}" not found in namespace "{namespace}"'
+                        desired.problems[f"{name}/{ref.token}"] = (wd, "SourceNotFound", why)
+                    continue
+                if data_size(source) > MAX_COMPANION_BYTES:
+                    why = f'{ref.kind} "{ref.name}" holds more than {MAX_COMPANION_BYTES} bytes of data'
+                    desired.problems[f"{name}/{ref.token}"] = (wd, "SourceTooLarge", why)
+                    continue
+                for cell, copy in own:
+                    slot = desired.companions[(cell.name, get_str(copy, "metadata.namespace"))]
+                    slot.setdefault((ref.kind, ref.name), set()).add(f"{namespace}/{name}")
+        return desired
+
+    @staticmethod
+    async def _read_source(
+        project: Cluster, namespace: str, kind: str, name: str, read: dict[Key, Obj | None]
+    ) -> Obj | None:
+        """A referenced source with its data: the cache says whether it exists, one live
+        GET per reconcile reads it (kept only for this reconcile, in `read`)."""
+        if (kind, name) not in read:
+            resource = RESOURCES[kind]
+            found = None
+            if await project.client.get_or_none(resource, name, namespace=namespace) is not None:
+                try:
+                    found = {"kind": kind, **await project.client.get_live(resource, name, namespace=namespace)}
+                except APIError as exc:
+                    if not is_not_found(exc):
+                        raise
+            read[(kind, name)] = found
+        return read[(kind, name)]
+
+    def _cell_namespaces(self, project: str, namespace: str) -> Iterable[tuple[Cluster, str]]:
+        """The ready, synced cells' namespaces that belong to this project namespace (found by
+        their labels through the upstream index): the only namespaces written."""
+        for cell in cell_clusters(self.mgr):
+            if cell.state is not ClusterState.READY or not cell_synced(cell):
+                continue
+            for ns in cell.cache.informer_of(NAMESPACES).store.by_index(
+                UPSTREAM_INDEX, upstream_key(project, namespace)
+            ):
+                if not is_deleting(ns):
+                    yield cell, get_str(ns, "metadata.name")
+
+    # ------------------------------------------------------------------ writes (one per helper)
+    async def _converge_namespace(
+        self, cell: Cluster, cell_namespace: str, namespace: str, wanted: dict[Key, set[str]],
+        sources: dict[Key, Obj | None],
+    ) -> None:  # fmt: skip
+        for kind, resource in RESOURCES.items():
+            present = {
+                get_str(o, "metadata.name"): o for o in await cell.client.list(resource, namespace=cell_namespace)
+            }
+            for (want_kind, name), referenced_by in sorted(wanted.items()):
+                if want_kind != kind:
+                    continue
+                source = sources.get((kind, name))
+                if source is None:
+                    continue  # not read (cannot happen: `_desired` wants only what it read)
+                await self._apply(cell, resource, source, cell_namespace, namespace, referenced_by, present.get(name))
+            for name, obj in sorted(present.items()):
+                if (kind, name) not in wanted and not is_deleting(obj):
+                    await self._delete(cell, resource, obj)
+
+    async def _apply(
+        self,
+        cell: Cluster,
+        resource: Resource,
+        source: Obj,
+        cell_namespace: str,
+        namespace: str,
+        referenced_by: set[str],
+        cached: Obj | None,
+    ) -> None:
+        try:
+            desired = companion_for(source, cell_namespace, namespace, referenced_by)
+        except SourceTooLarge:
+            return  # grew since `_desired` looked: its event brings the namespace back, and `_report` says it
+        result = await controllerutil.apply_if_differs(
+            cell.client, resource, desired, cached=cached, field_manager=FIELD_MANAGER
+        )
+        if result.operation is not controllerutil.Operation.UNCHANGED:
+            # names only: a companion's data never reaches a log
+            name = get_str(desired, "metadata.name")
+            log.info("cell %s: %s %s/%s %s", cell.name, resource.kind, cell_namespace, name, result.operation.value)
+
+    async def _delete(self, cell: Cluster, resource: Resource, obj: Obj) -> None:
+        await controllerutil.delete_exact(cell.client, resource, obj)
+        log.info("cell %s: %s %s/%s reclaimed (no longer referenced)", cell.name, resource.kind,
+                 get_str(obj, "metadata.namespace", required=False), get_str(obj, "metadata.name"))  # fmt: skip
+
+    # ------------------------------------------------------------------ events
+    async def _report(self, project: Cluster, namespace: str, problems: dict[str, tuple[Obj, str, str]]) -> None:
+        """A Warning on the WD for each source it cannot get (named, never its data), once
+        per transition; a resolved problem may be reported again if it comes back."""
+        scope = f"{project.name}/{namespace}"
+        current = {(scope, key, reason) for key, (_wd, reason, _msg) in problems.items()}
+        self.reported = {r for r in self.reported if r[0] != scope or r in current}
+        for key, (wd, reason, message) in sorted(problems.items()):
+            if (scope, key, reason) in self.reported:
+                continue
+            await self.events.event(project, _typed(wd), "Warning", reason, message)
+            self.reported.add((scope, key, reason))
+
+
+def _typed(wd: Obj) -> Obj:
+    return {"apiVersion": WORKLOAD_DEPLOYMENTS.api_version, "kind": WORKLOAD_DEPLOYMENTS.kind, **wd}
+
+
+def _upstream_uid(copy: dict[str, Any]) -> str:
+    return get_str_map(copy, "metadata.annotations").get(UPSTREAM_UID_ANNOTATION, "")
+
+
+class CompanionRoutes:
+    """Map functions: everything that changes a project namespace's companions → that namespace."""
+
+    def __init__(self, mgr: Manager) -> None:
+        self.mgr = mgr
+
+    async def of_project_object(self, project: str, obj: Obj) -> list[Request]:
+        """A project WD → its namespace."""
+        namespace = get_str(obj, "metadata.namespace", required=False)
+        return [Request(project, "", namespace)] if namespace else []
+
+    def of_source(self, kind: str) -> Callable[[str, Obj], Awaitable[list[Request]]]:
+        """A project ConfigMap or Secret (`kind`) → its namespace, only when a WD there
+        references it: a project's other objects (tokens, Helm releases...) cost nothing."""
+
+        async def mapped(project: str, obj: Obj) -> list[Request]:
+            cluster = self.mgr.clusters.get(project)
+            namespace = get_str(obj, "metadata.namespace", required=False)
+            name = get_str(obj, "metadata.name", required=False)
+            if cluster is None or not namespace:
+                return []
+            wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).list(namespace=namespace)
+            return [Request(project, "", namespace)] if referencing(wds, kind, name) else []
+
+        return mapped
+
+    async def of_cell_object(self, cell_name: str, obj: Obj) -> list[Request]:
+        """A copy or a companion in a cell → the project namespace its cell namespace serves."""
+        cell = self.mgr.clusters.get(cell_name)
+        if cell is None or cell.cache.view_of(NAMESPACES) is None:
+            return []
+        ns = cell.cache.informer_of(NAMESPACES).get(get_str(obj, "metadata.namespace", required=False))
+        ref = upstream_identity(None, ns)
+        if ref is None or ref.project not in self.mgr.clusters:
+            return []
+        return [Request(ref.project, "", ref.namespace)]
+
+    def of_cell(self, event: ClusterEvent) -> list[Request]:
+        """A cell ready (again): every project namespace it holds a namespace of is checked
+        (companions written or deleted meanwhile, a source changed while it was away)."""
+        cell = self.mgr.clusters.get(event.cluster)
+        if event.type is not ClusterEventType.READY or cell is None:
+            return []
+        found: dict[Request, None] = {}
+        for ns in cell.cache.informer_of(NAMESPACES).store.list():
+            ref = upstream_identity(None, ns)
+            if ref is not None and ref.project in self.mgr.clusters:
+                found[Request(ref.project, "", ref.namespace)] = None
+        return list(found)
+
+
+def register(mgr: Manager, options: ManagementOptions) -> None:
+    """Wire the watches: project WDs and sources, cell copies and companions, cell readiness."""
+    routes = CompanionRoutes(mgr)
+    ctrl = mgr.new_controller(NAME, Companions(mgr), workers=options.workers)
+    to_namespace = EnqueueRequestsFromMapFunc(routes.of_project_object, cluster_name=ClusterName.INJECT_SOURCE)
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, to_namespace, clusters=PROJECTS, predicates=[not_status_only],
+               indexers=WD_INDEXERS)  # fmt: skip
+    for kind, resource in RESOURCES.items():
+        to_referencing = EnqueueRequestsFromMapFunc(routes.of_source(kind), cluster_name=ClusterName.INJECT_SOURCE)
+        ctrl.watch(resource, to_referencing, clusters=PROJECTS, transform=source_identity)
+    read_cell_copies(ctrl)
+    to_project = EnqueueRequestsFromMapFunc(routes.of_cell_object, cluster_name=ClusterName.PRESERVE_MAPPED)
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, to_project, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR,
+               predicates=[not_status_only])  # fmt: skip
+    for resource in RESOURCES.values():
+        ctrl.watch(resource, to_project, clusters=CELLS, label_selector=COMPANIONS_SELECTOR)
+    ctrl.watch_clusters(routes.of_cell, clusters=CELLS)
