@@ -21,7 +21,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
+from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
 
 _STATUSES: dict[str, ConditionStatus] = {TRUE: TRUE, FALSE: FALSE, UNKNOWN: UNKNOWN}
 

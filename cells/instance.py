@@ -31,7 +31,7 @@ from cells.quota import claim_name, quota_requeue_after
 from cells.quotaclaim import claim_for, is_claim_of, is_granted, quota_granted, under_quota, validation_failed
 from cells.readiness import condition_is_true, conditions, gates_to_remove, ready_with, scheduling_gates
 from cells.referenceddata import instance_referenced_data, names_only
-from federation.api.conditions import rfc3339_now
+from federation.api.conditionjson import rfc3339_now
 from federation.api.constants import SchedulingGate
 from federation.api.reasons import InstanceCondition, InstanceReadyReason, ready_reason_priority
 from federation.api.resources import INSTANCES, RESOURCE_CLAIMS

@@ -28,7 +28,7 @@ from cells.conditionset import merge_owned
 from cells.options import CellOptions
 from cells.podspec import conditions_from_pod, pod_for, pod_matches, pod_template_hash, wants_pod
 from cells.readiness import is_suspended
-from federation.api.conditions import rfc3339_now
+from federation.api.conditionjson import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.resources import INSTANCES, PODS
 from federation.fleet.changetrace import carried_context, stage_attributes

@@ -45,7 +45,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, ConditionStatus
+from federation.api.conditionjson import FALSE, TRUE, ConditionStatus
 from federation.api.constants import API_VERSION, Kind
 from federation.api.reasons import (
     InstanceAvailableReason,

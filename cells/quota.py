@@ -19,7 +19,7 @@ that is needed but unknown is a `ValueError` naming `spec.runtime.resources.inst
 and the known types. Other resources (GPUs, storage) are not claimed.
 
 Catalog (`INSTANCE_TYPES`, with the tiers and the claim name prefix in
-`federation.api.quota`, where docs/api.md documents them): `datumcloud/d1-standard-2` =
+`federation.api.quotarules`, where docs/api.md documents them): `datumcloud/d1-standard-2` =
 1 vCPU / 2 GiB is the platform's published size. `d1-standard-4` (2 vCPU / 4 GiB) and
 `d1-standard-8` (4 vCPU / 8 GiB) are this project's extrapolation along the same 1:2
 ratio, so that examples can ask for bigger Instances.
@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from fractions import Fraction
 from typing import Any
 
-from federation.api.quota import CLAIM_NAME_PREFIX, INSTANCE_TYPES, REQUEUE_MAX, REQUEUE_TIERS
+from federation.api.quotarules import CLAIM_NAME_PREFIX, INSTANCE_TYPES, REQUEUE_MAX, REQUEUE_TIERS
 from mcruntime.fields import get_list, get_mapping, get_str
 
 from .quantity import format_cpu, format_memory, parse_quantity

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, ConditionStatus
+from federation.api.conditionjson import FALSE, TRUE, ConditionStatus
 from federation.api.reasons import QuotaGrantedReason, ResourceClaimCondition
 from mcruntime.fields import get_mapping, get_str, is_deleting
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, UNKNOWN, ConditionStatus
+from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus
 from federation.api.constants import API_VERSION, QUOTA_API_VERSION, Kind, SchedulingGate
 from federation.api.reasons import InstanceCondition, QuotaGrantedReason, ResourceClaimCondition
 from mcruntime.fields import generation, get_list, get_str, get_str_map

@@ -25,7 +25,7 @@ from typing import Any
 from cells.options import CellOptions
 from cells.quotabudget import Verdict, budget_status, decide
 from cells.readiness import conditions
-from federation.api.conditions import rfc3339_now, set_condition_json
+from federation.api.conditionjson import rfc3339_now, set_condition_json
 from federation.api.reasons import ResourceClaimCondition
 from federation.api.resources import RESOURCE_BUDGETS, RESOURCE_CLAIMS
 from mcruntime import controllerutil

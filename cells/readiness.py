@@ -51,7 +51,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, UNKNOWN, ConditionStatus
+from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus
 from federation.api.constants import SchedulingGate
 from federation.api.reasons import (
     InstanceAvailableReason,

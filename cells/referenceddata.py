@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, set_condition_json
+from federation.api.conditionjson import FALSE, TRUE, set_condition_json
 from federation.api.constants import SchedulingGate
 from federation.api.reasons import InstanceCondition, ReferencedDataReason
 from federation.fleet.references import EXPECTED_ANNOTATION, expected_tokens, parse_expected, template_references

@@ -52,7 +52,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, set_condition_json
+from federation.api.conditionjson import FALSE, TRUE, set_condition_json
 from federation.api.naming import workload_deployment_selector
 from federation.api.reasons import (
     InstanceCondition,

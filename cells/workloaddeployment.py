@@ -41,7 +41,7 @@ from cells.referenceddata import names_only, with_referenced_data
 from cells.stateful import Action, Create, Delete, Resume, Suspend, Wait, next_action
 from cells.template import template_hash
 from cells.wdstatus import rejected_status, wd_status
-from federation.api.conditions import rfc3339_now
+from federation.api.conditionjson import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.resources import HORIZONTAL_POD_AUTOSCALERS, INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.changetrace import carried, carried_context, stage_attributes, with_traceparent

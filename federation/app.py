@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING
 
 from opentelemetry.trace import TracerProvider
 
-from cells import instance, podruntime, quotagrant, workloaddeployment
 from cells.options import CellOptions
-from federation.controllers import companions, federator, shardacks, sharder, shardleases, workload
 from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
 from mcruntime.leaderelection import LeaderElectionConfig
@@ -28,17 +26,15 @@ from mcruntime.providers.clusterprofile import ClusterProfileProvider
 from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
 from mcruntime.providers.secrets import KubeconfigSecretProvider
 from mcruntime.transport import Transport
-from projector import instances as instance_projector
-from projector import status as status_projector
 
-from .api.constants import Label
 from .features import POD_RUNTIME, QUOTA_GATE
 from .fleet.options import ManagementOptions
-from .fleet.sharding import ShardingOptions
-from .settings import CLUSTER_ROLE_LABEL, SHARD_ID_RULE, ManagerSettings, valid_shard_id
+from .settings import CLUSTER_ROLE_LABEL, SHARD_ID_RULE, SHARD_RING_LABEL, ManagerSettings, valid_shard_id
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
+
+    from .fleet.sharding import ShardingOptions
 
 log = logging.getLogger("federation")
 
@@ -48,22 +44,38 @@ ManagementRegistrar = Callable[[Manager, ManagementOptions], None]
 CellRegistrar = Callable[[Manager, CellOptions], None]
 """A controller module's `register(mgr, options)`: wires its watches, nothing else."""
 
-MANAGEMENT_CONTROLLERS: list[tuple[str, ManagementRegistrar]] = [
-    ("federator", federator.register),
-    (companions.NAME, companions.register),
-    ("workload-controller", workload.register),
-    ("instance-projector", instance_projector.register),
-    ("status-projector", status_projector.register),
-]
+
+# Each mode's controllers are imported only when that mode is on: a manager loads the code
+# (and, for the cell controllers, the API models) it runs, not the other mode's (issue 22,
+# "a small process"; tests/test_lean_process.py).
+def management_controllers() -> list[tuple[str, ManagementRegistrar]]:
+    from federation.controllers import companions, federator, workload
+    from projector import instances as instance_projector
+    from projector import status as status_projector
+
+    return [
+        ("federator", federator.register),
+        (companions.NAME, companions.register),
+        ("workload-controller", workload.register),
+        ("instance-projector", instance_projector.register),
+        ("status-projector", status_projector.register),
+    ]
+
+
 # with --sharding, the controllers each shard runs for the project WDs it owns (the others
 # run on the elected replica, as without sharding)
 SHARDED_CONTROLLERS = ("federator", "status-projector")
-CELL_CONTROLLERS: list[tuple[str, CellRegistrar]] = [
-    (workloaddeployment.NAME, workloaddeployment.register),
-    (instance.NAME, instance.register),
-    (podruntime.NAME, podruntime.register),  # feature gate PodRuntime
-    (quotagrant.NAME, quotagrant.register),  # feature gate QuotaGate
-]
+
+
+def cell_controllers() -> list[tuple[str, CellRegistrar]]:
+    from cells import instance, podruntime, quotagrant, workloaddeployment
+
+    return [
+        (workloaddeployment.NAME, workloaddeployment.register),
+        (instance.NAME, instance.register),
+        (podruntime.NAME, podruntime.register),  # feature gate PodRuntime
+        (quotagrant.NAME, quotagrant.register),  # feature gate QuotaGate
+    ]
 
 
 def default_identity() -> str:
@@ -111,7 +123,7 @@ def build_manager(
             lease_duration=settings.leader_election_lease_duration,
             renew_deadline=settings.leader_election_renew_deadline,
             retry_period=settings.leader_election_retry_period,
-            labels=((str(Label.SHARD_RING), sharding.ring),),
+            labels=((SHARD_RING_LABEL, sharding.ring),),
         )
     if settings.leader_elect or sharding is not None:  # with sharding, the elected replica is the sharder
         election = LeaderElectionConfig(
@@ -161,6 +173,8 @@ def sharding_options(settings: ManagerSettings) -> ShardingOptions | None:
     if not valid_shard_id(shard):
         raise StartupError(f"--shard-id: the default {shard!r} (pod or host name) is not a valid shard name "
                            f"({SHARD_ID_RULE}); set --shard-id")  # fmt: skip
+    from .fleet.sharding import ShardingOptions  # only with --sharding (the ring's hash library with it)
+
     return ShardingOptions(
         shard=shard,
         ring=settings.leader_election_id,
@@ -171,6 +185,8 @@ def sharding_options(settings: ManagerSettings) -> ShardingOptions | None:
 def shard_management_controllers(manager: Manager, options: ShardingOptions) -> list[str]:
     """Gate the sharded controllers by this replica's shard, and add the sharder, the
     shard-lease controller (both on the elected replica) and the drain acknowledger."""
+    from federation.controllers import shardacks, sharder, shardleases
+
     gate, election = manager.shard_gate, manager.leader_election
     assert gate is not None and election is not None, "build_manager gives a sharded manager both Leases"
     owner = shardacks.owned_by(manager, options.shard)
@@ -211,10 +227,10 @@ def register_controllers(manager: Manager, settings: ManagerSettings) -> list[st
     wiring: list[tuple[str, Callable[[], None]]] = []
     if settings.enable_management_controllers:
         management = management_options(settings)
-        wiring += [(name, partial(register, manager, management)) for name, register in MANAGEMENT_CONTROLLERS]
+        wiring += [(name, partial(register, manager, management)) for name, register in management_controllers()]
     if settings.enable_cell_controllers:
         cell = cell_options(settings)
-        wiring += [(name, partial(register, manager, cell)) for name, register in CELL_CONTROLLERS]
+        wiring += [(name, partial(register, manager, cell)) for name, register in cell_controllers()]
     names: list[str] = []
     for name, wire in wiring:
         before = len(manager.controllers)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
-import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -227,6 +226,8 @@ async def _up(args: argparse.Namespace) -> None:
         raise SystemExit(f"federation-manager up: {exc}") from None
     if args.duration is not None and args.duration <= 0:
         raise SystemExit("federation-manager up: --duration must be a positive number of seconds")
+    import sqlite3  # only `up` keeps state in SQLite (kubeplane/persist.py); `run` never loads it
+
     from federation.statelock import StateDirInUse
 
     try:

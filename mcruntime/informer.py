@@ -44,7 +44,7 @@ from .indexers import IndexFunc
 from .metrics import RuntimeMetrics, default_metrics
 from .objects import Obj, key_of, strip_for_cache
 from .resources import Resource
-from .store import Store, compact_bytes
+from .store import IndexValues, Store, compact_bytes
 from .transport import Transport
 
 log = logging.getLogger(__name__)
@@ -384,7 +384,9 @@ class Informer:
 
     # ------------------------------------------------------------------ LIST
     async def _list_and_replace(self) -> None:
-        fresh: dict[str, bytes] = {}
+        # key → (JSON, index values): the index values are taken from the dict in hand, so
+        # storing the JSON later does not decode it again (a cold start's second decode)
+        fresh: dict[str, tuple[bytes, IndexValues | None]] = {}
         list_rv = ""
         continue_token = ""
         transform = self.transform
@@ -410,9 +412,10 @@ class Informer:
                 if not isinstance(item, dict):
                     continue
                 obj = self._transform(item, transform)
+                key = key_of(obj)
                 # exact-size now, so the store keeps these very bytes: a complete LIST is
                 # held once, not twice (see store.compact_bytes)
-                fresh[key_of(obj)] = compact_bytes(orjson.dumps(obj))
+                fresh[key] = (compact_bytes(orjson.dumps(obj)), self.store.index_values(key, obj))
             list_rv = get_str(page, "metadata.resourceVersion", required=False) or list_rv
             continue_token = get_str(page, "metadata.continue", required=False)
             if not continue_token:
@@ -443,15 +446,15 @@ class Informer:
             log.exception("%r: transform failed for %s; caching the object unchanged", self, key_of(obj))
             return obj
 
-    def _replace(self, fresh: dict[str, bytes]) -> None:
+    def _replace(self, fresh: dict[str, tuple[bytes, IndexValues | None]]) -> None:
         """Make the store equal to a complete LIST and deliver only the differences."""
         store = self.store
         vanished = [key for key in store if key not in fresh]
-        for key, raw in fresh.items():
+        for key, (raw, values) in fresh.items():
             old = store.get_raw(key)
             if old == raw:
                 continue
-            store.put(key, None, raw, compact=True)
+            store.put(key, None, raw, compact=True, index_values=values)
             if old is None:
                 self._emit(ObjectEvent(EventType.ADDED, key, raw=raw))
             else:

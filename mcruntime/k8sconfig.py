@@ -2,7 +2,8 @@
 
 `import kubernetes_asyncio.config` runs `kubernetes_asyncio/__init__.py` and
 `kubernetes_asyncio/client/__init__.py`, which import every API and model class of the
-generated client (~60 MiB of a process's peak memory). The loaders need only
+generated client (~60 MiB of a process's peak memory), and its `configuration` module imports
+urllib3, which it uses for basic-auth headers only. The loaders need only
 `client.configuration.Configuration` (and name `ApiClient` for helpers we never call), so
 both packages are registered here as *deferred* packages first: their submodules import
 normally, and the package's own `__init__` runs only if something asks it for a name it
@@ -64,6 +65,9 @@ class _ApiClientOnDemand:
 
 _defer("kubernetes_asyncio")
 _client = _defer("kubernetes_asyncio.client")
+# `Configuration` imports urllib3 (~2 MiB) only to name it: its one use, basic-auth headers
+# (`urllib3.util.make_headers`), loads the package then, as any other user of it would.
+_defer("urllib3")
 from kubernetes_asyncio.client.configuration import Configuration  # noqa: E402
 
 if "ApiClient" not in _client.__dict__:

@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
@@ -34,8 +35,10 @@ from .providers.base import Provider
 from .ratelimiter import RateLimiter
 from .reconciler import ReconcileFunc, Reconciler
 from .request import Request
-from .sharding.gate import ShardGate
 from .source import ClusterEvent, ClusterEventType, disjoint
+
+if TYPE_CHECKING:
+    from .sharding.gate import ShardGate
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +100,11 @@ class Manager:
         # the shard's own Lease, held by its own elector (renewed on a thread of its own);
         # controllers gated by `shard_gate` run only while it is held
         self.shard_elector: LeaderElector | None = None
-        self.shard_gate: ShardGate | None = (
-            ShardGate(shard_lease.identity, self._shard_lease_fresh) if shard_lease is not None else None
-        )
+        self.shard_gate: ShardGate | None = None
+        if shard_lease is not None:
+            from .sharding.gate import ShardGate  # a sharded manager only (the ring's hash library with it)
+
+            self.shard_gate = ShardGate(shard_lease.identity, self._shard_lease_fresh)
         self._shard_done = anyio.Event()
         self.health_bind = parse_bind_address(health_probe_bind_address)
         self.metrics_bind = parse_bind_address(metrics_bind_address)

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 Objs = list[Obj]  # aliases, since `list` is also a method name below
 Keys = list[str]
+IndexValues = dict[str, tuple[str, ...]]  # index name → the values an object is indexed under
 
 
 def compact_bytes(raw: bytes) -> bytes:
@@ -65,13 +66,19 @@ class Store:
         return [NAMESPACE, *self._index_funcs]
 
     def _index_one(self, name: str, func: IndexFunc, key: str, obj: Obj) -> None:
+        self._add_values(name, key, self._values_of(name, func, key, obj))
+
+    @staticmethod
+    def _values_of(name: str, func: IndexFunc, key: str, obj: Obj) -> tuple[str, ...]:
         try:
-            values = tuple(dict.fromkeys(func(obj)))
+            return tuple(dict.fromkeys(func(obj)))
         except Exception:
             # a faulty custom index must not take the informer down; the object stays
             # readable by key and simply is not found through this index
             log.exception("index function %r failed for %s", name, key)
-            values = ()
+            return ()
+
+    def _add_values(self, name: str, key: str, values: tuple[str, ...]) -> None:
         if not values:
             return
         self._values[name][key] = values
@@ -82,6 +89,14 @@ class Store:
                 index[value] = {key}
             else:
                 bucket.add(key)
+
+    def index_values(self, key: str, obj: Obj) -> IndexValues | None:
+        """What `put` would index `obj` under, for a caller that holds the dict now and
+        stores its JSON later (an informer's LIST): `put(..., index_values=...)` then
+        indexes without decoding the JSON again. None when the store has no indexers."""
+        if not self._index_funcs:
+            return None
+        return {name: self._values_of(name, func, key, obj) for name, func in self._index_funcs.items()}
 
     def _unindex_one(self, name: str, key: str) -> None:
         values = self._values[name].pop(key, None)
@@ -96,14 +111,21 @@ class Store:
                     del index[value]
 
     # ------------------------------------------------------------------ writes
-    def put(self, key: str, obj: Obj | None, raw: bytes | None = None, *, compact: bool = False) -> bytes | None:
+    def put(
+        self,
+        key: str,
+        obj: Obj | None,
+        raw: bytes | None = None,
+        *,
+        compact: bool = False,
+        index_values: IndexValues | None = None,
+    ) -> bytes | None:
         """Store an object given as a dict, its JSON, or both; return the previous JSON.
-        `compact=True` says `raw` is already an exact-size copy (see `compact_bytes`)."""
+        `compact=True` says `raw` is already an exact-size copy (see `compact_bytes`);
+        `index_values` (from `index_values`) spares decoding `raw` to index it."""
         if raw is None and obj is None:
             raise ValueError("put needs the object or its JSON")
         data = raw if compact and raw is not None else compact_bytes(raw if raw is not None else orjson.dumps(obj))
-        if obj is None and self._index_funcs:
-            obj = orjson.loads(data)
         old = self._items.get(key)
         self._items[key] = data
         if old is None:
@@ -116,7 +138,12 @@ class Store:
         for name, func in self._index_funcs.items():
             if old is not None:
                 self._unindex_one(name, key)
-            self._index_one(name, func, key, obj)  # type: ignore[arg-type]
+            values = index_values.get(name) if index_values is not None else None
+            if values is None:  # not given, or an indexer added since they were computed
+                if obj is None:
+                    obj = orjson.loads(data)
+                values = self._values_of(name, func, key, obj)
+            self._add_values(name, key, values)
         return old
 
     def delete(self, key: str) -> bytes | None:

@@ -56,7 +56,9 @@ class WorkQueue(Generic[T]):
         self._waiting: list[tuple[float, int, T]] = []
         self._ready_at: dict[T, float] = {}
         self._seq = itertools.count()
-        self._changed = anyio.Event()
+        # set when the queue changes, made only when a getter is about to wait: a burst of
+        # adds while every worker is busy (a cold start's LIST) creates no Event per add
+        self._changed: anyio.Event | None = None
         self._shutting_down = False
         self._drained = anyio.Event()
 
@@ -79,8 +81,10 @@ class WorkQueue(Generic[T]):
         return len(self._ready_at)
 
     def _notify(self) -> None:
-        self._changed.set()
-        self._changed = anyio.Event()
+        changed = self._changed
+        if changed is not None:
+            self._changed = None
+            changed.set()
 
     # ------------------------------------------------------------------ adding
     def add(self, item: T) -> None:
@@ -157,6 +161,8 @@ class WorkQueue(Generic[T]):
             if self._shutting_down:
                 raise QueueShutDown(self.name)
             changed = self._changed
+            if changed is None:
+                changed = self._changed = anyio.Event()
             due = self._next_due() if not self._shutting_down else None
             with anyio.move_on_after(max(due, 0.0) if due is not None else None):
                 await changed.wait()

@@ -13,9 +13,11 @@ summed, observedGeneration only when every target cell observed the spec, worst 
 naming the cell (test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back,
 tests/federation/test_version_skew.py); NoMatchingLocation (test_no_cell_for_the_city); a dark cell
 Unknown after `--cell-status-stale-after` (test_a_dark_cell_turns_unknown_and_recovers); one status
-write once the cells observed a spec, else AwaitingPropagation (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes,
-test_a_slow_cell_shows_awaiting_propagation); Suspended (tests/e2e/test_suspension.py); SourceNotFound
-(test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py)."""
+write once the cells observed a spec, else AwaitingPropagation a delay after the copies' write
+(test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
+test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
+Suspended (tests/e2e/test_suspension.py); SourceNotFound (test_a_missing_source_is_named_on_the_project_wd);
+idle: no writes (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
@@ -25,10 +27,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from federation.api.conditions import find_condition_json
+from federation.api.conditionjson import find_condition_json
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate
+from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate, copies_written
 from federation.fleet.changetrace import change_of, stage_attributes
 from federation.fleet.downstream import (
     UnresolvedLocation,
@@ -77,8 +79,12 @@ class StatusProjector:
         self.mgr = mgr
         self.stale_after = stale_after
         self.awaiting_after = awaiting_after
-        # per WD: (uid, generation) a status was first held back for, and when (monotonic)
-        self._awaiting: dict[Request, tuple[tuple[str, object], float]] = {}
+        # per WD: (uid, generation, copies written) a status was first held back for, and
+        # when (monotonic)
+        self._awaiting: dict[Request, tuple[tuple[str, object, bool], float]] = {}
+        # per WD: the resourceVersion its last status write was made over, and the status the
+        # server stored; see `_with_own_write`
+        self._wrote: dict[Request, tuple[object, Obj]] = {}
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
@@ -91,6 +97,7 @@ class StatusProjector:
         wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
         if wd is None or is_deleting(wd):
             return self._forget(req)
+        wd = self._with_own_write(req, wd)
         project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
@@ -107,11 +114,11 @@ class StatusProjector:
             wd, reports, now=now, city=city, unplaced=unplaced, subset=self.matches, missing_sources=missing
         )
         # 5. write only the difference, once the cells observed this spec (or after a while)
-        if (hold := self._hold(req, wd, status)) is not None:
+        if (hold := self._hold(req, wd, status, copies_written(wd, reports, self.matches))) is not None:
             return Result(requeue_after=hold if deadline is None else min(hold, deadline))
         written = status != (wd.get("status") or {})
         if written:
-            await self._write(project, wd, status)
+            await self._write(req, project, wd, status)
             await self._say_unplaced(project, wd, status)
         self.clock.projected(copies, written=written)
         return Result(requeue_after=deadline)
@@ -134,25 +141,44 @@ class StatusProjector:
     def _forget(self, req: Request) -> Result:
         """A WD gone or going: nothing to hold back for it any more."""
         self._awaiting.pop(req, None)
+        self._wrote.pop(req, None)
         return Result()
 
-    def _hold(self, req: Request, wd: Obj, status: Obj) -> float | None:
+    def _with_own_write(self, req: Request, wd: Obj) -> Obj:
+        """The cached WD, with the status this projector last wrote when the cache has not
+        seen that write yet (still the version it was made over). A copy event arriving
+        before the write's own event would otherwise aggregate again from the older status,
+        and the conditions' lastTransitionTime alone (a second later) would cost another
+        write of the same status. Once the cache holds any other version, it is the truth."""
+        wrote = self._wrote.get(req)
+        if wrote is None:
+            return wd
+        if get_str(wd, "metadata.resourceVersion", required=False) != wrote[0]:
+            del self._wrote[req]
+            return wd
+        return {**wd, "status": wrote[1]}
+
+    def _hold(self, req: Request, wd: Obj, status: Obj, written: bool) -> float | None:
         """Seconds to hold back a status that awaits the cells' observation of the WD's
         current generation (None: write it now). The copies' status changes bring the WD
         back the moment they observe it, so a fast cell costs one status write; the delayed
-        requeue, keyed on when this generation was first seen pending, makes a slow cell
-        show AwaitingPropagation after `awaiting_after`. In memory: a restart only starts
-        the short wait again."""
+        requeue makes a slow cell show AwaitingPropagation `awaiting_after` after its copy
+        was written. The delay starts when every copy carries the current spec (`written`):
+        until then the wait is the federator's own backlog, not a cell's, and the status
+        waits for the copies' writes (their events bring the WD back), for at most
+        `stale_after` (a cell that takes no copy). In memory: a restart only starts the
+        wait again."""
         generation = get_int(wd, "metadata.generation")
         if status.get("observedGeneration") == generation or status == (wd.get("status") or {}):
             self._awaiting.pop(req, None)
             return None
-        pending = (get_str(wd, "metadata.uid", required=False), generation)
+        pending = (get_str(wd, "metadata.uid", required=False), generation, written)
         now = time.monotonic()
         seen = self._awaiting.get(req)
         if seen is None or seen[0] != pending:
             seen = self._awaiting[req] = (pending, now)
-        remaining = self.awaiting_after - (now - seen[1])
+        allowance = self.awaiting_after if written else max(self.awaiting_after, self.stale_after)
+        remaining = allowance - (now - seen[1])
         return remaining if remaining > 0 else None
 
     def _reports(
@@ -188,25 +214,29 @@ class StatusProjector:
             reports.append(CellReport(share, copies.get(share.cell), desired, stale_since, _last_seen(cell)))
         return reports, (deadline + 0.05 if deadline is not None else None)
 
-    async def _write(self, project: Cluster, wd: Obj, status: Obj) -> None:
+    async def _write(self, req: Request, project: Cluster, wd: Obj, status: Obj) -> None:
         generation = get_int(wd, "metadata.generation")
         claims = status.get("observedGeneration") == generation != (wd.get("status") or {}).get("observedGeneration")
         if not claims:
-            await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
-                                              field_manager=FIELD_MANAGER)  # fmt: skip
-            return
-        # every target cell observed the generation; the write that claims it ends that change's trace
-        key = (
-            project.name,
-            get_str(wd, "metadata.namespace", required=False),
-            get_str(wd, "metadata.name", required=False),
+            stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
+                                                       field_manager=FIELD_MANAGER)  # fmt: skip
+        else:
+            # every target cell observed the generation; the write that claims it ends that change's trace
+            key = (
+                project.name,
+                get_str(wd, "metadata.namespace", required=False),
+                get_str(wd, "metadata.name", required=False),
+            )
+            self.clock.cells_observed(key, int(generation or 0))
+            attributes = stage_attributes(project.name, wd)
+            with stage_span(self.tracer, "project", change_of(wd), attributes):
+                stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
+                                                           field_manager=FIELD_MANAGER)  # fmt: skip
+            self.clock.status_claimed(key, int(generation or 0))
+        self._wrote[req] = (
+            get_str(wd, "metadata.resourceVersion", required=False),
+            stored.get("status") or dict(status),
         )
-        self.clock.cells_observed(key, int(generation or 0))
-        attributes = stage_attributes(project.name, wd)
-        with stage_span(self.tracer, "project", change_of(wd), attributes):
-            await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
-                                              field_manager=FIELD_MANAGER)  # fmt: skip
-        self.clock.status_claimed(key, int(generation or 0))
 
     async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
         """A Warning Event when the WD newly has no cell for its city (as the Workload

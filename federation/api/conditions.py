@@ -13,33 +13,30 @@ dicts that the runtime's caches hold (DESIGN.md §4 keeps hot paths on plain JSO
 from __future__ import annotations
 
 from collections.abc import Iterable, MutableSequence
-from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated
 
 from pydantic import Field
 
 from .base import KubeModel
+from .conditionjson import (
+    EPOCH,
+    FALSE,
+    TRUE,
+    UNKNOWN,
+    ConditionStatus,
+    find_condition_json,
+    remove_condition_json,
+    rfc3339_now,
+    set_condition_json,
+)
 from .markers import DateTime, Format, WireRequired
 from .reasons import InstanceCondition, InstanceReadyReason, QuotaGrantedReason
-
-ConditionStatus = Literal["True", "False", "Unknown"]
-TRUE: ConditionStatus = "True"
-FALSE: ConditionStatus = "False"
-UNKNOWN: ConditionStatus = "Unknown"
 
 # The patterns metav1.Condition declares (and controller-gen copies into every CRD).
 CONDITION_TYPE_PATTERN = (
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
 )
 CONDITION_REASON_PATTERN = r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"
-
-# lastTransitionTime of server-defaulted conditions: "never transitioned".
-EPOCH = "1970-01-01T00:00:00Z"
-
-
-def rfc3339_now() -> str:
-    """Now, at the second precision metav1.Time serialises with."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class Condition(KubeModel):
@@ -136,64 +133,7 @@ def is_condition_current(conditions: Iterable[Condition], type_: str, generation
     return cond is not None and generation is not None and cond.observed_generation == generation
 
 
-# ------------------------------------------------------------ plain JSON dicts
-
-
-def find_condition_json(conditions: Iterable[dict[str, Any]], type_: str) -> dict[str, Any] | None:
-    for cond in conditions:
-        if cond.get("type") == type_:
-            return cond
-    return None
-
-
-def set_condition_json(
-    conditions: MutableSequence[dict[str, Any]],
-    type_: str,
-    status: ConditionStatus,
-    reason: str,
-    message: str = "",
-    *,
-    observed_generation: int | None = None,
-    now: str | None = None,
-) -> bool:
-    """`set_condition` for a list of wire dicts (e.g. `obj["status"]["conditions"]`)."""
-    existing = find_condition_json(conditions, type_)
-    if existing is None:
-        new: dict[str, Any] = {
-            "type": type_,
-            "status": status,
-            "lastTransitionTime": now or rfc3339_now(),
-            "reason": reason,
-            "message": message,
-        }
-        if observed_generation is not None:
-            new["observedGeneration"] = observed_generation
-        conditions.append(new)
-        return True
-    changed = False
-    if existing.get("status") != status:
-        existing["status"] = status
-        existing["lastTransitionTime"] = now or rfc3339_now()
-        changed = True
-    for key, value in (("reason", reason), ("message", message)):
-        if existing.get(key) != value:
-            existing[key] = value
-            changed = True
-    if existing.get("observedGeneration") != observed_generation:
-        if observed_generation is None:
-            existing.pop("observedGeneration", None)
-        else:
-            existing["observedGeneration"] = observed_generation
-        changed = True
-    return changed
-
-
-def remove_condition_json(conditions: MutableSequence[dict[str, Any]], type_: str) -> bool:
-    for i, cond in enumerate(conditions):
-        if cond.get("type") == type_:
-            del conditions[i]
-            return True
-    return False
+# ------------------------------------------------------------ plain JSON dicts: conditionjson.py
 
 
 # --------------------------------------------------------- Instance defaults
@@ -226,3 +166,27 @@ def default_instance_conditions() -> list[Condition]:
         )
     )
     return out
+
+
+__all__ = [
+    "CONDITION_REASON_PATTERN",
+    "CONDITION_TYPE_PATTERN",
+    "EPOCH",
+    "FALSE",
+    "TRUE",
+    "UNKNOWN",
+    "WAITING_FOR_CONTROLLER",
+    "WAITING_FOR_QUOTA",
+    "Condition",
+    "ConditionStatus",
+    "default_instance_conditions",
+    "find_condition",
+    "find_condition_json",
+    "is_condition_current",
+    "is_condition_true",
+    "remove_condition",
+    "remove_condition_json",
+    "rfc3339_now",
+    "set_condition",
+    "set_condition_json",
+]

@@ -30,7 +30,7 @@ from .constants import (
     SchedulingGate,
 )
 from .crds import ALL_CRDS, INSTANCE_CRD, CRDDefinition, crd_manifest
-from .quota import CLAIM_NAME_PREFIX, INSTANCE_TYPES, REQUEUE_MAX, REQUEUE_TIERS
+from .quotarules import CLAIM_NAME_PREFIX, INSTANCE_TYPES, REQUEUE_MAX, REQUEUE_TIERS
 from .reasons import (
     READY_REASON_PRIORITY,
     ClusterProfileCondition,

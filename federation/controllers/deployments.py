@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, find_condition_json, set_condition_json
+from federation.api.conditionjson import FALSE, TRUE, find_condition_json, set_condition_json
 from federation.api.constants import API_VERSION, Kind, Label
 from federation.api.naming import workload_deployment_name
 from federation.api.reasons import WorkloadCondition, WorkloadDeploymentAvailableReason

@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from federation.api.conditions import rfc3339_now
+from federation.api.conditionjson import rfc3339_now
 from federation.api.constants import Finalizer
 from federation.api.reasons import WorkloadDeploymentAvailableReason
 from federation.api.resources import LOCATIONS, WORKLOAD_DEPLOYMENTS, WORKLOADS

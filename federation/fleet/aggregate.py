@@ -58,7 +58,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from federation.api.conditions import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
+from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
 from federation.api.constants import Annotation
 from federation.api.naming import workload_deployment_selector
 from federation.api.reasons import (
@@ -181,7 +181,8 @@ class _CellView:
         return self.report.share.replicas
 
 
-def _lag(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
+def _unwritten(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
+    """Why the copy does not carry what the federator writes yet (None: it does)."""
     copy = report.copy or {}
     want = {k: v for k, v in report.desired_copy_spec.items() if not (k == "replicas" and cell_owns_replicas(wd))}
     if not subset({"spec": want}, copy):
@@ -189,11 +190,33 @@ def _lag(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | Non
     annotations = get_str_map(copy, "metadata.annotations")
     if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):
         return f"copy not yet moved to ordinal start {report.share.ordinal_start}"
+    return None
+
+
+def _lag(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
+    copy = report.copy or {}
+    if (unwritten := _unwritten(report, wd, subset)) is not None:
+        return unwritten
     generation = get_int(copy, "metadata.generation")
     observed = get_mapping(copy, "status").get("observedGeneration")
     if generation is None or observed != generation:
         return f"spec not yet observed by the cell (generation {generation}, observed {observed})"
     return None
+
+
+def copies_written(wd: Mapping[str, Any], reports: Sequence[CellReport], subset: Subset = is_subset) -> bool:
+    """Every target cell holds this WD's copy with the current spec and ordinal start,
+    observed by its cell or not: what is left to converge is the cells' part. (The status
+    projector starts a WD's AwaitingPropagation delay here, so the manager's own backlog
+    of copies to write is not taken for a slow cell.)"""
+    uid = get_str(wd, "metadata.uid", required=False)
+    for report in reports:
+        if report.copy is None or not uid:
+            return False
+        annotations = get_str_map(report.copy, "metadata.annotations")
+        if annotations.get(UPSTREAM_UID_ANNOTATION) != uid or _unwritten(report, wd, subset) is not None:
+            return False
+    return True
 
 
 def _view(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> _CellView:

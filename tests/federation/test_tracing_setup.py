@@ -15,7 +15,7 @@ from federation.settings import ManagerSettings
 
 
 def settings(**values: object) -> ManagerSettings:
-    return ManagerSettings(**values)  # type: ignore[arg-type]
+    return ManagerSettings(**values)
 
 
 def test_tracing_is_off_unless_asked_for() -> None:

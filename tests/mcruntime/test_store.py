@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from typing import Any
+
+import orjson
 import pytest
 
 from mcruntime import Store, indexers
@@ -104,3 +107,25 @@ def test_a_failing_custom_index_does_not_lose_the_object() -> None:
     store.put("default/a", obj("a"))
     assert store.get("default/a") is not None
     assert store.index_keys("broken", "x") == []
+
+
+def test_index_values_taken_from_the_dict_in_hand_spare_decoding_the_json() -> None:
+    """An informer's LIST indexes each object while it holds the dict and stores the JSON
+    later: `put(..., index_values=...)` indexes without calling the index functions (nor
+    decoding) again; an indexer added in between is computed from the JSON as before."""
+    calls: list[str] = []
+
+    def by_app(obj: dict[str, Any]) -> list[str]:
+        calls.append("app")
+        return [obj["metadata"]["labels"]["app"]]
+
+    store = Store({"app": by_app})
+    obj: dict[str, Any] = {"metadata": {"name": "a", "namespace": "ns", "labels": {"app": "web", "tier": "front"}}}
+    values = store.index_values("ns/a", obj)
+    assert values == {"app": ("web",)} and calls == ["app"]
+    store.add_indexer("tier", lambda o: [o["metadata"]["labels"]["tier"]])
+    store.put("ns/a", None, orjson.dumps(obj), index_values=values)
+    assert calls == ["app"], "the given values were used"
+    assert store.index_keys("app", "web") == ["ns/a"]
+    assert store.index_keys("tier", "front") == ["ns/a"], "an indexer the values lack is computed"
+    assert Store().index_values("ns/a", obj) is None

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from federation.api.conditions import find_condition_json
-from federation.fleet.aggregate import CELL_UNREACHABLE, CellReport, aggregate
+from federation.fleet.aggregate import CELL_UNREACHABLE, CellReport, aggregate, copies_written
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy, target_city
 from federation.fleet.placement import PlacementError, Share
 
@@ -421,6 +421,36 @@ def test_scaled_to_zero_says_so_in_the_project() -> None:
     available = condition(status, "Available")
     assert (available["status"], available["reason"]) == ("True", "ScaledToZero")
     assert available["message"] == "no Instances desired (replicas is 0) in dfw-1"
+
+
+def _older_spec(wd: dict[str, Any], share: Share) -> dict[str, Any]:
+    older = project_wd(replicas=2)
+    return cell_copy(older, Share(share.cell, 1, share.ordinal_start))
+
+
+def _earlier_wd(wd: dict[str, Any], share: Share) -> dict[str, Any]:
+    obj = cell_copy(wd, share)
+    obj["metadata"]["annotations"][UPSTREAM_UID_ANNOTATION] = "an-earlier-uid"
+    return obj
+
+
+@pytest.mark.parametrize(
+    ("second", "written"),
+    [
+        (cell_copy, True),  # current and observed
+        (lambda wd, s: cell_copy(wd, s, generation=2, observed=1), True),  # current, not observed yet: the cell's part
+        (lambda wd, s: None, False),  # not created yet
+        (_older_spec, False),  # not yet updated to the current spec
+        (_earlier_wd, False),  # still an earlier WD's of this name
+        (lambda wd, s: cell_copy(wd, Share(s.cell, s.replicas, 0)), False),  # not moved to its ordinal start
+    ],
+)
+def test_copies_written_once_every_cell_holds_the_current_spec(second: Any, written: bool) -> None:
+    """Where the status projector starts the AwaitingPropagation delay: every copy carries
+    what the federator writes, whether or not its cell has observed it."""
+    wd = project_wd()
+    reports = [report(wd, DFW1, cell_copy(wd, DFW1)), report(wd, DFW2, second(wd, DFW2))]
+    assert copies_written(wd, reports) is written
 
 
 def _referencing(wd: dict[str, Any]) -> dict[str, Any]:

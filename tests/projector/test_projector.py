@@ -10,6 +10,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import orjson
 import pytest
 
@@ -19,7 +20,7 @@ from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
 from tests.federation.test_federator import WDs, shares, workload_deployment
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, running
-from tests.support.manager import controller, record
+from tests.support.manager import all_idle, controller, record
 
 from .cellsim import GROUP, VERSION, settle
 
@@ -389,6 +390,60 @@ async def test_a_wd_whose_cells_observe_it_costs_the_ideal_writes(tmp_path: Path
         after = shares(f, "api")
         changed = [int(before.get(c) != after.get(c)) for c in ("dfw-1", "dfw-2", "lhr-1")]
         assert copy_writes == [1 + n for n in changed[:2]] + [0], f"one write per changed copy: {before} → {after}"
+
+
+async def test_copies_written_late_cost_one_status_write(tmp_path: Path) -> None:
+    """The manager's own backlog is not a slow cell: copies that reach their cells only
+    after `awaiting_propagation_after` (here every copy write takes longer than that) and
+    are observed at once still cost one status write, the converged one. Without the delay
+    starting at the copies' write, an AwaitingPropagation status is written first."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 2.0}) as (f, _mgr):
+        web = f.server("web").plane.counters
+        status_resource = f"workloaddeployments.{GROUP}/status"
+        for cell in ("dfw-1", "dfw-2"):
+            f.server(cell).plane.faults.configure(
+                latency_seconds=4.0, methods=["POST", "PATCH", "PUT"], path_contains="/workloaddeployments"
+            )
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2", within=30.0)
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+        assert web.writes(status_resource) == 1, "one status write, no AwaitingPropagation one before it"
+
+
+async def test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The projector's status write reaches its cache a moment later; a copy event in
+    between must not aggregate again from the older status (lastTransitionTime a second
+    later) and write the same status again. The project cache is held at the version
+    before the write for the whole test, the widest such window."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, mgr):
+        web = f.server("web").plane.counters
+        status_resource = f"workloaddeployments.{GROUP}/status"
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        client = mgr.get_cluster("web").client
+        held = await client.get(WORKLOAD_DEPLOYMENTS, "api", namespace="default")
+        assert "status" not in held, "held back until the cells observe it"
+        real_get_or_none = client.get_or_none
+
+        async def stale(resource: Any, name: str, *, namespace: str | None = None) -> Any:
+            if resource == WORKLOAD_DEPLOYMENTS and name == "api":
+                return orjson.loads(orjson.dumps(held))
+            return await real_get_or_none(resource, name, namespace=namespace)
+
+        monkeypatch.setattr(client, "get_or_none", stale)
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+        await anyio.sleep(1.1)  # a later second: a condition made afresh would carry another time
+        copy = next(o for o in WDs(f, "dfw-1").list() if o["metadata"]["name"] == "api")
+        copy["metadata"].setdefault("labels", {})["example.com/touched"] = "yes"
+        Plane(f.server("dfw-1")).update("workloaddeployments", copy, group=GROUP, version=VERSION)
+        await eventually(lambda: all_idle(mgr), "the copy event handled")
+        assert web.writes(status_resource) == 1, "the status written once"
 
 
 async def test_a_slow_cell_shows_awaiting_propagation(tmp_path: Path) -> None:
