@@ -1,7 +1,6 @@
 """The manager's settings: command-line flags, `FEDERATION_`-prefixed environment
-variables and a YAML config file (`--config`), in that order of precedence, merged here
-(`_sources`, as pydantic-settings would, without its ~5 MiB of source providers in every
-manager process) and validated with pydantic. Bad input is reported per flag (`--feature-gates: unknown
+variables and a YAML config file (`--config`), in that order of precedence, validated
+with pydantic-settings. Bad input is reported per flag (`--feature-gates: unknown
 feature gate 'Foo'; known gates: ...`), never as a traceback.
 
 Config file keys may be camelCase (as in config/manager/config.yaml), kebab-case or
@@ -11,7 +10,6 @@ variables use `__` (`FEDERATION_REGISTRATION__NAMESPACE`)."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import socket
@@ -22,6 +20,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from .api.constants import REGISTRATION_NAMESPACE
 from .features import FeatureGates, describe_known
@@ -105,10 +104,10 @@ class ControllerSettings(BaseModel):
     )
 
 
-class ManagerSettings(BaseModel):
-    """Made from keyword values (flags), over the environment, over the config file."""
-
-    model_config = ConfigDict(extra="forbid", validate_default=True)
+class ManagerSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", validate_default=True
+    )
 
     config: Path | None = Field(None, description="YAML config file (flags and environment take precedence)")
     kubeconfig: Path | None = Field(
@@ -212,15 +211,18 @@ class ManagerSettings(BaseModel):
             )
         return self
 
-    def __init__(self, **values: Any) -> None:
-        """The keyword values over `FEDERATION_*` variables over the config file, nested
-        sections merged key by key (a flag for one `registration` field keeps the others
-        from the environment or the file). A file that cannot be read is a SettingsError
-        before anything is validated."""
-        path = values.get("config") or os.environ.get(f"{ENV_PREFIX}CONFIG") or None
-        super().__init__(
-            **_merged(_merged(_config_file(Path(path) if path else None), _environment(os.environ)), values)
-        )
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        init_kwargs = getattr(init_settings, "init_kwargs", {}) or {}
+        path = init_kwargs.get("config") or os.environ.get(f"{ENV_PREFIX}CONFIG") or None
+        return (init_settings, env_settings, ConfigFileSource(settings_cls, Path(path) if path else None))
 
     # ------------------------------------------------------------------ derived
     def own_namespace(self) -> str:
@@ -260,58 +262,30 @@ def _normalise(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _merged(low: Mapping[str, Any], high: Mapping[str, Any]) -> dict[str, Any]:
-    """`high` over `low`; mappings under the same key merged the same way."""
-    out = dict(low)
-    for key, value in high.items():
-        below = out.get(key)
-        out[key] = _merged(below, value) if isinstance(below, Mapping) and isinstance(value, Mapping) else value
-    return out
-
-
-def _environment(environ: Mapping[str, str]) -> dict[str, Any]:
-    """The `FEDERATION_*` variables as setting values (names case-insensitive, as in
-    pydantic-settings): `FEDERATION_CITY_CODE`, a nested field as
-    `FEDERATION_REGISTRATION__NAMESPACE`, a whole section as JSON in
-    `FEDERATION_REGISTRATION`. Variables naming no setting are not ours and are ignored."""
-    out: dict[str, Any] = {}
-    for key, value in environ.items():
-        if not key.upper().startswith(ENV_PREFIX):
-            continue
-        name = key[len(ENV_PREFIX) :].lower()
-        section, nested, field = name.partition("__")
-        if nested and section in _NESTED_MODELS:
-            current = out.get(section)
-            out[section] = {**(current if isinstance(current, Mapping) else {}), field: value}
-        elif name in _NESTED_MODELS:
-            try:
-                decoded = json.loads(value)
-            except ValueError as exc:
-                raise SettingsError(f"environment variable {key}: not a JSON object: {exc}") from None
-            current = out.get(name)
-            out[name] = (
-                _merged(decoded, current) if isinstance(decoded, Mapping) and isinstance(current, Mapping) else decoded
-            )
-        elif name in ManagerSettings.model_fields:
-            out[name] = value
-    return out
-
-
-def _config_file(path: Path | None) -> dict[str, Any]:
+class ConfigFileSource(PydanticBaseSettingsSource):
     """The YAML config file, keys normalised to the settings' field names."""
-    if path is None:
-        return {}
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as exc:
-        raise SettingsError(f"--config: cannot read {path}: {exc.strerror or exc}") from exc
-    except yaml.YAMLError as exc:
-        raise SettingsError(f"--config: {path} is not valid YAML: {exc}") from exc
-    if data is None:
-        return {}
-    if not isinstance(data, Mapping):
-        raise SettingsError(f"--config: {path} must hold a mapping of settings, not {type(data).__name__}")
-    return _normalise(data)
+
+    def __init__(self, settings_cls: type[BaseSettings], path: Path | None) -> None:
+        super().__init__(settings_cls)
+        self.path = path
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        if self.path is None:
+            return {}
+        try:
+            data = yaml.safe_load(self.path.read_text())
+        except OSError as exc:
+            raise SettingsError(f"--config: cannot read {self.path}: {exc.strerror or exc}") from exc
+        except yaml.YAMLError as exc:
+            raise SettingsError(f"--config: {self.path} is not valid YAML: {exc}") from exc
+        if data is None:
+            return {}
+        if not isinstance(data, Mapping):
+            raise SettingsError(f"--config: {self.path} must hold a mapping of settings, not {type(data).__name__}")
+        return _normalise(data)
 
 
 # ---------------------------------------------------------------------- flags

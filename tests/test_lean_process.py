@@ -2,11 +2,10 @@
 <= 60 MiB, bench/bench_idle_memory.py): `federation-manager run` imports neither the
 generated API client of kubernetes-asyncio (every API and model class, ~60 MiB; only its
 configuration and authentication are used) nor kubeplane (the embedded API server, which
-the product imports only for `up`), nor pydantic-settings (the settings merge their own
-sources), urllib3 (kubernetes-asyncio names it for basic auth only), SQLite (`up`'s state),
-the compute API's pydantic models, or the controllers of a mode that is off. Checked on a
-real `run` process with `-X importtime`, which reports every import the process makes, up
-to and after it is ready."""
+the product imports only for `up`), nor urllib3 (kubernetes-asyncio names it for basic
+auth only), SQLite (`up`'s state), the compute API's pydantic models, or the controllers
+of a mode that is off. Checked on a real `run` process with `-X importtime`, which reports
+every import the process makes, up to and after it is ready."""
 
 from __future__ import annotations
 
@@ -30,7 +29,6 @@ HEAVY = (
     "kubeplane",
     "opentelemetry.sdk.trace",
     "federation.telemetry",
-    "pydantic_settings",
     "urllib3",
     "sqlite3",
     "federation.api.base",
