@@ -53,6 +53,7 @@ from mcruntime.fields import get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
+from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
@@ -70,11 +71,18 @@ class InstanceProjector:
         self.mgr = mgr
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
 
-    async def reconcile(self, req: Request) -> Result:
-        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
-        project = self.mgr.get_cluster(req.cluster)
-        # 2. fetch: the projection and the cell Instances of that name
-        current = await project.client.get_or_none(INSTANCES, req.name, namespace=req.namespace)
+    async def reconcile(self, project: Cluster, projection: Obj) -> Result:
+        """A projection in the project (`ForObject`): kept, corrected or removed."""
+        req = Request(project.name, get_str(projection, "metadata.namespace"), get_str(projection, "metadata.name"))
+        return await self._sync(project, req, projection)
+
+    async def gone(self, project: Cluster, req: Request) -> Result:
+        """No projection of that name (`ForObject`): made if a cell has the Instance."""
+        return await self._sync(project, req, None)
+
+    async def _sync(self, project: Cluster, req: Request, current: Obj | None) -> Result:
+        # 1-2. the project and its cached projection, if any (`ForObject`: a cluster not
+        # engaged is dropped); the cell Instances of that name
         sources, complete = await self._sources(req, project)
         # 3. early exits: a projection someone else controls is not ours to touch
         if current is not None and controllerutil.controller_of(current) is None:
@@ -168,7 +176,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     projection), cell registrations."""
     projector = InstanceProjector(mgr)
     routes = Routes(mgr)
-    ctrl = mgr.new_controller("instance-projector", projector, workers=options.workers)
+    ctrl = mgr.new_controller("instance-projector", ForObject(mgr, INSTANCES, projector), workers=options.workers)
     ctrl.for_(
         INSTANCES, clusters=PROJECTS, label_selector=str(Label.WORKLOAD_DEPLOYMENT_NAME),
         indexers={CONTROLLER_UID: controller_uid, PROJECTED_FROM_INDEX: projected_from},

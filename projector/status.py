@@ -62,6 +62,7 @@ from mcruntime.errors import ClusterNotReadyError
 from mcruntime.fields import get_int, get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
+from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -90,12 +91,11 @@ class StatusProjector:
         self.clock = clock_of(mgr)
         self.matches = controllerutil.SubsetMemo()  # is_subset, remembered per copy version
 
-    async def reconcile(self, req: Request) -> Result:
-        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
-        project = self.mgr.get_cluster(req.cluster)
-        # 2. fetch; 3. early exits
-        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        if wd is None or is_deleting(wd):
+    async def reconcile(self, project: Cluster, wd: Obj) -> Result:
+        # 1-2. the project and the cached WD (`ForObject`: a cluster not engaged is dropped,
+        # a WD gone is `gone`); 3. early exit: deleting
+        req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
+        if is_deleting(wd):
             return self._forget(req)
         wd = self._with_own_write(req, wd)
         project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
@@ -137,6 +137,10 @@ class StatusProjector:
             return None, [], str(exc)
         except PlacementError as exc:
             raise PermanentError(str(exc)) from exc  # the federator reports it on the WD as an Event
+
+    async def gone(self, _project: Cluster, req: Request) -> Result:
+        """The WD is gone (`ForObject`): nothing to write, what was held for it is forgotten."""
+        return self._forget(req)
 
     def _forget(self, req: Request) -> Result:
         """A WD gone or going: nothing to hold back for it any more."""
@@ -266,8 +270,11 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     )
     routes = Routes(mgr)
     ctrl = mgr.new_controller(
-        "status-projector", projector, workers=options.workers, batch_period=options.status_batch_period,
-    )  # fmt: skip
+        "status-projector",
+        ForObject(mgr, WORKLOAD_DEPLOYMENTS, projector),
+        workers=options.workers,
+        batch_period=options.status_batch_period,
+    )
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     ctrl.watch(

@@ -77,6 +77,7 @@ from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
 from mcruntime.fields import get_int, get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
+from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
@@ -169,33 +170,31 @@ class Federator:
         self.clock = clock_of(mgr)
 
     # ------------------------------------------------------------------ reconcile
-    async def reconcile(self, req: Request) -> Result:
+    async def reconcile(self, project: Cluster, wd: Obj) -> Result:
         """`_reconcile` in the `federate` span of the WD generation's trace (one trace per change)."""
-        project = self.mgr.get_cluster(req.cluster)
-        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        key, generation = (
-            (req.cluster, req.namespace, req.name),
-            get_int(wd, "metadata.generation") or 0 if wd else 0,
-        )
-        if wd is None or is_deleting(wd):
+        key = (project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
+        if is_deleting(wd):
             self.clock.forget(key)
-            return await self._reconcile(req)
+            return await self._reconcile(project, wd)
+        generation = get_int(wd, "metadata.generation") or 0
         self.clock.seen(key, generation)
         with stage_span(self.tracer, "federate", change_of(wd), stage_attributes(project.name, wd)):
-            result = await self._reconcile(req)
+            result = await self._reconcile(project, wd)
         self.clock.copies_written(key, generation)  # every target cell written (a failed one raised)
         return result
 
-    async def _reconcile(self, req: Request) -> Result:
-        # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
-        project = self.mgr.get_cluster(req.cluster)
-        # 2. fetch (caches)
-        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
-        copies = await self._copies(req)
-        # 3. early exits: gone (orphan sweep) and deleting
-        if wd is None:
-            await self._remove(copies, Outcome())
-            return Result()
+    async def gone(self, project: Cluster, req: Request) -> Result:
+        """The project WD is gone (`ForObject`): the orphan sweep removes its copies left
+        in the cells (a deletion that bypassed the finalizer, or one made while a cell was away)."""
+        self.clock.forget((project.name, req.namespace, req.name))
+        await self._remove(await self._copies(project.name, req.namespace, req.name), Outcome())
+        return Result()
+
+    async def _reconcile(self, project: Cluster, wd: Obj) -> Result:
+        # 1-2. the project and the cached WD (`ForObject`: a cluster not engaged is dropped,
+        # a WD gone is `gone`); its copies in the cells (caches)
+        copies = await self._copies(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
+        # 3. early exit: deleting
         if is_deleting(wd):
             return await self._finalize(project, wd, copies)
         # 4. first sighting: the finalizer, and the cell namespace of its copies, in one write
@@ -274,9 +273,9 @@ class Federator:
         await self.events.event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
         raise PermanentError(why)
 
-    async def _copies(self, req: Request) -> list[Copy]:
+    async def _copies(self, project: str, namespace: str, name: str) -> list[Copy]:
         """Every copy of the project WD in the cells whose caches are synced."""
-        return [Copy(cell, obj) for cell, obj in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
+        return [Copy(cell, obj) for cell, obj in await find_copies(self.mgr, project, namespace, name)]
 
     # ------------------------------------------------------------------ writing (one write per helper)
     async def _place_all(
@@ -485,7 +484,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     namespaces in every cell, and cell registrations."""
     federator = Federator(mgr, unreachable_grace=options.cell_unreachable_grace)
     routes = Routes(mgr)
-    ctrl = mgr.new_controller("federator", federator, workers=options.workers)
+    ctrl = mgr.new_controller("federator", ForObject(mgr, WORKLOAD_DEPLOYMENTS, federator), workers=options.workers)
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     # the management cluster's Locations: a WD placed by location re-plans when its Location changes

@@ -74,3 +74,24 @@ async def test_a_cluster_not_engaged_never_reaches_the_reconciler(cluster: str) 
     with pytest.raises(ClusterNotEngagedError):
         await outer.reconcile(Request(cluster, "ns", "there"))
     assert inner.calls == []
+
+
+@dataclass
+class RecordingGone(Recording):
+    gone_calls: list[tuple[str, str, str]] = field(default_factory=list)
+
+    async def gone(self, cluster: Cluster, request: Request) -> Result:
+        self.gone_calls.append((cluster.name, request.namespace, request.name))
+        return Result()
+
+
+async def test_a_reconciler_that_handles_gone_objects_is_told_instead() -> None:
+    cell = FakeCluster("cell", FakeClient({("ns", "there"): {"metadata": {"name": "there", "namespace": "ns"}}}))
+    inner = RecordingGone()
+    outer = ForObject(FakeManager({"cell": cell}), CONFIGMAPS, inner)
+    await outer.reconcile(Request("cell", "ns", "there"))
+    await outer.reconcile(Request("cell", "ns", "gone"))
+    assert inner.calls == [("cell", "there")] and inner.gone_calls == [("cell", "ns", "gone")]
+    with pytest.raises(ClusterNotEngagedError):
+        await outer.reconcile(Request("", "ns", "gone"))
+    assert inner.gone_calls == [("cell", "ns", "gone")], "an empty cluster name is dropped before anything"
