@@ -106,9 +106,11 @@ class Shards:
             sharding=True,
             shard_id=shard,
             leader_election_namespace=LEASE_NAMESPACE,
-            leader_election_lease_duration=3.0,
-            leader_election_renew_deadline=2.0,
-            leader_election_retry_period=0.5,
+            # the embedded servers answer renewals on this process's loaded event loop: a
+            # renew deadline of 2 s was missed on a busy 2-core machine (both shards lost)
+            leader_election_lease_duration=6.0,
+            leader_election_renew_deadline=4.0,
+            leader_election_retry_period=1.0,
         )
         self.stops[shard], self.stopped[shard] = anyio.Event(), anyio.Event()
         try:
