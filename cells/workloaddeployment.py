@@ -50,7 +50,7 @@ from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_already_exists, is_invalid
-from mcruntime.fields import get_list, get_objects, get_str, get_str_map, is_deleting
+from mcruntime.fields import get_list, get_mapping, get_objects, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
@@ -98,7 +98,7 @@ def desired(
 ) -> Desired:
     """The desired state of a WD in its cell; ValueError names a spec the cell cannot act on."""
     check_served_city(wd, city_code)
-    template = wd.get("spec", {}).get("template") or {}
+    template = get_mapping(wd, "spec.template")
     current_hash = template_hash(template)
     instance_labels(wd, namespace_labels, 0)  # label values checked before anything is written
     name = get_str(wd, "metadata.name")

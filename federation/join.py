@@ -24,7 +24,7 @@ import yaml
 from mcruntime.client import Client
 from mcruntime.connection import ConnectionConfig, from_kubeconfig_file, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
-from mcruntime.fields import get_str
+from mcruntime.fields import get_list, get_str
 from mcruntime.resources import CLUSTER_PROFILES, CUSTOM_RESOURCE_DEFINITIONS, NAMESPACES, SECRETS
 from mcruntime.transport import Transport
 
@@ -85,7 +85,7 @@ async def install_crds(client: Client, crds: Sequence[Mapping[str, Any]]) -> Non
         for crd in crds:
             while True:
                 live = await client.get_live(CUSTOM_RESOURCE_DEFINITIONS, get_str(crd, "metadata.name"))
-                conditions = (live.get("status") or {}).get("conditions") or []
+                conditions = get_list(live, "status.conditions")
                 if any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions):
                     break
                 await anyio.sleep(0.02)

@@ -59,7 +59,7 @@ from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterNotReadyError
-from mcruntime.fields import get_int, get_str, is_deleting
+from mcruntime.fields import get_int, get_mapping, get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
@@ -220,7 +220,7 @@ class StatusProjector:
 
     async def _write(self, req: Request, project: Cluster, wd: Obj, status: Obj) -> None:
         generation = get_int(wd, "metadata.generation")
-        claims = status.get("observedGeneration") == generation != (wd.get("status") or {}).get("observedGeneration")
+        claims = status.get("observedGeneration") == generation != get_mapping(wd, "status").get("observedGeneration")
         if not claims:
             stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
                                                        field_manager=FIELD_MANAGER)  # fmt: skip

@@ -18,7 +18,7 @@ from federation.api.naming import workload_deployment_name
 from federation.api.reasons import WorkloadCondition, WorkloadDeploymentAvailableReason
 from federation.fleet.locations import ByCity, ByLocation, KnownLocation, placement_targets
 from federation.fleet.placement import city_key
-from mcruntime.fields import get_str
+from mcruntime.fields import get_list, get_mapping, get_str
 
 COUNTERS = ("replicas", "currentReplicas", "desiredReplicas", "readyReplicas")
 
@@ -48,7 +48,7 @@ def desired_deployments(
     )
     if not (name and namespace and uid):
         raise ValueError("a Workload needs metadata.name, metadata.namespace and metadata.uid")
-    template = (workload.get("spec") or {}).get("template") or {}
+    template = get_mapping(workload, "spec.template")
     wanted: dict[str, dict[str, Any]] = {}
     for i, placement in enumerate(placements(workload)):
         placement_name = str(placement.get("name") or "")
@@ -107,7 +107,7 @@ def unserved_targets(
 
 
 def _is_available(wd: Mapping[str, Any]) -> bool:
-    cond = find_condition_json((wd.get("status") or {}).get("conditions") or [], "Available")
+    cond = find_condition_json(get_list(wd, "status.conditions"), "Available")
     return cond is not None and cond.get("status") == TRUE
 
 
@@ -129,8 +129,8 @@ def workload_status(
     missing = unserved_targets(workload, cities_with_cells, locations)
     for placement in placements(workload):
         pname = str(placement.get("name") or "")
-        mine = [d for d in deployments if (d.get("spec") or {}).get("placementName") == pname]
-        counts = {k: sum(int((d.get("status") or {}).get(k) or 0) for d in mine) for k in COUNTERS}
+        mine = [d for d in deployments if get_mapping(d, "spec").get("placementName") == pname]
+        counts = {k: sum(int(get_mapping(d, "status").get(k) or 0) for d in mine) for k in COUNTERS}
         for k in COUNTERS:
             totals[k] += counts[k]
         conditions = [dict(c) for c in (previous_placements.get(pname) or {}).get("conditions") or []]

@@ -23,7 +23,7 @@ from typing import Any
 from federation.api.resources import WORKLOAD_DEPLOYMENTS
 from federation.fleet.fleetview import PROJECTS, project_clusters
 from federation.fleet.sharding import SHARD_LABELS, Rings, ShardingOptions, available, shard_states, wd_hash_key
-from mcruntime.fields import get_str, get_str_map
+from mcruntime.fields import get_mapping, get_str, get_str_map
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
@@ -44,7 +44,7 @@ def membership_changed(event: ObjectEvent) -> bool:
     if event.type is not EventType.MODIFIED or event.old is None:
         return True
     return bool(
-        (event.old.get("spec") or {}).get("holderIdentity") != (event.obj.get("spec") or {}).get("holderIdentity")
+        get_mapping(event.old, "spec").get("holderIdentity") != get_mapping(event.obj, "spec").get("holderIdentity")
     )
 
 

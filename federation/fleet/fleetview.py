@@ -17,7 +17,7 @@ from federation.fleet.placement import CellInfo, city_key
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotReadyError
-from mcruntime.fields import get_str
+from mcruntime.fields import get_mapping, get_str
 from mcruntime.manager import Manager
 from mcruntime.source import LOCAL, ClusterFilter, engaged
 
@@ -39,13 +39,13 @@ def city_of_wd(wd: dict[str, Any]) -> list[str]:
     """Index: a WD's written city, as `city_key` (case-insensitive; query with `city_key`
     too). A WD placed by location has none here: its city is its Location's, found
     through LOCATION_INDEX (`Routes.wds_of_city`)."""
-    city = (wd.get("spec") or {}).get("cityCode")
+    city = get_mapping(wd, "spec").get("cityCode")
     return [city_key(city)] if isinstance(city, str) and city else []
 
 
 def location_of_wd(wd: dict[str, Any]) -> list[str]:
     """Index: the Location a WD names (`spec.locationRef.name`), if any."""
-    ref = (wd.get("spec") or {}).get("locationRef")
+    ref = get_mapping(wd, "spec").get("locationRef")
     name = ref.get("name") if isinstance(ref, dict) else None
     return [name] if isinstance(name, str) and name else []
 

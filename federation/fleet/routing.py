@@ -33,7 +33,7 @@ from federation.fleet.projection import CELL_ANNOTATION
 from federation.fleet.references import SOURCE_RESOURCES, referencing
 from mcruntime import controllerutil
 from mcruntime.errors import ClusterNotReadyError
-from mcruntime.fields import get_str, get_str_map
+from mcruntime.fields import get_list, get_str, get_str_map
 from mcruntime.indexers import CONTROLLER_UID
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj
@@ -50,7 +50,7 @@ BY_LOCATION = "yes"
 
 def placement_cities(workload: dict[str, Any]) -> list[str]:
     """Index: every city code a Workload's placements name."""
-    cities = [city_key(str(c)) for p in (workload.get("spec") or {}).get("placements") or []
+    cities = [city_key(str(c)) for p in get_list(workload, "spec.placements")
               for c in p.get("cityCodes") or []]  # fmt: skip
     return sorted(set(cities))
 
@@ -58,7 +58,7 @@ def placement_cities(workload: dict[str, Any]) -> list[str]:
 def places_by_location(workload: dict[str, Any]) -> list[str]:
     """Index: `BY_LOCATION` for a Workload with a placement by `locations` or `locationSelector`."""
     found = any(isinstance(p, dict) and (p.get("locations") is not None or p.get("locationSelector") is not None)
-                for p in (workload.get("spec") or {}).get("placements") or [])  # fmt: skip
+                for p in get_list(workload, "spec.placements"))  # fmt: skip
     return [BY_LOCATION] if found else []
 
 

@@ -43,7 +43,7 @@ from federation.ops.snapshot import (
 )
 from mcruntime.connection import ConnectionConfig
 from mcruntime.errors import ConfigError
-from mcruntime.fields import get_str
+from mcruntime.fields import get_mapping, get_str
 
 DEFAULT_INTERVAL = 2.0
 
@@ -292,7 +292,7 @@ async def plan(args: argparse.Namespace) -> None:
         try:  # placement's own checks, before any cluster is asked (a Location is resolved after)
             if isinstance(spec_error := resolve_city(wd.get("spec"), ()), InvalidPlacementSpec):
                 raise PlacementError(spec_error.message)
-            if (wd.get("spec") or {}).get("cityCode") is not None:
+            if get_mapping(wd, "spec").get("cityCode") is not None:
                 city_code(wd)
             desired_replicas(wd)
         except PlacementError as exc:

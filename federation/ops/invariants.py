@@ -52,7 +52,7 @@ from federation.fleet.projection import CELL_ANNOTATION, Source, choose, holds_o
 from federation.fleet.references import EXPECTED_ANNOTATION, parse_expected, references
 from federation.ops.snapshot import CellCopy, ProjectSnapshot, Snapshot, controller_uid
 from mcruntime.controllerutil import is_subset
-from mcruntime.fields import get_list, get_str, get_str_map, is_deleting
+from mcruntime.fields import get_list, get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.objects import Obj
 
 
@@ -294,7 +294,7 @@ class _Checker:
                 )
             for copy in found:
                 start = get_str_map(copy.obj, "metadata.annotations").get(Annotation.ORDINAL_START, "0")
-                replicas = (copy.obj.get("spec") or {}).get("replicas")
+                replicas = get_mapping(copy.obj, "spec").get("replicas")
                 wrong = []
                 if start != str(share.ordinal_start):
                     wrong.append(f"ordinal start {start}")

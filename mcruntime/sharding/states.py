@@ -24,7 +24,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from ..fields import get_str
+from ..fields import get_mapping, get_str
 
 DEFAULT_LEASE_DURATION = 15.0
 ORPHANED_AFTER = 60.0
@@ -73,7 +73,7 @@ def _times(lease: Mapping[str, Any], now: float) -> tuple[float, float]:
 
 def _held_by_shard(lease: Mapping[str, Any]) -> bool:
     name = get_str(lease, "metadata.name", required=False)
-    holder = (lease.get("spec") or {}).get("holderIdentity") or ""
+    holder = get_mapping(lease, "spec").get("holderIdentity") or ""
     return bool(holder) and holder == name
 
 
