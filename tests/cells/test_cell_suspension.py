@@ -16,6 +16,7 @@ from tests.support import all_idle, eventually
 
 from .cellbed import NS, QUOTA_GROUP, VERSION, Cell, cell, history, workload_deployment
 from .test_cell_idle import _diff
+from .test_cell_quota import budget
 
 pytestmark = pytest.mark.slow
 
@@ -48,13 +49,7 @@ def _suspended(c: Cell) -> dict[str, Any] | None:
 
 async def test_suspend_stops_pods_keeps_instances_and_resumes_in_order(tmp_path: Path) -> None:
     async with cell(tmp_path, feature_gates="PodRuntime=true,QuotaGate=true") as c:
-        budget = {
-            "apiVersion": f"{QUOTA_GROUP}/{VERSION}",
-            "kind": "ResourceBudget",
-            "metadata": {"name": "project", "namespace": NS},
-            "spec": {"hard": {"cpu": "8", "memory": "16Gi"}},
-        }
-        c.plane.create("resourcebudgets", budget, group=QUOTA_GROUP, version=VERSION)
+        c.plane.create("resourcebudgets", budget("8", "16Gi"), group=QUOTA_GROUP, version=VERSION)
         c.create_wd(workload_deployment("api", 3))
         await c.converged("api")
         instance_uids = {n: o["metadata"]["uid"] for n, o in c.instances("api").items()}
