@@ -129,7 +129,8 @@ class Shards:
     def members_seen(self) -> set[str]:
         """The shard Leases the elected replica (the sharder) has cached."""
         for manager in self.managers.values():
-            if manager.elector is not None and manager.elector.is_leader:
+            # elected, the sharder declares its views (the Leases') before it starts
+            if manager.elector is not None and manager.elector.is_leader and manager.local.cache.view_of(LEASES):
                 return {meta["metadata"]["name"] for meta in manager.local.cache.informer_of(LEASES).store.list()}
         return set()
 
