@@ -279,8 +279,8 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
 
 
 async def test_a_dead_shards_wds_are_reassigned(tmp_path: Path) -> None:
-    """A shard that stops renewing (as after SIGKILL): expired, uncertain after two lease
-    durations, then the sharder acquires its Lease (dead) and reassigns its WDs directly."""
+    """A shard that stops renewing (as after SIGKILL): expired, uncertain a quarter lease
+    duration past expiry, then the sharder acquires its Lease (dead) and reassigns its WDs directly."""
     recorder = Recorder()
     async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
         tg = await stack.enter_async_context(anyio.create_task_group())
