@@ -11,10 +11,19 @@ be acquired: about two lease durations; the lease is shortened to --lease second
 Targets (issue 23): per-shard CPU and memory <= 1.2/N of one replica's; a dead shard's WDs
 handed over within 2x the lease duration; writes per WD unchanged but for the label writes.
 On a 2-core machine the API servers share the cores with the replicas, so wall time cannot
-scale with N here; the per-replica CPU ratio is what predicts more cores. Each shard still
-caches every WD (its caches are not label-selected yet), so RSS is not expected to divide.
+scale with N here; the per-replica CPU ratio is what predicts more cores. Each shard caches
+the project WDs and copies labelled for it; the sharder replica also every WD and copy (its
+FLEET views, for the controllers that run there only), so its RSS does not divide.
 
-Run: python bench/bench_sharding.py [--projects P] [--wds W] [--lease S] [--smoke]"""
+With --cold N: a cold start per shard count instead of (before) the fan-out: N project WDs
+over --projects projects, created before any replica starts, already labelled as the ring
+of that run's shards says (as after every replica restarted) and already federated
+(finalizer preset; their city has no cell, so the work is caching them and one status
+each). Per run: seconds until every replica is ready and until all are idle, the busiest
+replica's CPU-seconds, and each replica's RSS once idle. The issue's size is 100k; on the
+shared 2-core machine a reduced N is what fits.
+
+Run: python bench/bench_sharding.py [--projects P] [--wds W] [--lease S] [--cold N] [--smoke]"""
 
 from __future__ import annotations
 
@@ -160,6 +169,65 @@ async def rebalance(f: Fleet, args: argparse.Namespace, projects: list[str], nam
             f"lease {args.lease:.0f}s")  # fmt: skip
 
 
+async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
+    """`args.cold` WDs labelled for `n` shards (None: one unsharded replica), then the replicas start."""
+    projects = [f"p{i:02d}" for i in range(args.projects)]
+    label = f"{n} shard{'s' if n != 1 else ''}" if n else "1 replica, unsharded"
+    names = [f"shard-{i}" for i in range(n)] if n else []
+    ring = HashRing(names) if n else None
+    with tempfile.TemporaryDirectory(prefix="bench-sharding-cold-") as tmp:
+        async with (
+            fleet(Path(tmp), projects=[f"bench/{p}" for p in projects], cells=()) as f,
+            aiohttp.ClientSession() as session,
+        ):
+            sem = asyncio.Semaphore(64)
+
+            async def create(project: str, i: int) -> None:
+                wd = workload_deployment(f"wd-{i:06d}", "NOWHERE", 1)
+                wd["metadata"]["finalizers"] = ["compute.datumapis.com/federator"]
+                if ring is not None:
+                    wd["metadata"]["labels"] = {Label.SHARD: ring.owner(wd_hash_key(project, wd)) or ""}
+                async with sem:
+                    await f.request(project, "POST", wd_path("default"), wd)
+
+            per = args.cold // len(projects)
+            await asyncio.gather(*(create(p, i) for p in projects for i in range(per)))
+            started = time.monotonic()
+            managers = [shard(f, name, args.lease) for name in names] if n else [unsharded(f)]
+            for m in managers:
+                await m.wait_ready(session, within=args.timeout)
+            ready = time.monotonic() - started
+            await _idle(managers, session, args.timeout)
+            idle = time.monotonic() - started - 3.0  # less the quiet window that proves it
+            cpu = {m.name: cpu_seconds(m.pid) for m in managers}
+            rss = {m.name: rss_bytes(m.pid) / 2**20 for m in managers}
+            total = per * len(projects)
+            rep.add(f"cold start {total:,} WDs, {label}: until every replica ready", ready, "s")
+            rep.add(f"cold start {total:,} WDs, {label}: until every replica idle", idle, "s")
+            rep.add(f"cold start {total:,} WDs, {label}: CPU-seconds, busiest replica", max(cpu.values()), "CPU-s",
+                    "", _each(cpu, "{:.1f}"))  # fmt: skip
+            rep.add(f"cold start {total:,} WDs, {label}: RSS once idle, largest replica", max(rss.values()), "MiB",
+                    "", _each(rss, "{:.0f}"))  # fmt: skip
+            for m in managers:
+                m.proc.stop()
+
+
+async def _idle(managers: list[Manager], session: aiohttp.ClientSession, within: float) -> None:
+    """Every replica's queues empty and its reconcile count unchanged for 3 s."""
+    started, last, stable = time.monotonic(), -1.0, 0
+    while stable < 6:
+        depth = total = 0.0
+        for m in managers:
+            m.proc.check_alive()
+            depth += await m.metric(session, "workqueue_depth")
+            total += await m.metric(session, "controller_runtime_reconcile_total")
+        stable = stable + 1 if depth == 0 and total == last else 0
+        last = total
+        if time.monotonic() - started > within:
+            raise RuntimeError(f"not idle within {within}s")
+        await asyncio.sleep(0.5)
+
+
 async def _leases(f: Fleet, names: list[str]) -> bool:
     items = await f.list("management", "/apis/coordination.k8s.io/v1/namespaces/default/leases")
     held = {(i.get("spec") or {}).get("holderIdentity") for i in items}
@@ -176,9 +244,12 @@ def _each(values: dict[str, float], fmt: str) -> str:
 
 async def main(args: argparse.Namespace) -> None:
     rep = report("bench_sharding", {"projects": args.projects, "wds_per_project": args.wds, "lease_s": args.lease,
-                                    "shards": args.shards})  # fmt: skip
+                                    "shards": args.shards, "cold": args.cold})  # fmt: skip
     for n in [None, *args.shards]:
-        await fan_out(args, n, rep)
+        if args.cold:
+            await cold_start(args, n, rep)
+        else:
+            await fan_out(args, n, rep)
     rep.write()
 
 
@@ -189,6 +260,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--lease", type=float, default=6.0, help="shard and sharder lease duration, seconds")
     parser.add_argument("--settle", type=float, default=2.0, help="seconds after convergence before counting writes")
     parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--cold", type=int, default=0, help="a cold start of this many WDs instead of the fan-out")
     parser.add_argument("--smoke", action="store_true", help="1 project x 20 WDs, 1 and 2 shards")
     args = parser.parse_args(argv)
     args.shards = [1, 2, 3]
