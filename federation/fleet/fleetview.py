@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from federation.api.constants import ClusterRole, Label
+from federation.api.constants import ClusterRole, Finalizer, Label
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import upstream_identity
 from federation.fleet.locations import KnownLocation, known_location
@@ -143,12 +143,14 @@ async def find_copies(
     A shard's copies view holds only the copies labelled for it: one its WD's former shard
     labelled (a hand-over) is not there until this shard's next write relabels it, so a
     copy missing from a shard's cache is read live (a GET; the new owner must see what
-    the cells hold, or it would take an autoscaled copy for a new one)."""
+    the cells hold, or it would take an autoscaled copy for a new one) — unless the cached
+    WD was never claimed (no federator finalizer: no copy of it was ever written)."""
     found: list[tuple[Cluster, dict[str, Any]]] = []
+    maybe_elsewhere = not alias and _claimed_or_gone(mgr, project, namespace, name)
     for cell in cell_clusters(mgr):
         if not cell_synced(cell):
             continue
-        partial = not alias and cell.cache.narrows(WORKLOAD_DEPLOYMENTS)
+        partial = maybe_elsewhere and cell.cache.narrows(WORKLOAD_DEPLOYMENTS)
         for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, upstream_key(project, namespace)):
             cell_namespace = get_str(ns, "metadata.name")
             try:
@@ -160,6 +162,16 @@ async def find_copies(
             if obj is not None:
                 found.append((cell, obj))
     return found
+
+
+def _claimed_or_gone(mgr: Manager, project: str, namespace: str, name: str) -> bool:
+    """The project WD carries the federator's finalizer (written before any copy of it),
+    or is not in the project's cache (gone, or never seen)."""
+    cluster = mgr.clusters.get(project)
+    if cluster is None or cluster.cache.view_of(WORKLOAD_DEPLOYMENTS) is None:
+        return True
+    wd = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(name, namespace=namespace)
+    return wd is None or Finalizer.FEDERATOR in (get_mapping(wd, "metadata").get("finalizers") or [])
 
 
 def read_cell_copies(ctrl: Controller, *, alias: str = "") -> None:
