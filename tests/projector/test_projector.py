@@ -494,3 +494,24 @@ async def test_a_copy_seen_before_its_cell_namespace_is_projected_when_the_names
                          "the namespaces seen", within=20)  # fmt: skip
         await eventually(lambda: status(f).get("observedGeneration") == 1, "projected once the namespaces are seen")
         assert status(f)["readyReplicas"] == 2
+
+
+async def test_a_status_write_refused_is_not_taken_for_written(tmp_path: Path) -> None:
+    """Every status write answered 500 for a while: the projector retries, and remembers
+    nothing of a write the server did not take (its memory of its own last write is only
+    for a write that succeeded), so once the server takes writes again the status is
+    written — no event from the cells is needed for it."""
+    async with federation(tmp_path) as (f, _mgr):
+        web = f.server("web").plane
+        web.faults.configure(error_rate=1.0, error_code=500, methods=["PATCH"],
+                             path_contains="/workloaddeployments/api/status")  # fmt: skip
+        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        refused = web.faults.injected
+        await eventually(lambda: web.faults.injected >= refused + 3, "the status writes refused, and retried")
+        assert status(f) == {}, "nothing written while every write is refused"
+        web.faults.clear()
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "written once the server takes it")
+        assert status(f)["readyReplicas"] == 2
