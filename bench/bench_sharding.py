@@ -197,13 +197,17 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             await asyncio.gather(*(create(p, i) for p in projects for i in range(per)))
             started = time.monotonic()
             managers = [shard(f, name, args.lease) for name in names] if n else [unsharded(f)]
-            for m in managers:
-                await m.wait_ready(session, within=args.timeout)
-            ready = time.monotonic() - started
-            await _idle(managers, session, args.timeout)
-            idle = time.monotonic() - started - 3.0  # less the quiet window that proves it
-            cpu = {m.name: cpu_seconds(m.pid) for m in managers}
-            rss = {m.name: rss_bytes(m.pid) / 2**20 for m in managers}
+            try:
+                for m in managers:
+                    await m.wait_ready(session, within=args.timeout)
+                ready = time.monotonic() - started
+                await _idle(managers, session, args.timeout)
+                idle = time.monotonic() - started - 3.0  # less the quiet window that proves it
+                cpu = {m.name: cpu_seconds(m.pid) for m in managers}
+                rss = {m.name: rss_bytes(m.pid) / 2**20 for m in managers}
+            finally:
+                for m in managers:
+                    m.proc.stop()
             total = per * len(projects)
             rep.add(f"cold start {total:,} WDs, {label}: until every replica ready", ready, "s")
             rep.add(f"cold start {total:,} WDs, {label}: until every replica's queues drained", idle, "s")
@@ -211,8 +215,6 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
                     "", _each(cpu, "{:.1f}"))  # fmt: skip
             rep.add(f"cold start {total:,} WDs, {label}: RSS once idle, largest replica", max(rss.values()), "MiB",
                     "", _each(rss, "{:.0f}"))  # fmt: skip
-            for m in managers:
-                m.proc.stop()
 
 
 async def _idle(managers: list[Manager], session: aiohttp.ClientSession, within: float) -> None:
