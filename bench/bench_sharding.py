@@ -189,7 +189,7 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
                 wd = workload_deployment(f"wd-{i:06d}", "NOWHERE", 1)
                 wd["metadata"]["finalizers"] = ["compute.datumapis.com/federator"]
                 if ring is not None:
-                    wd["metadata"]["labels"] = {Label.SHARD: ring.owner(wd_hash_key(project, wd)) or ""}
+                    wd["metadata"]["labels"] = {str(Label.SHARD): ring.owner(wd_hash_key(project, wd)) or ""}
                 async with sem:
                     await f.request(project, "POST", wd_path("default"), wd)
 
@@ -200,6 +200,7 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             try:
                 for m in managers:
                     await m.wait_ready(session, within=args.timeout)
+                    await _synced(m, session, len(projects), args.timeout)
                 ready = time.monotonic() - started
                 cpu = {m.name: cpu_seconds(m.pid) for m in managers}
                 rss = {m.name: rss_bytes(m.pid) / 2**20 for m in managers}
@@ -212,6 +213,18 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
                     "", _each(cpu, "{:.1f}"))  # fmt: skip
             rep.add(f"cold start {total:,} WDs, {label}: RSS when ready, largest replica", max(rss.values()), "MiB",
                     "", _each(rss, "{:.0f}"))  # fmt: skip
+
+
+async def _synced(m: Manager, session: aiohttp.ClientSession, clusters: int, within: float) -> None:
+    """Every engaged cluster's views synced (`/readyz?verbose` names each cluster ready)."""
+    started = time.monotonic()
+    while time.monotonic() - started < within:
+        m.proc.check_alive()
+        async with session.get(f"http://127.0.0.1:{m.health_port}/readyz?verbose") as resp:
+            if (await resp.text()).count(": ready (") >= clusters:
+                return
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"{m.name}: its clusters not synced within {within}s")
 
 
 async def _acquired(f: Fleet, name: str) -> bool:
