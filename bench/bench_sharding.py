@@ -6,7 +6,7 @@ and manager writes per WD (the servers' write counters less the benchmark's own 
 Then, with 2 shards converged, the time until every WD is labelled as the 3-shard ring says
 after a third joins (drain, acknowledgement, assignment), and the time until the 2
 survivors own everything after one is SIGKILLed (its Lease must expire, turn uncertain and
-be acquired: about two lease durations; the lease is shortened to --lease seconds here).
+be acquired: 1.25 lease durations after its last renewal; the lease is --lease seconds here).
 
 Targets (issue 23): per-shard CPU and memory <= 1.2/N of one replica's; a dead shard's WDs
 handed over within 2x the lease duration; writes per WD unchanged but for the label writes.
