@@ -22,9 +22,6 @@ from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError
 from mcruntime.leaderelection import LeaderElectionConfig
 from mcruntime.manager import Manager
-from mcruntime.providers.clusterprofile import ClusterProfileProvider
-from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
-from mcruntime.providers.secrets import KubeconfigSecretProvider
 from mcruntime.transport import Transport
 
 from .features import POD_RUNTIME, QUOTA_GATE
@@ -158,7 +155,10 @@ def build_manager(
     )
     reg = settings.registration
     provider = settings.effective_provider()
+    # each provider's module is imported when it is the one chosen (a small process)
     if provider == "clusterprofile":
+        from mcruntime.providers.clusterprofile import ClusterProfileProvider
+
         manager.add_provider(
             ClusterProfileProvider(
                 secret_annotation=reg.kubeconfig_secret_annotation,
@@ -167,8 +167,12 @@ def build_manager(
             )
         )
     elif provider == "secrets":
+        from mcruntime.providers.secrets import KubeconfigSecretProvider
+
         manager.add_provider(KubeconfigSecretProvider(namespace=reg.namespace, label_selector=reg.label_selector))
     elif provider == "kubeconfig-dir":
+        from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
+
         assert reg.kubeconfig_dir is not None
         manager.add_provider(
             KubeconfigDirProvider(reg.kubeconfig_dir, poll_interval=reg.poll_interval, subdir_label=CLUSTER_ROLE_LABEL)

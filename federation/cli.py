@@ -25,13 +25,26 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """`--version`, as argparse's own action prints it, but the installed version is read
+    (its metadata parsed) only when asked, not by every process that builds the parser."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0,
+                         help="show program's version number and exit")  # fmt: skip
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(f"{parser.prog} {_version()}\n")
+        parser.exit()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole CLI; with `command="run"` the other subcommands are listed without their
     arguments, so a manager process imports neither kubeplane (the embedded API server,
     ~20 MiB) nor the inspection views."""
     lean = command == "run"
     parser = argparse.ArgumentParser(prog="federation-manager", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument(
         "--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR (default INFO; WARNING for up)"
     )
