@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 from opentelemetry.trace import TracerProvider
 
 from cells.options import CellOptions
+from mcruntime.cache import CacheOptions
+from mcruntime.cluster import ClusterOptions
 from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError, is_retryable
 from mcruntime.leaderelection import LeaderElectionConfig
@@ -160,6 +162,12 @@ def build_manager(
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
         tracer_provider=tracer_provider,
         shard_lease=shard_lease,
+        # a shard caches the project WDs and cell copies labelled for it, nothing else of
+        # them (the elected replica's own controllers read every one through FLEET views)
+        cluster_options=ClusterOptions(cache=CacheOptions(label_selectors=sharding.cache_selectors))
+        if sharding is not None
+        else None,
+        local_cluster_options=ClusterOptions(),
     )
     reg = settings.registration
     provider = settings.effective_provider()
