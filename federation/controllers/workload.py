@@ -3,9 +3,8 @@ WorkloadDeployments in the same project namespace.
 
 Request key: (project cluster, project namespace, Workload name), handed over as the
 project `Cluster` and the cached Workload (`ForObject`: a gone Workload gets no call).
-Reads (caches): Workloads and WorkloadDeployments of project clusters (every WD: the
-`FLEET` view, which with --sharding is not the shard's own); the registered cells
-(`fleetview`); the management cluster's Locations.
+Reads (caches): Workloads, and every WD of the project clusters (the `FLEET` view, not a
+shard's own); the registered cells (`fleetview`); the management cluster's Locations.
 Writes, and alone writes: WorkloadDeployments controlled by a Workload (field manager
 `workload-controller`; never `spec.replicas`, which the scale subresource owns), the
 `compute.datumapis.com/workload-controller` finalizer and the Workload's status.
