@@ -4,13 +4,13 @@ Instances `<wd>-<i>`, one action at a time, plus the HPA it owns when it autosca
 Request key: (cell = the manager's local cluster, namespace, WD name).
 Reads (caches only): WorkloadDeployments; Instances (indexed by controller uid);
 HorizontalPodAutoscalers; Namespaces (the two upstream labels); companions' names.
-Writes, and alone writes: Instances (create with the copy's traceparent, delete, the labels of §2, `status.suspended`);
-the WD's finalizer `compute.datumapis.com/workload-deployment-controller` and `status` (field
-manager `cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
+Writes, and alone writes: Instances (create with the copy's traceparent, delete, the labels of §2 and the copy's
+shard label, `status.suspended`); the WD's finalizer `compute.datumapis.com/workload-deployment-controller` and
+`status` (field manager `cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
 Never writes: the WD's spec, other Instance status or gates, foreign Instances or HPAs, Pods.
 
-DESIGN §3 Cell WD controller, pinned by tests/cells/: 1 Instances and labels
-(test_replicas_become_ready_instances_and_pods, test_ordinal_start_and_scale_follow);
+DESIGN §3 Cell WD controller, by tests/cells/: 1 Instances and labels (test_replicas_become_ready_instances_and_pods,
+test_ordinal_start_and_scale_follow, test_a_copys_shard_label_follows_onto_its_instances);
 2 one action at a time (test_template_edit_and_restart_roll_one_at_a_time_from_the_top);
 3 self-heal (test_deleted_instance_and_pod_come_back, test_an_instance_edited_by_hand_is_recreated);
 4 status (test_bad_images_surface_on_instance_and_deployment, test_a_spec_the_cell_rejects_is_reported_in_status,
