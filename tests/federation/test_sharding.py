@@ -436,6 +436,14 @@ async def test_instance_projections_are_made_by_the_owning_shard_and_follow_a_ha
             assert set(owners.values()) == set(two)
             assert projected_by_the_owner_only(recorder, owners) == []
             await eventually(lambda: instance_share_problems(shards) == [], "each shard caches its Instances", 10)
+            await eventually(  # the projections carry no shard label: never narrowed
+                lambda: all(
+                    len(m.get_cluster("web").cache.informer_of(INSTANCES).store.list()) == N_PROJECTED
+                    for m in shards.managers.values()
+                ),
+                "every shard caches every projection",
+                10,
+            )
             first = projections(f)
 
             # join: shard-c takes its share; the cell relabels the moved Instances after their copies
