@@ -366,6 +366,7 @@ async def raw_capacity(f: Fleet, project: str, wds: int, total: int, concurrency
 @dataclass
 class Phase:
     name: str
+    sent_s: float  # the benchmark's own creates, updates or deletes all answered
     copies_s: float
     statuses_s: float
     manager_writes: int
@@ -394,6 +395,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
     cpu = (cpu_seconds(mgr.pid), sum(map(cpu_seconds, (c.pid for c in cells))), sum(map(cpu_seconds, server_pids)))
     started = time.perf_counter()
     await gather_limited(s.in_flight, wd_calls(f, s, projects, phase))
+    sent_at = time.perf_counter() - started
     copies_at = statuses_at = 0.0
     while not (copies_at and statuses_at):
         for m in (mgr, *cells):
@@ -430,6 +432,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
     project_writes[WD_RESOURCE] = project_writes.get(WD_RESOURCE, 0) - wds
     return Phase(
         phase,
+        sent_at,
         copies_at,
         statuses_at,
         sent,
@@ -450,6 +453,7 @@ def short(resource: str) -> str:
 
 def report_phase(rep: Report, p: Phase, wds: int, *, cells_cpu: bool = True) -> None:
     gone = p.name == "delete"
+    rep.add(f"{p.name}: time until the benchmark's own {wds} writes are answered", p.sent_s, "s", "a floor")
     rep.add(f"{p.name}: time until every copy is {'gone' if gone else 'in its cells'}", p.copies_s, "s")
     rep.add(
         f"{p.name}: time until every {'project WD is gone' if gone else 'status reflects its cells'}", p.statuses_s, "s"
