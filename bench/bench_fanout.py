@@ -497,33 +497,35 @@ async def main(args: argparse.Namespace) -> None:
             else:
                 cells = [cell_manager(f, c) for c, _ in CELLS]
             mgr = management(f, *([f"--workers={s.workers}"] if s.workers else []))
-            async with aiohttp.ClientSession() as session:
+            try:
+                async with aiohttp.ClientSession() as session:
+                    for m in (mgr, *cells):
+                        await m.wait_ready(session)
+                total_wds = s.projects * s.wds
+                rep.add("WDs federated", total_wds, "WDs")
+                rep.add("copies in cells", s.copies_per_project() * s.projects, "copies")
+                phases = ["create", "update", "delete"] if not args.create_only else ["create"]
+                done: list[Phase] = []
+                for name in phases:
+                    for echo in echoes:
+                        if echo.done():
+                            echo.result()  # an echo cell that failed says why
+                    phase = await run_phase(f, s, projects, name, mgr, cells)
+                    report_phase(rep, phase, total_wds, cells_cpu=args.cells == "managers")
+                    done.append(phase)
+                create = done[0]
+                rep.add("converged WDs per second (create)", total_wds / create.statuses_s, "WD/s")
+                rep.add(
+                    "manager CPU-seconds per converged WD (all phases)",
+                    sum(p.cpu_manager for p in done) / total_wds,
+                    "s",
+                )
+            finally:  # a failed or terminated run stops its managers too (the fleet stops the servers)
                 for m in (mgr, *cells):
-                    await m.wait_ready(session)
-            total_wds = s.projects * s.wds
-            rep.add("WDs federated", total_wds, "WDs")
-            rep.add("copies in cells", s.copies_per_project() * s.projects, "copies")
-            phases = ["create", "update", "delete"] if not args.create_only else ["create"]
-            done: list[Phase] = []
-            for name in phases:
+                    m.proc.stop()
                 for echo in echoes:
-                    if echo.done():
-                        echo.result()  # an echo cell that failed says why
-                phase = await run_phase(f, s, projects, name, mgr, cells)
-                report_phase(rep, phase, total_wds, cells_cpu=args.cells == "managers")
-                done.append(phase)
-            create = done[0]
-            rep.add("converged WDs per second (create)", total_wds / create.statuses_s, "WD/s")
-            rep.add(
-                "manager CPU-seconds per converged WD (all phases)",
-                sum(p.cpu_manager for p in done) / total_wds,
-                "s",
-            )
-            for m in (mgr, *cells):
-                m.proc.stop()
-            for echo in echoes:
-                echo.cancel()
-            await asyncio.gather(*echoes, return_exceptions=True)
+                    echo.cancel()
+                await asyncio.gather(*echoes, return_exceptions=True)
             achieved = create.manager_writes / create.statuses_s
             capacity = await raw_capacity(f, projects[0], max(s.wds, 20), max(3000, 3 * (create.manager_writes // 3)))
             rep.add("achieved manager write rate (create)", achieved, "writes/s")
