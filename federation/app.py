@@ -19,7 +19,7 @@ from opentelemetry.trace import TracerProvider
 
 from cells.options import CellOptions
 from mcruntime.connection import ConnectionConfig, load_default
-from mcruntime.errors import APIError, ConfigError, TransportError
+from mcruntime.errors import APIError, ConfigError, TransportError, is_retryable
 from mcruntime.leaderelection import LeaderElectionConfig
 from mcruntime.manager import Manager
 from mcruntime.providers.clusterprofile import ClusterProfileProvider
@@ -89,7 +89,12 @@ class StartupError(Exception):
 
 async def local_config(settings: ManagerSettings) -> ConnectionConfig:
     """The local (management or cell) cluster's connection, checked to answer: a manager
-    that cannot reach its own cluster exits at once instead of retrying silently."""
+    that cannot reach its own cluster, or that the cluster refuses (credentials, a wrong
+    address), exits at once instead of retrying silently. An answer that says "not now"
+    (429, 5xx) is no such verdict: the cluster is there, and the manager starts (its caches
+    retry, /readyz says not ready until they list). Exiting on one would turn a passing
+    fault into a manager that never runs: a cell whose copies nobody ever observes
+    (tests/federation/test_startup_probe.py)."""
     try:
         config = await load_default(settings.kubeconfig)
     except ConfigError as exc:
@@ -103,8 +108,11 @@ async def local_config(settings: ManagerSettings) -> ConnectionConfig:
                 f"cannot reach the {settings.local_cluster_name} cluster at {config.host}: {exc}"
             ) from exc
         except APIError as exc:
-            refused = f"the {settings.local_cluster_name} cluster at {config.host} refused us"
-            raise StartupError(f"{refused}: {exc}") from exc
+            if not is_retryable(exc):  # 429/5xx say "not now", not "no"
+                refused = f"the {settings.local_cluster_name} cluster at {config.host} refused us"
+                raise StartupError(f"{refused}: {exc}") from exc
+            log.warning("the %s cluster at %s answered the start-up probe with %s; starting anyway (its caches "
+                        "retry until it serves)", settings.local_cluster_name, config.host, exc)  # fmt: skip
     return config
 
 

@@ -42,12 +42,14 @@ from federation.fleet.downstream import (
 )
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
+    CELL_NAMESPACES_SELECTOR,
     CELLS,
     PROJECTS,
+    UPSTREAM_INDEX,
     WD_INDEXERS,
     find_copies,
     known_locations,
-    read_cell_copies,
+    namespace_upstream,
     registered_cells,
 )
 from federation.fleet.locations import CityTarget
@@ -264,7 +266,8 @@ def _source_exists(project: Cluster, kind: str, name: str, namespace: str) -> bo
 
 
 def register(mgr: Manager, options: ManagementOptions) -> None:
-    """Wire the watches: project WDs; their copies in every cell (mapped back); cell states."""
+    """Wire the watches: project WDs; their copies and downstream namespaces in every cell
+    (mapped back); cell states."""
     projector = StatusProjector(
         mgr, stale_after=options.cell_status_stale_after, awaiting_after=options.awaiting_propagation_after
     )
@@ -285,7 +288,16 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     for resource in SOURCE_RESOURCES.values():  # which referenced sources exist (no data)
         ctrl.watch(resource, EnqueueRequestsFromMapFunc(routes.wds_referencing, cluster_name=ClusterName.INJECT_SOURCE),
                    clusters=PROJECTS, transform=source_identity)  # fmt: skip
-    read_cell_copies(ctrl)
+    # the downstream namespaces are watched, not only read: a copy event that arrives before
+    # its namespace maps to no WD (the namespace names the project) and `find_copies` finds
+    # nothing through it, so the namespace's own arrival must bring the WD back
+    ctrl.watch(
+        NAMESPACES,
+        EnqueueRequestsFromMapFunc(routes.wds_of_namespace, cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=CELLS,
+        label_selector=CELL_NAMESPACES_SELECTOR,
+        indexers={UPSTREAM_INDEX: namespace_upstream},
+    )
     clock = clock_of(mgr)
 
     async def wd_of_copy(cluster: str, copy: Obj) -> list[Request]:

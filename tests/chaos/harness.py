@@ -324,7 +324,17 @@ class Chaos:
                         problems = [f"clean, but the managers still wrote within {quiet:.0f}s"]
                 # a whole-federation read is not free: the test must not starve the managers it measures
                 await anyio.sleep(max(0.5, 2 * (time.monotonic() - began)))
-        raise AssertionError(f"not converged after {within}s:\n  " + "\n  ".join(problems[:40]))
+        raise AssertionError(f"not converged after {within}s:\n  " + "\n  ".join(problems[:40] + self.exited()))
+
+    def exited(self) -> list[str]:
+        """Every manager process that is no longer running, with the end of its output: a
+        manager that exited (or was killed by the scenario) explains what it left undone."""
+        out = []
+        for name, process in self.fleet.managers.items():
+            if process.proc.returncode is not None:
+                tail = " | ".join(process.output().strip().splitlines()[-3:])
+                out.append(f"manager {name} exited with {process.proc.returncode}: {tail}")
+        return out
 
     async def _read_problems(
         self, settled: Callable[[Snapshot], list[str]], moving: Callable[[str], bool] | None

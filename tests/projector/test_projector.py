@@ -454,3 +454,64 @@ async def test_a_slow_cell_shows_awaiting_propagation(tmp_path: Path) -> None:
         await eventually(lambda: len(shares(f, "api")) == 2, "copies")
         await eventually(lambda: cond(status(f), "ReplicasReady").get("reason") == "AwaitingPropagation", "waiting")
         assert "observedGeneration" not in status(f)
+
+
+async def test_a_copy_seen_before_its_cell_namespace_is_projected_when_the_namespace_arrives(tmp_path: Path) -> None:
+    """The manager sees a cell's copies and its downstream namespaces through separate
+    watches, so a copy's event can arrive before its namespace's (here the namespaces'
+    watch is re-established 12 s late while the first WD of a project namespace is
+    federated and observed). Until then every copy event maps to no WD (the namespace is
+    what names the project) and the copies cannot be found: the status is held back. The
+    namespace's arrival must bring the WD back at once — not the `--cell-status-stale-after`
+    bound on the hold (600 s here), and not a copy event that will not come."""
+    async with federation(tmp_path, cell_status_stale_after=600.0) as (f, mgr):
+        dfw = ("dfw-1", "dfw-2")
+
+        def ready() -> bool:
+            return all(c in mgr.clusters and mgr.clusters[c].state.value == "ready" for c in dfw)
+
+        await eventually(ready, "both DFW cells ready")
+        await anyio.sleep(1.0)  # the watches have run a while: dropping them is an ordinary end, not a failure
+        for cell in dfw:
+            plane = f.server(cell).plane
+            plane.faults.configure(latency_seconds=12.0, methods=["GET"], path_contains="/api/v1/namespaces")
+            plane.drop_watches()  # every watch resumes at once, but the namespaces' answers 12 s late
+        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "the copies written")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+
+        def cached_observed() -> bool:
+            copies = [mgr.clusters[c].cache.informer_of(WORKLOAD_DEPLOYMENTS).list() for c in dfw]
+            return all(len(cs) == 1 and (cs[0].get("status") or {}).get("observedGeneration") == 1 for cs in copies)
+
+        await eventually(cached_observed, "the observed copies in the manager's cache (their events mapped to nothing)")
+        assert all(not mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in dfw), "namespaces not seen yet"
+        assert "observedGeneration" not in status(f), "held back: no copy found without its namespace"
+        for cell in dfw:
+            f.server(cell).plane.faults.clear()
+        await eventually(lambda: all(mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in dfw),
+                         "the namespaces seen", within=20)  # fmt: skip
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "projected once the namespaces are seen")
+        assert status(f)["readyReplicas"] == 2
+
+
+async def test_a_status_write_refused_is_not_taken_for_written(tmp_path: Path) -> None:
+    """Every status write answered 500 for a while: the projector retries, and remembers
+    nothing of a write the server did not take (its memory of its own last write is only
+    for a write that succeeded), so once the server takes writes again the status is
+    written — no event from the cells is needed for it."""
+    async with federation(tmp_path) as (f, _mgr):
+        web = f.server("web").plane
+        web.faults.configure(error_rate=1.0, error_code=500, methods=["PATCH"],
+                             path_contains="/workloaddeployments/api/status")  # fmt: skip
+        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "copies")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        refused = web.faults.injected
+        await eventually(lambda: web.faults.injected >= refused + 3, "the status writes refused, and retried")
+        assert status(f) == {}, "nothing written while every write is refused"
+        web.faults.clear()
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "written once the server takes it")
+        assert status(f)["readyReplicas"] == 2
