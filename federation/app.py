@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING
 from opentelemetry.trace import TracerProvider
 
 from cells.options import CellOptions
+from mcruntime.cache import CacheOptions
+from mcruntime.cluster import ClusterOptions
 from mcruntime.connection import ConnectionConfig, load_default
 from mcruntime.errors import APIError, ConfigError, TransportError, is_retryable
 from mcruntime.leaderelection import LeaderElectionConfig
 from mcruntime.manager import Manager
-from mcruntime.providers.clusterprofile import ClusterProfileProvider
-from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
-from mcruntime.providers.secrets import KubeconfigSecretProvider
 from mcruntime.transport import Transport
 
 from .features import POD_RUNTIME, QUOTA_GATE
@@ -67,15 +66,26 @@ def management_controllers() -> list[tuple[str, ManagementRegistrar]]:
 SHARDED_CONTROLLERS = ("federator", "status-projector")
 
 
-def cell_controllers() -> list[tuple[str, CellRegistrar]]:
-    from cells import instance, podruntime, quotagrant, workloaddeployment
+def cell_controllers(options: CellOptions) -> list[tuple[str, CellRegistrar]]:
+    """The cell controllers `options` turn on. A feature-gated one is imported only with its
+    gate on: a cell manager does not load a pod runtime or quota grants it does not run."""
+    from cells import instance, workloaddeployment
 
-    return [
+    wiring: list[tuple[str, CellRegistrar]] = [
         (workloaddeployment.NAME, workloaddeployment.register),
         (instance.NAME, instance.register),
-        (podruntime.NAME, podruntime.register),  # feature gate PodRuntime
-        (quotagrant.NAME, quotagrant.register),  # feature gate QuotaGate
     ]
+    if options.pod_runtime:  # feature gate PodRuntime
+        from cells import podruntime
+
+        wiring.append((podruntime.NAME, podruntime.register))
+    else:
+        log.info("pod runtime off (feature gate PodRuntime): Instances are left to another runtime")
+    if options.quota_gate:  # feature gate QuotaGate
+        from cells import quotagrant
+
+        wiring.append((quotagrant.NAME, quotagrant.register))
+    return wiring
 
 
 def default_identity() -> str:
@@ -152,10 +162,19 @@ def build_manager(
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
         tracer_provider=tracer_provider,
         shard_lease=shard_lease,
+        # a shard caches the project WDs and cell copies labelled for it, nothing else of
+        # them (the elected replica's own controllers read every one through FLEET views)
+        cluster_options=ClusterOptions(cache=CacheOptions(label_selectors=sharding.cache_selectors))
+        if sharding is not None
+        else None,
+        local_cluster_options=ClusterOptions(),
     )
     reg = settings.registration
     provider = settings.effective_provider()
+    # each provider's module is imported when it is the one chosen (a small process)
     if provider == "clusterprofile":
+        from mcruntime.providers.clusterprofile import ClusterProfileProvider
+
         manager.add_provider(
             ClusterProfileProvider(
                 secret_annotation=reg.kubeconfig_secret_annotation,
@@ -164,8 +183,12 @@ def build_manager(
             )
         )
     elif provider == "secrets":
+        from mcruntime.providers.secrets import KubeconfigSecretProvider
+
         manager.add_provider(KubeconfigSecretProvider(namespace=reg.namespace, label_selector=reg.label_selector))
     elif provider == "kubeconfig-dir":
+        from mcruntime.providers.kubeconfig_dir import KubeconfigDirProvider
+
         assert reg.kubeconfig_dir is not None
         manager.add_provider(
             KubeconfigDirProvider(reg.kubeconfig_dir, poll_interval=reg.poll_interval, subdir_label=CLUSTER_ROLE_LABEL)
@@ -230,15 +253,15 @@ def cell_options(settings: ManagerSettings) -> CellOptions:
 
 def register_controllers(manager: Manager, settings: ManagerSettings) -> list[str]:
     """Add the controllers of every enabled mode, each given its mode's frozen options;
-    returns the names of those that were added, in order (a registrar whose feature gate
-    is off adds nothing)."""
+    returns the names of those that were added, in order (a controller whose feature gate
+    is off is not wired, nor imported)."""
     wiring: list[tuple[str, Callable[[], None]]] = []
     if settings.enable_management_controllers:
         management = management_options(settings)
         wiring += [(name, partial(register, manager, management)) for name, register in management_controllers()]
     if settings.enable_cell_controllers:
         cell = cell_options(settings)
-        wiring += [(name, partial(register, manager, cell)) for name, register in cell_controllers()]
+        wiring += [(name, partial(register, manager, cell)) for name, register in cell_controllers(cell)]
     names: list[str] = []
     for name, wire in wiring:
         before = len(manager.controllers)

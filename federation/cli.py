@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,13 +25,26 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
+class _VersionAction(argparse.Action):
+    """`--version`, as argparse's own action prints it, but the installed version is read
+    (its metadata parsed) only when asked, not by every process that builds the parser."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: object) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, nargs=0,
+                         help="show program's version number and exit")  # fmt: skip
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        sys.stdout.write(f"{parser.prog} {_version()}\n")
+        parser.exit()
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The whole CLI; with `command="run"` the other subcommands are listed without their
     arguments, so a manager process imports neither kubeplane (the embedded API server,
     ~20 MiB) nor the inspection views."""
     lean = command == "run"
     parser = argparse.ArgumentParser(prog="federation-manager", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument(
         "--log-level", default=None, help="DEBUG, INFO, WARNING or ERROR (default INFO; WARNING for up)"
     )
@@ -243,9 +257,21 @@ async def _up(args: argparse.Namespace) -> None:
         raise SystemExit(f"federation-manager up: cannot use{where}: {exc.strerror or exc}") from None
 
 
+def lean_libraries() -> None:
+    """A manager process (`run`) uses frozenlist's pure-Python `FrozenList` (its own,
+    documented switch): aiohttp keeps only its signal lists in one, never on a request's
+    path, and the compiled one is C++, whose runtime (libstdc++) adds ~1.1 MiB to the
+    process (issue 22, "a small process"; tests/test_lean_process.py). Set before aiohttp
+    is first imported; an explicit FROZENLIST_NO_EXTENSIONS in the environment wins."""
+    os.environ.setdefault("FROZENLIST_NO_EXTENSIONS", "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(next((a for a in arguments if not a.startswith("-")), None))
+    command = next((a for a in arguments if not a.startswith("-")), None)
+    if command == "run":
+        lean_libraries()
+    parser = build_parser(command)
     args = parser.parse_args(arguments)
     if args.log_level is None:
         # `up` prints its own progress; the controllers' INFO lines would drown it

@@ -26,6 +26,11 @@ Reads come from the cache view the controller declared for the resource (one inf
 per cluster, resource and view, shared with the watch); what each reconcile outcome
 leads to is tabled in `reconciler.py`; `controllerutil` has the author's kit."""
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from . import connection, controllerutil, indexers, logs, predicates
 from .backoff import Backoff
 from .cache import CacheOptions, InformerCache, InformerOptions, ViewConflictError
@@ -59,7 +64,7 @@ from .informer import EventType, Informer, ObjectEvent
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector
 from .manager import Manager
 from .metrics import RuntimeMetrics
-from .providers import ClusterProfileProvider, KubeconfigDirProvider, KubeconfigSecretProvider, Provider
+from .providers import Provider
 from .ratelimiter import (
     BucketRateLimiter,
     ItemExponentialFailureRateLimiter,
@@ -152,3 +157,23 @@ __all__ = [
     "predicates",
     "retry_on_conflict",
 ]
+
+
+# The cluster providers load on first use (PEP 562): a manager runs one of them, or none
+# (issue 22, "a small process"; tests/test_lean_process.py).
+_PROVIDERS = {
+    "ClusterProfileProvider": ".providers.clusterprofile",
+    "KubeconfigDirProvider": ".providers.kubeconfig_dir",
+    "KubeconfigSecretProvider": ".providers.secrets",
+}
+
+if TYPE_CHECKING:
+    from .providers.clusterprofile import ClusterProfileProvider
+    from .providers.kubeconfig_dir import KubeconfigDirProvider
+    from .providers.secrets import KubeconfigSecretProvider
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PROVIDERS:
+        return getattr(importlib.import_module(_PROVIDERS[name], __name__), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import anyio
 import anyio.abc
@@ -48,14 +48,20 @@ class InformerOptions:
 
 @dataclass(frozen=True)
 class CacheOptions:
-    """How long a cached read may wait for a view that is still syncing, and informer tuning."""
+    """How long a cached read may wait for a view that is still syncing, informer tuning,
+    and the label selector each view of a resource is narrowed by (`label_selectors`:
+    controller-runtime's `cache.Options.ByObject[...].Label`; a sharded replica caches only
+    what is labelled for its shard). An aliased view sees past that narrowing (`View.alias`)."""
 
     sync_wait: float = 1.0
     informer: InformerOptions = field(default_factory=InformerOptions)
+    label_selectors: Mapping[Resource, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.sync_wait < 0:
             raise ValueError("sync_wait must be >= 0 seconds")
+        for selector in self.label_selectors.values():
+            LabelSelector.parse(selector)  # a bad selector fails when configured, not in a retry loop
 
 
 class InformerCache:
@@ -71,17 +77,36 @@ class InformerCache:
         self.cluster = cluster
         self.metrics = metrics or default_metrics()
         self.options = options or CacheOptions()
-        self._views: dict[Resource, View] = {}
+        self._views: dict[tuple[Resource, str], View] = {}  # by resource and alias (see `_key`)
         self._informers: dict[View, Informer] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._on_synced: list[Callable[[], None]] = []
 
     # ------------------------------------------------------------------ views
+    def _key(self, resource: Resource, alias: str) -> tuple[Resource, str]:
+        """Where the view of (resource, alias) lives: an alias names a view of its own only
+        where this cache narrows the resource; elsewhere it is the resource's one view."""
+        return (resource, alias if alias and resource in self.options.label_selectors else "")
+
+    def held(self, view: View) -> View:
+        """The view this cache holds for a declared one: narrowed by the cache's selector of
+        the resource (ANDed with the view's own), or, aliased, past it."""
+        narrowing = self.options.label_selectors.get(view.resource)
+        if narrowing is None:
+            return replace(view, alias="") if view.alias else view
+        if view.alias:
+            return view
+        selector = f"{view.label_selector},{narrowing}" if view.label_selector else narrowing
+        return replace(view, label_selector=selector)
+
     def declare(self, view: View, *, indexers: Mapping[str, IndexFunc] | None = None) -> Informer:
-        """The informer of `view`, created (and started, when the cache runs) on first
-        declaration. Declaring the same view again returns the same informer; a
-        different view of a resource that already has one is a `ViewConflictError`."""
-        existing = self._views.get(view.resource)
+        """The informer of `view` (as `held`), created (and started, when the cache runs) on
+        first declaration. Declaring the same view again returns the same informer; a
+        different view of a resource that already has one (under the same alias) is a
+        `ViewConflictError`."""
+        view = self.held(view)
+        key = self._key(view.resource, view.alias)
+        existing = self._views.get(key)
         if existing is not None and existing != view:
             raise ViewConflictError(
                 f"cluster {self.cluster!r}: {view.resource} already has the cache view [{existing}]; "
@@ -104,7 +129,7 @@ class InformerCache:
                 backoff=opts.backoff(),
                 metrics=self.metrics,
             )
-            self._views[view.resource] = view
+            self._views[key] = view
             self._informers[view] = informer
             informer.on_currency_change(self._currency_changed)
             if self._tg is not None:
@@ -113,20 +138,25 @@ class InformerCache:
             informer.add_indexer(name, func)
         return informer
 
-    def view_of(self, resource: Resource) -> View | None:
-        return self._views.get(resource)
+    def narrows(self, resource: Resource) -> bool:
+        """Whether this cache holds only part of the resource (`CacheOptions.label_selectors`)."""
+        return resource in self.options.label_selectors
+
+    def view_of(self, resource: Resource, alias: str = "") -> View | None:
+        return self._views.get(self._key(resource, alias))
 
     @property
     def views(self) -> dict[Resource, View]:
-        """The declared views, by resource."""
-        return dict(self._views)
+        """The declared views of the resources, by resource (aliased views left out)."""
+        return {resource: view for (resource, alias), view in self._views.items() if not alias}
 
-    def informer_of(self, resource: Resource) -> Informer:
-        """The informer of the resource's declared view."""
-        view = self._views.get(resource)
+    def informer_of(self, resource: Resource, alias: str = "") -> Informer:
+        """The informer of the resource's declared view (under `alias`, see `View.alias`)."""
+        view = self._views.get(self._key(resource, alias))
         if view is None:
+            named = f" (alias {alias!r})" if alias else ""
             raise NoCacheViewError(
-                f"cluster {self.cluster!r}: no cache view of {resource} is declared; declare one "
+                f"cluster {self.cluster!r}: no cache view of {resource}{named} is declared; declare one "
                 "(Controller.watch / Controller.reads) or read it live (Client.get_live)"
             )
         return self._informers[view]
@@ -193,9 +223,9 @@ class InformerCache:
                 self._tg = None
 
     # ------------------------------------------------------------------ cached reads
-    async def _synced(self, resource: Resource, namespace: str | None) -> Informer:
-        informer = self.informer_of(resource)
-        view = self._views[resource]
+    async def _synced(self, resource: Resource, namespace: str | None, alias: str) -> Informer:
+        informer = self.informer_of(resource, alias)
+        view = self._views[self._key(resource, alias)]
         if not view.covers_namespace(namespace):
             where = f"namespace {namespace!r}" if namespace else "all namespaces"
             raise NoCacheViewError(
@@ -215,9 +245,9 @@ class InformerCache:
             raise ClusterNotReadyError(self.cluster, state, f"the cache of [{view}] has not synced yet")
         return informer
 
-    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj:
+    async def get(self, resource: Resource, name: str, *, namespace: str | None = None, alias: str = "") -> Obj:
         """The cached object; raises the API's NotFound error when it is not cached."""
-        informer = await self._synced(resource, namespace if resource.namespaced else None)
+        informer = await self._synced(resource, namespace if resource.namespaced else None, alias)
         obj = informer.store.get(make_key(namespace or "", name) if resource.namespaced else name)
         if obj is None:
             raise APIError.not_found(resource.qualified, name)
@@ -230,10 +260,11 @@ class InformerCache:
         namespace: str | None = None,
         label_selector: str | None = None,
         index: tuple[str, str] | None = None,
+        alias: str = "",
     ) -> Objs:
         """Cached objects of the resource's view, optionally narrowed to one namespace, a
         label selector, or an index value (`index=("owner-uid", uid)`)."""
-        informer = await self._synced(resource, namespace)
+        informer = await self._synced(resource, namespace, alias)
         store = informer.store
         if index is not None:
             items = store.by_index(*index)

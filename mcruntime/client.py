@@ -93,17 +93,19 @@ class Client:
         return result
 
     # ------------------------------------------------------------------ reads
-    async def get(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj:
-        """From the cache: the declared view of `resource` (see `view.py`); a client
-        built without a cache reads live."""
+    async def get(self, resource: Resource, name: str, *, namespace: str | None = None, alias: str = "") -> Obj:
+        """From the cache: the declared view of `resource` (under `alias`, see `view.py`); a
+        client built without a cache reads live."""
         if self.cache is not None:
-            return await self.cache.get(resource, name, namespace=namespace)
+            return await self.cache.get(resource, name, namespace=namespace, alias=alias)
         return await self.get_live(resource, name, namespace=namespace)
 
-    async def get_or_none(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj | None:
+    async def get_or_none(
+        self, resource: Resource, name: str, *, namespace: str | None = None, alias: str = ""
+    ) -> Obj | None:
         """`get`, with NotFound as None (any other error is raised)."""
         try:
-            return await self.get(resource, name, namespace=namespace)
+            return await self.get(resource, name, namespace=namespace, alias=alias)
         except APIError as exc:
             if is_not_found(exc):
                 return None
@@ -116,9 +118,12 @@ class Client:
         namespace: str | None = None,
         label_selector: str | None = None,
         index: tuple[str, str] | None = None,
+        alias: str = "",
     ) -> Objs:
         if self.cache is not None:
-            return await self.cache.list(resource, namespace=namespace, label_selector=label_selector, index=index)
+            return await self.cache.list(
+                resource, namespace=namespace, label_selector=label_selector, index=index, alias=alias
+            )
         if index is not None:
             raise ValueError("index lookups need a cache")
         return await self.list_live(resource, namespace=namespace, label_selector=label_selector)
@@ -127,6 +132,15 @@ class Client:
         """An uncached GET (explicit: reads outside any declared view go through here)."""
         path = resource.path(self._namespace(resource, None, namespace), name)
         return self._obj(await self.transport.request_json("GET", path, verb="get"), f"GET {path}")
+
+    async def get_live_or_none(self, resource: Resource, name: str, *, namespace: str | None = None) -> Obj | None:
+        """`get_live`, with NotFound as None (any other error is raised)."""
+        try:
+            return await self.get_live(resource, name, namespace=namespace)
+        except APIError as exc:
+            if is_not_found(exc):
+                return None
+            raise
 
     async def list_live(
         self,

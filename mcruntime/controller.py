@@ -161,13 +161,15 @@ class Controller:
         field_selector: str | None = None,
         transform: Transform | None = strip_for_cache,
         indexers: Mapping[str, IndexFunc] | None = None,
+        alias: str = "",
     ) -> Controller:
         """Reconcile what `handler` maps this resource's events to. The namespace,
-        selectors and transform declare the resource's cache view in the matching
-        clusters: cached reads of the resource are served from the same informer."""
+        selectors, transform and alias declare the resource's cache view in the matching
+        clusters: cached reads of the resource (under the alias) are served from the same
+        informer."""
         if not isinstance(handler, EventHandler):
             raise TypeError(f"controller {self.name}: handler must be an EventHandler, got {handler!r}")
-        view = View(resource, namespace, label_selector, field_selector, transform)
+        view = View(resource, namespace, label_selector, field_selector, transform, alias)
         return self._add(Watch(view, handler, clusters, tuple(predicates), tuple((indexers or {}).items())))
 
     def reads(
@@ -180,9 +182,10 @@ class Controller:
         field_selector: str | None = None,
         transform: Transform | None = strip_for_cache,
         indexers: Mapping[str, IndexFunc] | None = None,
+        alias: str = "",
     ) -> Controller:
         """Declare a cache view this controller reads without reconciling on its events."""
-        view = View(resource, namespace, label_selector, field_selector, transform)
+        view = View(resource, namespace, label_selector, field_selector, transform, alias)
         return self._add(Watch(view, None, clusters, (), tuple((indexers or {}).items())))
 
     def _add(self, watch: Watch) -> Controller:
@@ -201,11 +204,12 @@ class Controller:
         label_selector: str | None = None,
         field_selector: str | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
+        alias: str = "",
     ) -> Controller:
         """Reconcile `resource` itself (builder.For)."""
         return self.watch(
             resource, EnqueueRequestForObject(), clusters=clusters, predicates=predicates, namespace=namespace,
-            label_selector=label_selector, field_selector=field_selector, indexers=indexers,
+            label_selector=label_selector, field_selector=field_selector, indexers=indexers, alias=alias,
         )  # fmt: skip
 
     def owns(
@@ -220,12 +224,13 @@ class Controller:
         label_selector: str | None = None,
         field_selector: str | None = None,
         indexers: Mapping[str, IndexFunc] | None = None,
+        alias: str = "",
     ) -> Controller:
         """Reconcile the owner of `resource` objects (builder.Owns)."""
         return self.watch(
             resource, EnqueueRequestForOwner(owner, only_controller=only_controller), clusters=clusters,
             predicates=predicates, namespace=namespace, label_selector=label_selector,
-            field_selector=field_selector, indexers=indexers,
+            field_selector=field_selector, indexers=indexers, alias=alias,
         )  # fmt: skip
 
     def watch_clusters(

@@ -1,15 +1,23 @@
 """The manager's HTTP endpoints: /healthz and /readyz (named checks, like
 controller-runtime's healthz package; `?verbose` lists each check) and /metrics
-(Prometheus text from the OpenTelemetry Prometheus reader's registry)."""
+(Prometheus text from the OpenTelemetry Prometheus reader's registry).
+
+Served by aiohttp's low-level server (`aiohttp.web_server.Server`) with one table of GET
+routes: `aiohttp.web` (applications, the URL dispatcher, static files, runners) would add
+~1.2 MiB to every manager process for three fixed paths (issue 22, "a small process";
+tests/test_lean_process.py)."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 
 import anyio
 import anyio.abc
-from aiohttp import web
+from aiohttp.web_request import BaseRequest
+from aiohttp.web_response import Response
+from aiohttp.web_server import Server
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 log = logging.getLogger(__name__)
@@ -17,6 +25,11 @@ log = logging.getLogger(__name__)
 CheckResult = bool | tuple[bool, str]
 Check = Callable[[], CheckResult]
 """A named check: pass/fail, optionally with a detail shown by `?verbose`."""
+Handler = Callable[[BaseRequest], Awaitable[Response]]
+
+# the methods every route answers (HEAD: the GET answer without its body, as aiohttp's router does)
+METHODS = ("GET", "HEAD")
+SHUTDOWN_TIMEOUT = 1.0  # seconds in-flight probe and scrape requests get when the manager stops
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -36,8 +49,8 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
     return (host.strip("[]") or "0.0.0.0", number)
 
 
-def _checks_handler(kind: str, checks: Mapping[str, Check]) -> Callable[[web.Request], object]:
-    async def handle(request: web.Request) -> web.Response:
+def _checks_handler(kind: str, checks: Mapping[str, Check]) -> Handler:
+    async def handle(request: BaseRequest) -> Response:
         failed: list[str] = []
         lines: list[str] = []
         for name, check in checks.items():
@@ -53,44 +66,53 @@ def _checks_handler(kind: str, checks: Mapping[str, Check]) -> Callable[[web.Req
                 failed.append(name)
         if failed:
             body = "\n".join(lines) + f"\n{kind} check failed\n"
-            return web.Response(status=500, text=body)
+            return Response(status=500, text=body)
         body = "\n".join(lines) + f"\n{kind} check passed\n" if "verbose" in request.query else "ok"
-        return web.Response(text=body)
+        return Response(text=body)
 
     return handle
 
 
 class EndpointServer:
-    """One aiohttp server on one bind address, serving the routes it is given."""
+    """One HTTP server on one bind address, serving the GET routes it is given."""
 
     def __init__(self, name: str, bind: tuple[str, int]) -> None:
         self.name = name
         self.bind = bind
-        self.app = web.Application()
+        self.routes: dict[str, Handler] = {}
         self.port: int | None = None
 
     def add_checks(self, path: str, kind: str, checks: Mapping[str, Check]) -> None:
-        self.app.router.add_get(path, _checks_handler(kind, checks))  # type: ignore[arg-type]
+        self.routes[path] = _checks_handler(kind, checks)
 
     def add_metrics(self, registry: CollectorRegistry) -> None:
-        async def metrics(_request: web.Request) -> web.Response:
+        async def metrics(_request: BaseRequest) -> Response:
             body = generate_latest(registry)
-            return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+            return Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
 
-        self.app.router.add_get("/metrics", metrics)
+        self.routes["/metrics"] = metrics
+
+    async def _dispatch(self, request: BaseRequest) -> Response:
+        handler = self.routes.get(request.path)
+        if handler is None:
+            return Response(status=404, text="404: Not Found")
+        if request.method not in METHODS:
+            return Response(status=405, text="405: Method Not Allowed", headers={"Allow": ",".join(METHODS)})
+        return await handler(request)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
-        runner = web.AppRunner(self.app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
+        server = Server(self._dispatch, access_log=None)
+        listener = await asyncio.get_running_loop().create_server(
+            server, self.bind[0], self.bind[1], reuse_address=True
+        )
         try:
-            site = web.TCPSite(runner, self.bind[0], self.bind[1], reuse_address=True)
-            await site.start()
-            for addr in runner.addresses:
-                self.port = int(addr[1])
-                break
+            self.port = int(listener.sockets[0].getsockname()[1])
             log.info("%s endpoint listening on %s:%s", self.name, self.bind[0], self.port)
-            task_status.started(self.port or 0)
+            task_status.started(self.port)
             await anyio.sleep_forever()
         finally:
             with anyio.CancelScope(shield=True):
-                await runner.cleanup()
+                # as aiohttp's runners stop: no new connections, then open ones closed
+                listener.close()
+                server.pre_shutdown()
+                await server.shutdown(SHUTDOWN_TIMEOUT)

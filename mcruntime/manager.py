@@ -12,7 +12,7 @@ import logging
 import signal
 import time
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import anyio
@@ -69,6 +69,7 @@ class Manager:
         cluster_options: ClusterOptions | None = None,
         field_manager: str | None = None,
         shard_lease: LeaderElectionConfig | None = None,
+        local_cluster_options: ClusterOptions | None = None,
     ) -> None:
         self.name = name
         self.registry = CollectorRegistry()
@@ -86,8 +87,10 @@ class Manager:
         self.field_manager = field_manager or name
         self.cluster_options = cluster_options or ClusterOptions()
         if isinstance(local, ConnectionConfig):
+            # the local cluster's own options (default: the engaged clusters'): a sharded
+            # manager narrows the fleet's caches, not its own cluster's
             local = Cluster(local_cluster_name, local, metrics=self.metrics, field_manager=self.field_manager,
-                            options=self.cluster_options)  # fmt: skip
+                            options=local_cluster_options or self.cluster_options)  # fmt: skip
         self._local = local
         self.leader_election = leader_election
         if leader_election is not None and local is None:
@@ -174,7 +177,8 @@ class Manager:
                         cluster.labels = dict(labels or {})
                         for controller in self.controllers:
                             controller.disengage(name)
-                            controller.engage(cluster)
+                            if self._engages_now(controller):
+                                controller.engage(cluster)
                         self._dispatch(ClusterEventType.ENGAGED, cluster)
                         if cluster.state is ClusterState.READY:
                             self._dispatch(ClusterEventType.READY, cluster)
@@ -196,7 +200,8 @@ class Manager:
                 engaged.done.set()
                 raise
             for controller in self.controllers:
-                controller.engage(cluster)
+                if self._engages_now(controller):
+                    controller.engage(cluster)
             engaged.bound = True
             self.metrics.engaged_clusters.add(1)
             self.metrics.cluster_state.add(1, {"cluster": name, "state": str(cluster.state)})
@@ -315,7 +320,9 @@ class Manager:
         declared = [(c, w) for c in self.controllers for w in c.watches]
         for i, (ca, wa) in enumerate(declared):
             for cb, wb in declared[i + 1 :]:
-                if wa.resource != wb.resource or wa.view == wb.view or disjoint(wa.clusters, wb.clusters):
+                # alias aside: a cache that does not narrow the resource holds both as one view
+                same = replace(wa.view, alias="") == replace(wb.view, alias="")
+                if wa.resource != wb.resource or same or disjoint(wa.clusters, wb.clusters):
                     continue
                 raise ValueError(
                     f"controllers {ca.name!r} and {cb.name!r} declare different cache views of {wa.resource} for "
@@ -361,7 +368,8 @@ class Manager:
                     local = self._local
                     await tg.start(local.run)
                     for controller in self.controllers:
-                        controller.engage(local, is_local=True)
+                        if self._engages_now(controller):
+                            controller.engage(local, is_local=True)
                     local.on_state_change(self._on_local_state)
                     local.mark_bound()
                     self._readyz.setdefault("local-cache", lambda: local.cache.has_synced)
@@ -423,9 +431,30 @@ class Manager:
             finally:
                 self._clusters_tg = None
 
+    def _engages_now(self, controller: Controller) -> bool:
+        """Whether the controller declares its views in clusters now. A sharded replica
+        declares the elected replica's controllers' views only once elected (`_lead`), so
+        the other shards cache their share and nothing of the whole fleet those controllers
+        read (a new sharder lists them then: a cold start of its own)."""
+        deferred = self.shard_lease is not None and controller.needs_leader_election and not controller.sharded
+        return not deferred or self.elected.is_set()
+
+    async def _engage_deferred(self) -> None:
+        """Elected: the controllers `_engages_now` held back declare their views everywhere."""
+        if self.shard_lease is None:
+            return
+        async with self._lock:
+            for controller in self.controllers:
+                if controller.needs_leader_election and not controller.sharded:
+                    if self._local is not None:
+                        controller.engage(self._local, is_local=True)
+                    for engaged in self._clusters.values():
+                        controller.engage(engaged.cluster)
+
     async def _lead(self) -> None:
         """Run the controllers that need leadership until they are stopped."""
         self.elected.set()
+        await self._engage_deferred()
         async with anyio.create_task_group() as tg:
             for controller in self.controllers:
                 if controller.needs_leader_election and not controller.sharded:

@@ -6,7 +6,14 @@ options, `cache.Options.ByObject`). Each cluster's cache holds at most ONE view 
 resource, declared by the controllers that watch or read it; watches and cached reads
 of that resource share the view's single informer (one LIST+WATCH stream), so what a
 controller reads is exactly what it is told about. Declaring a second, different view
-of the same resource in the same cluster is a wiring error, raised when it happens."""
+of the same resource in the same cluster is a wiring error, raised when it happens.
+
+A cache may narrow every view of a resource by a label selector of its own
+(`CacheOptions.label_selectors`, controller-runtime's `cache.Options.ByObject` Label): a
+sharded replica caches only the objects labelled for its shard. A view with an `alias`
+is a second, named view of the resource that sees past that narrowing (the elected
+replica's view of every object, next to its shard's); in a cache that does not narrow
+the resource, an aliased view is simply the resource's one view."""
 
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ class View:
     label_selector: str | None = None
     field_selector: str | None = None
     transform: Transform | None = strip_for_cache
+    alias: str = ""  # a second view past the cache's narrowing of the resource (see above)
 
     def __post_init__(self) -> None:
         if self.namespace and not self.resource.namespaced:
@@ -38,6 +46,8 @@ class View:
 
     def __str__(self) -> str:
         parts = [self.resource.qualified]
+        if self.alias:
+            parts.append(f"alias={self.alias}")
         if self.namespace:
             parts.append(f"namespace={self.namespace}")
         if self.label_selector:

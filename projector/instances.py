@@ -28,6 +28,7 @@ from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION
 from federation.fleet.fleetview import (
     CELLS,
+    FLEET,
     PROJECTS,
     UPSTREAM_INDEX,
     cell_clusters,
@@ -121,8 +122,10 @@ class InstanceProjector:
                                       f"Instance {req.name} lacks the upstream labels {', '.join(UPSTREAM_LABELS)}; it "
                                       "is not projected until the cell WD controller stamps them")  # fmt: skip
                     raise TemporaryError(f"cell {cell.name}: Instance {namespace}/{req.name} lacks its upstream labels")
-                copy = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(wd_name, namespace=namespace)
-                wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, wd_name, namespace=req.namespace)
+                copy = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).get(wd_name, namespace=namespace)
+                wd = await project.client.get_or_none(
+                    WORKLOAD_DEPLOYMENTS, wd_name, namespace=req.namespace, alias=FLEET
+                )
                 if copy is None or is_deleting(copy) or is_deleting(inst) or (wd is not None and is_deleting(wd)):
                     # the copy (accepted for deletion: the project WD may already be gone) or
                     # its WD is going, and so are its Instances: nothing to project or report
@@ -189,6 +192,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         EnqueueRequestsFromMapFunc(routes.projections_of_wd, cluster_name=ClusterName.INJECT_SOURCE),
         clusters=PROJECTS,
         predicates=[not_status_only],
+        alias=FLEET,
     )
     # every cell Instance, so one that lacks its upstream labels is seen (and reported)
     ctrl.watch(
@@ -198,4 +202,4 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         indexers={INSTANCES_OF_COPY_INDEX: instances_of_copy},
     )
     ctrl.watch_clusters(routes.projections_of_cell, clusters=CELLS)
-    read_cell_copies(ctrl)
+    read_cell_copies(ctrl, alias=FLEET)

@@ -3,9 +3,12 @@
 generated API client of kubernetes-asyncio (every API and model class, ~60 MiB; only its
 configuration and authentication are used) nor kubeplane (the embedded API server, which
 the product imports only for `up`), nor urllib3 (kubernetes-asyncio names it for basic
-auth only), SQLite (`up`'s state), the compute API's pydantic models, or the controllers
-of a mode that is off. Checked on a real `run` process with `-X importtime`, which reports
-every import the process makes, up to and after it is ready."""
+auth only), SQLite (`up`'s state), the compute API's pydantic models, the controllers of a
+mode that is off or of a feature gate that is off, the cluster providers it does not run,
+aiohttp's web framework (`aiohttp.web`: the endpoints use its low-level server, ~1.2 MiB
+less) or frozenlist's compiled FrozenList (C++: libstdc++ is ~1.1 MiB). Checked on a real
+`run` process with `-X importtime`, which reports every import the process makes, up to
+and after it is ready."""
 
 from __future__ import annotations
 
@@ -18,6 +21,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from federation import cli
 from kubeplane import EmbeddedAPIServer
 from tests.support import eventually, install_project_crds
 from tests.support.plane import Plane
@@ -37,8 +41,19 @@ HEAVY = (
     "federation.api.workload",
     "federation.api.instance",
     "federation.api.location",
+    # /healthz, /readyz and /metrics are served by aiohttp's low-level server (mcruntime/health.py)
+    "aiohttp.web",
+    "aiohttp.web_app",
+    "aiohttp.web_runner",
+    "aiohttp.web_urldispatcher",
+    "aiohttp.web_fileresponse",
+    # `run` sets FROZENLIST_NO_EXTENSIONS (federation/cli.py lean_libraries)
+    "frozenlist._frozenlist",
 )
-CELL = ("cells.workloaddeployment", "cells.instance", "cells.podruntime", "cells.quotagrant")
+CELL = ("cells.workloaddeployment", "cells.instance")
+# controllers behind a feature gate (PodRuntime, QuotaGate; both off by default)
+GATED = ("cells.podruntime", "cells.podspec", "cells.quotagrant", "cells.quotabudget")
+PROVIDERS = ("mcruntime.providers.clusterprofile", "mcruntime.providers.kubeconfig_dir", "mcruntime.providers.secrets")
 # a manager with no mode enabled runs probes, metrics and leader election only
 MANAGEMENT = ("federation.controllers", "projector")
 NEEDED = ("kubernetes_asyncio.config.kube_config", "kubernetes_asyncio.client.configuration")
@@ -101,7 +116,8 @@ async def test_an_idle_manager_loads_neither_the_generated_client_nor_kubeplane(
     modules = await modules_of_an_idle_run(apiserver, tmp_path, "--enable-management-controllers")
     assert all(m in modules for m in NEEDED), "the run path loads kubeconfigs through kubernetes-asyncio"
     assert all(m in modules for m in ("federation.controllers.federator", "projector.status"))
-    assert among(modules, *HEAVY, *CELL) == []
+    assert "mcruntime.providers.clusterprofile" in modules, "management mode finds its clusters by ClusterProfiles"
+    assert among(modules, *HEAVY, *CELL, *GATED, *PROVIDERS[1:]) == []
 
 
 @pytest.mark.slow  # a `run` process
@@ -112,14 +128,56 @@ async def test_a_cell_manager_loads_neither_the_api_models_nor_the_management_co
         apiserver, tmp_path, "--enable-cell-controllers", "--site-name=dfw-1", "--city-code=DFW"
     )
     assert all(m in modules for m in CELL)
-    assert among(modules, *HEAVY, *MANAGEMENT) == []
+    assert among(modules, *HEAVY, *MANAGEMENT, *GATED, *PROVIDERS) == []
+
+
+@pytest.mark.slow  # a `run` process
+async def test_a_cell_manager_loads_a_gated_controller_with_its_gate_on(
+    apiserver: EmbeddedAPIServer, tmp_path: Path
+) -> None:
+    modules = await modules_of_an_idle_run(
+        apiserver, tmp_path, "--enable-cell-controllers", "--site-name=dfw-1", "--feature-gates=PodRuntime=true"
+    )
+    assert all(m in modules for m in (*CELL, "cells.podruntime"))
+    assert among(modules, *HEAVY, "cells.quotagrant") == []
 
 
 @pytest.mark.slow  # a `run` process
 async def test_a_manager_with_no_mode_loads_no_controller(apiserver: EmbeddedAPIServer, tmp_path: Path) -> None:
     modules = await modules_of_an_idle_run(apiserver, tmp_path)
     assert "mcruntime.manager" in modules
-    assert among(modules, *HEAVY, *MANAGEMENT, *CELL) == []
+    assert among(modules, *HEAVY, *MANAGEMENT, *CELL, *GATED, *PROVIDERS) == []
+
+
+def test_the_parser_reads_the_installed_version_only_for_version(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every process builds the parser; only `--version` parses the package's metadata."""
+    reads: list[str] = []
+    monkeypatch.setattr(cli, "_version", lambda: reads.append("read") or "9.9")
+    assert cli.build_parser("run").parse_args(["run"]).command == "run"
+    assert reads == []
+    with pytest.raises(SystemExit) as exited:
+        cli.build_parser("run").parse_args(["--version"])
+    assert exited.value.code == 0 and reads == ["read"]
+    assert capsys.readouterr().out == "federation-manager 9.9\n"
+
+
+def test_the_providers_and_the_endpoints_load_apart_from_the_runtime() -> None:
+    """The runtime's public names still reach every provider; importing the runtime loads
+    none of them, nor aiohttp's web framework."""
+    code = (
+        "import sys, mcruntime\n"
+        "from mcruntime.manager import Manager\n"
+        "assert not [m for m in sys.modules if m.startswith(('mcruntime.providers.cluster', 'mcruntime.providers.kube',"
+        " 'mcruntime.providers.secrets', 'aiohttp.web_app', 'aiohttp.web_urldispatcher'))], sorted(sys.modules)\n"
+        "from mcruntime import ClusterProfileProvider, KubeconfigDirProvider, KubeconfigSecretProvider\n"
+        "from mcruntime.providers import ClusterProfileProvider as P\n"
+        "assert P is ClusterProfileProvider and KubeconfigDirProvider and KubeconfigSecretProvider\n"
+        "print('loaded')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0 and result.stdout.strip() == "loaded", result.stderr
 
 
 def test_the_generated_client_still_loads_in_full_when_a_tool_asks_for_it() -> None:

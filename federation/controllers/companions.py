@@ -29,6 +29,7 @@ from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, upstream_identi
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELLS,
+    FLEET,
     PROJECTS,
     UPSTREAM_INDEX,
     WD_INDEXERS,
@@ -102,7 +103,7 @@ class Companions:
         namespace = req.name
         # 2. fetch (caches): the namespace's WDs that reference anything, and each one's
         # copies in the cells
-        wds = await project.client.list(WORKLOAD_DEPLOYMENTS, index=(REFERENCING_INDEX, namespace))
+        wds = await project.client.list(WORKLOAD_DEPLOYMENTS, index=(REFERENCING_INDEX, namespace), alias=FLEET)
         # 3. desired state: the companions each cell namespace of a copy needs
         desired = await self._desired(project, namespace, wds)
         # 4. compare with the cells' companions and write only the difference
@@ -127,7 +128,7 @@ class Companions:
             if not refs or is_deleting(wd):
                 continue  # a deleting WD's copies are on their way out: nothing of it is needed
             name, uid = get_str(wd, "metadata.name"), get_str(wd, "metadata.uid", required=False)
-            copies = await find_copies(self.mgr, project.name, namespace, name)
+            copies = await find_copies(self.mgr, project.name, namespace, name, alias=FLEET)
             own = [(cell, copy) for cell, copy in copies if _upstream_uid(copy) == uid]
             for ref in refs:
                 source = await self._read_source(project, namespace, ref.kind, ref.name, desired.sources)
@@ -268,7 +269,7 @@ class CompanionRoutes:
             name = get_str(obj, "metadata.name", required=False)
             if cluster is None or not namespace:
                 return []
-            wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.by_index(REFERENCING_INDEX, namespace)
+            wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).store.by_index(REFERENCING_INDEX, namespace)
             return [Request(project, "", namespace)] if referencing(wds, kind, name) else []
 
         return mapped
@@ -309,15 +310,15 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     ctrl = mgr.new_controller(NAME, Companions(mgr), workers=options.workers)
     to_namespace = EnqueueRequestsFromMapFunc(routes.of_project_object, cluster_name=ClusterName.INJECT_SOURCE)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, to_namespace, clusters=PROJECTS, predicates=[not_status_only],
-               indexers={**WD_INDEXERS, REFERENCING_INDEX: referencing_namespace})  # fmt: skip
+               indexers={**WD_INDEXERS, REFERENCING_INDEX: referencing_namespace}, alias=FLEET)  # fmt: skip
     for kind, resource in RESOURCES.items():
         to_referencing = EnqueueRequestsFromMapFunc(routes.of_source(kind), cluster_name=ClusterName.INJECT_SOURCE)
         ctrl.watch(resource, to_referencing, clusters=PROJECTS, transform=source_identity)
-    read_cell_copies(ctrl)
+    read_cell_copies(ctrl, alias=FLEET)
     to_project = EnqueueRequestsFromMapFunc(routes.of_cell_object, cluster_name=ClusterName.PRESERVE_MAPPED)
     of_copy = EnqueueRequestsFromMapFunc(routes.of_copy, cluster_name=ClusterName.PRESERVE_MAPPED)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, of_copy, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR,
-               predicates=[not_status_only])  # fmt: skip
+               predicates=[not_status_only], alias=FLEET)  # fmt: skip
     for resource in RESOURCES.values():
         ctrl.watch(resource, to_project, clusters=CELLS, label_selector=COMPANIONS_SELECTOR)
     ctrl.watch_clusters(routes.of_cell, clusters=CELLS)

@@ -187,8 +187,17 @@ class Federator:
 
     async def gone(self, project: Cluster, req: Request) -> Result:
         """The project WD is gone (`ForObject`): the orphan sweep removes its copies left
-        in the cells (a deletion that bypassed the finalizer, or one made while a cell was away)."""
+        in the cells (a deletion that bypassed the finalizer, or one made while a cell was away).
+
+        A shard's cache holds only the WDs labelled for it, and a WD that leaves that
+        selection (handed over) is DELETED from it just like a deleted one — with its last
+        state, still labelled for this shard, as kube-apiserver sends it — so gone from a
+        shard's cache is confirmed by a live GET: only a 404 sweeps."""
         self.clock.forget((project.name, req.namespace, req.name))
+        if project.cache.narrows(WORKLOAD_DEPLOYMENTS):
+            live = await project.client.get_live_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
+            if live is not None:
+                return Result()  # handed over, not deleted: its copies are its new shard's
         await self._remove(await self._copies(project.name, req.namespace, req.name), Outcome())
         return Result()
 

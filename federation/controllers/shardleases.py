@@ -12,7 +12,7 @@ writes: a Lease that is ready or expired (its shard may only be slow), any WD.
 A Lease's state changes with time alone: the request comes back when the next state is
 due (`seconds_to_next_state`), as in kubernetes-controller-sharding.
 
-Invariants: a shard that stopped renewing is dead after two lease durations and its WDs
+Invariants: a shard that stopped renewing is dead 1.25 lease durations after its last renewal and its WDs
 move (test_a_dead_shards_wds_are_reassigned, test_three_shard_processes_share_hand_over_and_survive_a_sigkill)."""
 
 from __future__ import annotations

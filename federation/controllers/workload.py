@@ -3,8 +3,8 @@ WorkloadDeployments in the same project namespace.
 
 Request key: (project cluster, project namespace, Workload name), handed over as the
 project `Cluster` and the cached Workload (`ForObject`: a gone Workload gets no call).
-Reads (caches): Workloads and WorkloadDeployments of project clusters (the federator's WD
-view); the registered cells (`fleetview`); the management cluster's Locations.
+Reads (caches): Workloads, and every WD of the project clusters (the `FLEET` view, not a
+shard's own); the registered cells (`fleetview`); the management cluster's Locations.
 Writes, and alone writes: WorkloadDeployments controlled by a Workload (field manager
 `workload-controller`; never `spec.replicas`, which the scale subresource owns), the
 `compute.datumapis.com/workload-controller` finalizer and the Workload's status.
@@ -29,7 +29,7 @@ from federation.api.constants import Finalizer
 from federation.api.reasons import WorkloadDeploymentAvailableReason
 from federation.api.resources import LOCATIONS, WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.controllers.deployments import desired_deployments, newly_unplaced, workload_status
-from federation.fleet.fleetview import CELLS, PROJECTS, known_locations, registered_cells
+from federation.fleet.fleetview import CELLS, FLEET, PROJECTS, known_locations, registered_cells
 from federation.fleet.locations import KnownLocation
 from federation.fleet.options import ManagementOptions
 from federation.fleet.routing import WORKLOAD_INDEXERS, Routes
@@ -94,6 +94,7 @@ class WorkloadController:
             WORKLOAD_DEPLOYMENTS,
             namespace=get_str(workload, "metadata.namespace", required=False),
             index=(CONTROLLER_UID, uid),
+            alias=FLEET,  # every WD of the project, not this shard's only
         )
         return {get_str(wd, "metadata.name", required=False): wd for wd in found}
 
@@ -107,6 +108,7 @@ class WorkloadController:
                 WORKLOAD_DEPLOYMENTS,
                 get_str(desired, "metadata.name"),
                 namespace=get_str(desired, "metadata.namespace"),
+                alias=FLEET,
             )
             if existing is not None and not controllerutil.is_controlled_by(existing, workload):
                 await self.events.event(project.name, workload, "Warning", "DeploymentNameTaken",
@@ -155,7 +157,8 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     controller = WorkloadController(mgr)
     ctrl = mgr.new_controller("workload-controller", ForObject(mgr, WORKLOADS, controller), workers=options.workers)
     ctrl.for_(WORKLOADS, clusters=PROJECTS, indexers=WORKLOAD_INDEXERS)
-    ctrl.owns(WORKLOAD_DEPLOYMENTS, owner=WORKLOADS, clusters=PROJECTS, indexers={CONTROLLER_UID: controller_uid})
+    ctrl.owns(WORKLOAD_DEPLOYMENTS, owner=WORKLOADS, clusters=PROJECTS, indexers={CONTROLLER_UID: controller_uid},
+              alias=FLEET)  # fmt: skip
     routes = Routes(mgr)
     ctrl.watch_clusters(routes.workloads_of_cell, clusters=CELLS)
     # a Location added, relabelled or moved to another city: the Workloads placing by location

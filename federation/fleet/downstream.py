@@ -182,6 +182,9 @@ def downstream_copy(
     labels = {str(Label.TOPOLOGY_CITY_CODE): target.city_code, str(Label.UPSTREAM_NAMESPACE): project_ns}
     if target.location is not None:
         labels[str(Label.TOPOLOGY_LOCATION)] = target.location
+    shard = get_str_map(wd, "metadata.labels").get(str(Label.SHARD))
+    if shard:  # sharded: the copy follows its WD's shard, whose cell caches select it
+        labels[str(Label.SHARD)] = shard
     spec = {k: _copy.deepcopy(v) for k, v in wd["spec"].items() if k != "replicas"}
     federated = {k: v for k, v in get_str_map(wd, "metadata.annotations").items() if k not in NOT_FEDERATED_ANNOTATIONS}
     if include_replicas:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from federation.api.constants import ClusterRole, Label
+from federation.api.constants import ClusterRole, Finalizer, Label
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import upstream_identity
 from federation.fleet.locations import KnownLocation, known_location
@@ -29,6 +29,12 @@ PROJECTS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.PROJECT}")
 CELL_COPIES_SELECTOR = str(Label.UPSTREAM_NAMESPACE)  # present
 CELL_NAMESPACES_SELECTOR = str(Label.UPSTREAM_CLUSTER_NAME)  # present
 UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project namespace>"
+
+# With --sharding, each shard's caches hold only the project WDs and cell copies labelled
+# for it (`ShardingOptions.cache_selectors`); the controllers of the elected replica that
+# still read every one (the sharder, the workload controller, the companions and the
+# Instance projector) read them through views of this alias. Unsharded, it is the one view.
+FLEET = "fleet"
 
 
 CITY_INDEX = "city"  # project WDs by spec.cityCode, and by spec.locationRef.name (LOCATION_INDEX)
@@ -127,17 +133,30 @@ def cell_fresh(cell: Cluster) -> bool:
     return cell_synced(cell) and cell.state is not ClusterState.SYNCING
 
 
-async def find_copies(mgr: Manager, project: str, namespace: str, name: str) -> list[tuple[Cluster, dict[str, Any]]]:
+async def find_copies(
+    mgr: Manager, project: str, namespace: str, name: str, *, alias: str = ""
+) -> list[tuple[Cluster, dict[str, Any]]]:
     """Every downstream copy of the project WD (project, namespace, name) in the cells
     whose caches are synced, found through the downstream namespaces' labels (so a copy
-    outlives a project namespace that was deleted and recreated under the same name)."""
+    outlives a project namespace that was deleted and recreated under the same name).
+
+    A shard's copies view holds only the copies labelled for it: one its WD's former shard
+    labelled (a hand-over) is not there until this shard's next write relabels it, so a
+    copy missing from a shard's cache is read live (a GET; the new owner must see what
+    the cells hold, or it would take an autoscaled copy for a new one) — unless the cached
+    WD was never claimed (no federator finalizer: no copy of it was ever written)."""
     found: list[tuple[Cluster, dict[str, Any]]] = []
+    maybe_elsewhere = not alias and _claimed_or_gone(mgr, project, namespace, name)
     for cell in cell_clusters(mgr):
         if not cell_synced(cell):
             continue
+        partial = maybe_elsewhere and cell.cache.narrows(WORKLOAD_DEPLOYMENTS)
         for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, upstream_key(project, namespace)):
+            cell_namespace = get_str(ns, "metadata.name")
             try:
-                obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=get_str(ns, "metadata.name"))
+                obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=cell_namespace, alias=alias)
+                if obj is None and partial:
+                    obj = await cell.client.get_live_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=cell_namespace)
             except ClusterNotReadyError:
                 continue  # the copies' view is still syncing: the cell's READY event comes back here
             if obj is not None:
@@ -145,8 +164,18 @@ async def find_copies(mgr: Manager, project: str, namespace: str, name: str) -> 
     return found
 
 
-def read_cell_copies(ctrl: Controller) -> None:
+def _claimed_or_gone(mgr: Manager, project: str, namespace: str, name: str) -> bool:
+    """The project WD carries the federator's finalizer (written before any copy of it),
+    or is not in the project's cache (gone, or never seen)."""
+    cluster = mgr.clusters.get(project)
+    if cluster is None or cluster.cache.view_of(WORKLOAD_DEPLOYMENTS) is None:
+        return True
+    wd = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(name, namespace=namespace)
+    return wd is None or Finalizer.FEDERATOR in (get_mapping(wd, "metadata").get("finalizers") or [])
+
+
+def read_cell_copies(ctrl: Controller, *, alias: str = "") -> None:
     """Declare the cell views `find_copies` reads (the same views the federator watches)."""
-    ctrl.reads(WORKLOAD_DEPLOYMENTS, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR)
+    ctrl.reads(WORKLOAD_DEPLOYMENTS, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR, alias=alias)
     ctrl.reads(NAMESPACES, clusters=CELLS, label_selector=CELL_NAMESPACES_SELECTOR,
                indexers={UPSTREAM_INDEX: namespace_upstream})  # fmt: skip

@@ -18,6 +18,7 @@ from federation.api.constants import Label
 from federation.api.resources import WORKLOAD_DEPLOYMENTS
 from mcruntime.fields import get_str, get_str_map
 from mcruntime.indexers import IndexFunc, label_index_name, label_value
+from mcruntime.resources import Resource
 from mcruntime.sharding import HashRing, ShardLabels, ShardState, is_available, shard_state
 
 SHARD_LABELS = ShardLabels(shard=str(Label.SHARD), drain=str(Label.DRAIN))
@@ -34,6 +35,13 @@ class ShardingOptions:
     @property
     def lease_selector(self) -> str:
         return f"{Label.SHARD_RING}={self.ring}"
+
+    @property
+    def cache_selectors(self) -> dict[Resource, str]:
+        """What this shard caches of the sharded resources in the projects and cells: the
+        WDs (project WDs, and the copies the federator labels after their WD) labelled
+        for it (`CacheOptions.label_selectors`)."""
+        return {WORKLOAD_DEPLOYMENTS: f"{Label.SHARD}={self.shard}"}
 
 
 def wd_hash_key(project: str, wd: Mapping[str, Any]) -> str:

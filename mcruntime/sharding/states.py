@@ -7,13 +7,19 @@ now, with the default 15 s duration):
 | state | when | in the ring |
 |---|---|---|
 | ready | held by the shard, `now < expires` | yes |
-| expired | held by the shard, `expires <= now < expires + duration` | yes |
-| uncertain | held by the shard, `now >= expires + duration` (the sharder then acquires it) | yes |
+| expired | held by the shard, `expires <= now < expires + duration / 4` | yes |
+| uncertain | held by the shard, `now >= expires + duration / 4` (the sharder then acquires it) | yes |
 | dead | released (empty holder) or acquired by another (the sharder) | no |
 | orphaned | dead and `now >= expires + 60 s` (the Lease may be deleted) | no |
 
 An expired or uncertain shard may only be slow: it keeps its objects until the sharder
-has acquired its Lease (dead), and a shard renewing in time stays ready. Times are wall
+has acquired its Lease (dead), and a shard renewing in time stays ready. A shard stops
+reconciling and writing once it has not renewed for its renew deadline (shorter than the
+duration, on its monotonic clock: `ShardGate`), so by the time its Lease turns uncertain
+it has stopped: the quarter duration of `expired` is margin for clock skew and a write
+already in flight, as client-go's leader election has none (a candidate takes a Lease
+over at its expiry). kubernetes-controller-sharding waits a whole duration there; a
+quarter keeps a dead shard's objects moving within two durations of its last renewal. Times are wall
 clock (renewTime is written by the shard's clock); skew between replicas shifts the
 states by the skew, as in client-go's leader election."""
 
@@ -28,6 +34,7 @@ from ..fields import get_mapping, get_str
 
 DEFAULT_LEASE_DURATION = 15.0
 ORPHANED_AFTER = 60.0
+UNCERTAIN_AFTER = 0.25  # of the duration, past expiry (see the table)
 
 
 class ShardState(enum.StrEnum):
@@ -82,7 +89,7 @@ def shard_state(lease: Mapping[str, Any], now: float) -> ShardState:
     expires, duration = _times(lease, now)
     if not _held_by_shard(lease):
         return ShardState.ORPHANED if now >= expires + ORPHANED_AFTER else ShardState.DEAD
-    if now >= expires + duration:
+    if now >= expires + duration * UNCERTAIN_AFTER:
         return ShardState.UNCERTAIN
     if now >= expires:
         return ShardState.EXPIRED
@@ -96,7 +103,7 @@ def seconds_to_next_state(lease: Mapping[str, Any], now: float) -> float | None:
     if not _held_by_shard(lease):
         boundary = expires + ORPHANED_AFTER
     else:
-        boundaries = [b for b in (expires, expires + duration) if b > now]
+        boundaries = [b for b in (expires, expires + duration * UNCERTAIN_AFTER) if b > now]
         if not boundaries:
             return None
         boundary = boundaries[0]

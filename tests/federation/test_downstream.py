@@ -136,6 +136,23 @@ def test_copy_labels_annotations_and_spec_are_exact() -> None:
     assert wd["spec"]["template"] == TEMPLATE
 
 
+@pytest.mark.parametrize(
+    ("wd_labels", "copy_shard"),
+    [
+        ({}, None),  # unsharded: no shard label on the copy
+        ({Label.SHARD: "shard-b"}, "shard-b"),  # sharded: the copy follows its WD's shard
+        ({Label.SHARD: "shard-b", Label.DRAIN: "true"}, "shard-b"),  # the drain label does not travel
+        ({Label.SHARD: ""}, None),
+    ],
+)
+def test_a_copy_carries_its_wds_shard(wd_labels: dict[str, str], copy_shard: str | None) -> None:
+    wd = project_wd()
+    wd["metadata"]["labels"] = wd_labels
+    got = downstream_copy("web", wd, Share("dfw-1", 1, 0), "ns-x", include_replicas=True, target=DFW)
+    assert got["metadata"]["labels"].get(Label.SHARD) == copy_shard
+    assert Label.DRAIN not in got["metadata"]["labels"]
+
+
 def test_replicas_are_left_to_the_cell_when_asked() -> None:
     got = downstream_copy("web", project_wd(), Share("dfw-1", 2, 0), "ns-x", include_replicas=False, target=DFW)
     assert "replicas" not in got["spec"]

@@ -17,9 +17,12 @@ import anyio.abc
 import pytest
 
 from federation.api.constants import Label
+from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from federation.fleet.fleetview import FLEET
 from federation.fleet.sharding import wd_hash_key
 from mcruntime import Manager, Request, Result
 from mcruntime.leaderelection import LeaderElectionLost
+from mcruntime.reconciler import Reconciler
 from mcruntime.resources import LEASES
 from mcruntime.sharding import HashRing
 from mcruntime.sharding.states import format_time
@@ -49,10 +52,12 @@ class Recorder:
 
     def __init__(self) -> None:
         self.reconciles: list[Reconcile] = []
+        self.unrecorded: dict[tuple[str, str], Reconciler] = {}  # (shard, controller): its own reconciler
 
     def wrap(self, manager: Manager, shard: str, name: str) -> None:
         ctrl = controller(manager, name)
         inner, reconciles = ctrl.reconciler, self.reconciles
+        self.unrecorded[(shard, name)] = inner
 
         class Recording:
             async def reconcile(self, request: Request) -> Result:
@@ -129,7 +134,8 @@ class Shards:
     def members_seen(self) -> set[str]:
         """The shard Leases the elected replica (the sharder) has cached."""
         for manager in self.managers.values():
-            if manager.elector is not None and manager.elector.is_leader:
+            # elected, the sharder declares its views (the Leases') before it starts
+            if manager.elector is not None and manager.elector.is_leader and manager.local.cache.view_of(LEASES):
                 return {meta["metadata"]["name"] for meta in manager.local.cache.informer_of(LEASES).store.list()}
         return set()
 
@@ -175,6 +181,39 @@ def copies_in_cell(f: Fleet) -> int:
     return len([wd for wd in WDs(f, "cell-dfw").list() if not wd["metadata"].get("deletionTimestamp")])
 
 
+def copies(f: Fleet) -> dict[str, tuple[str, str]]:
+    """Each cell copy's (uid, shard label), by name (one cell: names are the WDs')."""
+    return {
+        wd["metadata"]["name"]: (wd["metadata"]["uid"], (wd["metadata"].get("labels") or {}).get(Label.SHARD, ""))
+        for wd in WDs(f, "cell-dfw").list()
+    }
+
+
+def copies_follow(f: Fleet, shards: list[str]) -> bool:
+    """Every copy labelled for its WD's shard (the ring's owner)."""
+    want = ring_owners(f, shards)
+    return {name: shard for name, (_uid, shard) in copies(f).items()} == want
+
+
+def share_problems(shards: Shards) -> list[str]:
+    """What breaks "each shard caches only the project WDs and cell copies labelled for it,
+    and only the elected replica (the sharder) has the FLEET views of every WD and copy"."""
+    problems = []
+    for shard, manager in shards.managers.items():
+        leading = manager.elector is not None and manager.elector.is_leader
+        for cluster in ("web", "cell-dfw"):
+            cache = manager.get_cluster(cluster).cache
+            held = {(wd["metadata"].get("labels") or {}).get(Label.SHARD) for wd in cache.informer_of(
+                WORKLOAD_DEPLOYMENTS).store.list()}  # fmt: skip
+            if not held <= {shard}:
+                problems.append(f"{shard} caches {cluster} WDs of {held}")
+            if (cache.view_of(WORKLOAD_DEPLOYMENTS, FLEET) is not None) != leading:
+                problems.append(f"{shard} (leading: {leading}) has a FLEET view in {cluster} or lacks it")
+            elif leading and len(cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).store.list()) != N_WDS:
+                problems.append(f"the sharder {shard} does not cache every WD of {cluster}")
+    return problems
+
+
 async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_path: Path) -> None:
     recorder = Recorder()
     async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
@@ -195,6 +234,10 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
             # each WD was reconciled by its owner only
             for name, owner in owners.items():
                 assert recorder.shards_of(Request("web", "default", name)) <= {owner}, name
+            # the copies follow their WD's shard, and each shard caches its share only
+            await eventually(lambda: copies_follow(f, ["shard-a", "shard-b"]), "copies labelled", within=30)
+            await eventually(lambda: share_problems(shards) == [], "each shard caches its share", within=10)
+            first = {name: uid for name, (uid, _shard) in copies(f).items()}
 
             # join: shard-c takes its share through drain and acknowledgement
             await shards.start("shard-c")
@@ -211,11 +254,24 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
                 "shard-c reconciles its WDs",
                 within=30,
             )
+            # the hand-over relabels the copies in place: none was swept (deleted and made
+            # again) though each moved WD left its old shard's cache as a DELETED event
+            await eventually(lambda: copies_follow(f, ["shard-a", "shard-b", "shard-c"]), "copies relabelled", 30)
+            assert {name: uid for name, (uid, _shard) in copies(f).items()} == first
+            assert f.server("cell-dfw").plane.counters.get("delete", "workloaddeployments") == 0
+            await eventually(lambda: share_problems(shards) == [], "each shard caches its share", within=10)
+            # the old shard's orphan sweep for a WD gone from its cache (as a handed-over one
+            # is): a live GET finds the WD, so its copy stays
+            name = sorted(moved)[0]
+            old = recorder.unrecorded[(owners[name], "federator")]
+            await old.reconcile(Request("web", "default", name))
+            assert copies(f)[name][0] == first[name]
 
             # graceful leave: shard-b releases its Lease (dead at once) and its WDs move directly
             await shards.stop("shard-b")
             await eventually(lambda: assigned_as_the_ring_says(f, ["shard-a", "shard-c"]), "rebalanced on leave", 30)
-            assert copies_in_cell(f) == N_WDS
+            await eventually(lambda: copies_follow(f, ["shard-a", "shard-c"]), "copies relabelled on leave", 30)
+            assert {name: uid for name, (uid, _shard) in copies(f).items()} == first
 
             assert recorder.overlaps() == [], "a WD reconciled by two shards at once"
         finally:
@@ -223,8 +279,8 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
 
 
 async def test_a_dead_shards_wds_are_reassigned(tmp_path: Path) -> None:
-    """A shard that stops renewing (as after SIGKILL): expired, uncertain after two lease
-    durations, then the sharder acquires its Lease (dead) and reassigns its WDs directly."""
+    """A shard that stops renewing (as after SIGKILL): expired, uncertain a quarter lease
+    duration past expiry, then the sharder acquires its Lease (dead) and reassigns its WDs directly."""
     recorder = Recorder()
     async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
         tg = await stack.enter_async_context(anyio.create_task_group())

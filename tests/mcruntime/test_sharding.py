@@ -49,7 +49,8 @@ def lease(
         ("just renewed", lease(renewed_ago=0), ShardState.READY),
         ("renewed within its duration", lease(renewed_ago=14.9), ShardState.READY),
         ("at its expiry", lease(renewed_ago=15), ShardState.EXPIRED),
-        ("expired less than a duration ago", lease(renewed_ago=29), ShardState.EXPIRED),
+        ("expired less than a quarter duration ago", lease(renewed_ago=18.7), ShardState.EXPIRED),
+        ("expired a quarter duration ago", lease(renewed_ago=18.75), ShardState.UNCERTAIN),
         ("expired a duration ago", lease(renewed_ago=30), ShardState.UNCERTAIN),
         ("expired long ago, still held by the shard", lease(renewed_ago=3600), ShardState.UNCERTAIN),
         ("released (empty holder)", lease(holder="", renewed_ago=0), ShardState.DEAD),
@@ -83,7 +84,7 @@ def test_only_ready_expired_and_uncertain_shards_are_available() -> None:
     ("body", "seconds"),
     [
         (lease(renewed_ago=5), 10.0),  # ready -> expired
-        (lease(renewed_ago=20), 10.0),  # expired -> uncertain
+        (lease(renewed_ago=16), 2.75),  # expired -> uncertain, a quarter duration past expiry
         (lease(renewed_ago=40), None),  # uncertain stays uncertain until the sharder acquires it
         (lease(holder="", renewed_ago=20), 55.0),  # dead -> orphaned
         (lease(holder="", renewed_ago=80), None),  # orphaned is the last

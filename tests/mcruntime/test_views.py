@@ -15,6 +15,7 @@ from aiohttp import web
 from kubeplane import EmbeddedAPIServer
 from mcruntime import (
     APIError,
+    CacheOptions,
     Cluster,
     ClusterNotReadyError,
     ConnectionConfig,
@@ -25,9 +26,10 @@ from mcruntime import (
     View,
     ViewConflictError,
 )
+from mcruntime.cluster import ClusterOptions
 from mcruntime.resources import CONFIGMAPS, NAMESPACES, SECRETS
 from mcruntime.source import ENGAGED, LOCAL, engaged
-from tests.support import Plane, config_for, configmap, eventually
+from tests.support import Background, Plane, cluster_for, config_for, configmap, eventually
 
 
 def labelled(name: str, **data: str) -> dict[str, Any]:
@@ -172,3 +174,62 @@ async def test_a_syncing_view_makes_reads_fail_fast_not_block(tmp_path: Any) -> 
         with anyio.fail_after(0.2), pytest.raises(ClusterNotReadyError):
             await cluster.client.create(CONFIGMAPS, configmap("x"))
         assert "unreachable (last contact never)" in cluster.describe()
+
+
+def shard_cm(name: str, shard: str) -> dict[str, Any]:
+    cm = configmap(name)
+    cm["metadata"]["labels"] = {"shard": shard}
+    return cm
+
+
+def relabel(plane: Plane, name: str, shard: str) -> None:
+    current = plane.get("configmaps", "default", name)
+    current["metadata"]["labels"] = {"shard": shard}
+    plane.update("configmaps", current)
+
+
+async def test_a_narrowing_cache_selects_every_view_by_its_label_and_an_alias_sees_past_it(
+    apiserver: EmbeddedAPIServer,
+) -> None:
+    """`CacheOptions.label_selectors` (a shard's cache): every view of the resource holds only
+    what carries the label (ANDed with the view's own selector); an object relabelled out
+    arrives as DELETED and one relabelled in as ADDED (kube-apiserver's watch semantics);
+    an aliased view is a second informer that sees every object."""
+    plane = Plane(apiserver)
+    plane.create("configmaps", shard_cm("mine", "a"))
+    plane.create("configmaps", shard_cm("theirs", "b"))
+    options = ClusterOptions(cache=CacheOptions(label_selectors={CONFIGMAPS: "shard=a"}))
+    cluster = cluster_for(apiserver, "shard-a", options=options)
+    events: list[tuple[str, str]] = []
+    async with Background(cluster.run):
+        narrowed = cluster.cache.declare(View(CONFIGMAPS))
+        assert cluster.cache.view_of(CONFIGMAPS) == View(CONFIGMAPS, label_selector="shard=a")
+        fleet = cluster.cache.declare(View(CONFIGMAPS, alias="fleet"))
+        assert fleet is not narrowed and fleet.label_selector is None
+        assert cluster.cache.declare(View(CONFIGMAPS)) is narrowed
+        narrowed.add_listener(lambda e: events.append((str(e.type), e.key)), name="events")
+        assert await cluster.cache.wait_for_sync(10)
+        assert [o["metadata"]["name"] for o in await cluster.client.list(CONFIGMAPS)] == ["mine"]
+        assert sorted(o["metadata"]["name"] for o in await cluster.client.list(CONFIGMAPS, alias="fleet")) == [
+            "mine",
+            "theirs",
+        ]
+        relabel(plane, "mine", "b")  # leaves the selection: DELETED here, still there for the alias
+        relabel(plane, "theirs", "a")  # enters it: ADDED
+        await eventually(lambda: events[1:] == [("DELETED", "default/mine"), ("ADDED", "default/theirs")], "events")
+        assert await cluster.client.get_or_none(CONFIGMAPS, "mine", namespace="default") is None
+        assert await cluster.client.get_or_none(CONFIGMAPS, "mine", namespace="default", alias="fleet") is not None
+        assert len(cluster.cache.informers) == 2
+    # a view of the resource ANDed with the cache's selector; a bad selector fails when configured
+    other = cluster_for(apiserver, "x", options=options)
+    assert other.cache.declare(View(CONFIGMAPS, label_selector="app")).label_selector == "app,shard=a"
+    with pytest.raises(ValueError):
+        CacheOptions(label_selectors={CONFIGMAPS: "a in"})
+
+
+async def test_an_alias_is_the_one_view_where_the_cache_does_not_narrow(cluster: Cluster) -> None:
+    """Unsharded, the FLEET-style alias costs nothing: it is the resource's one view."""
+    plain = cluster.cache.declare(View(CONFIGMAPS))
+    assert cluster.cache.declare(View(CONFIGMAPS, alias="fleet")) is plain
+    assert cluster.cache.informer_of(CONFIGMAPS, "fleet") is plain
+    assert len(cluster.cache.informers) == 1
