@@ -14,8 +14,8 @@ DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 2-5 test_fan_out_divides_replicas_over_the_city, test_autoscaled_replicas_are_left_to_the_cell,
 test_zero_writes_when_converged, test_location_placement.py, test_a_pass_converges_one_write_per_action;
 6 (`deletion.next_step`, test_deletion.py) test_deletion_and_the_orphan_sweep, test_deletion_without_operator.py,
-test_a_cell_that_never_synced_holds_a_deletion_for_the_grace; the finalizer beside the copies
-(`_claim_and_place`)test_one_wds_copies_are_written_concurrently, test_a_wd_deleted_before_its_finalizer_leaves_no_copy;
+test_a_cell_that_never_synced_holds_a_deletion_for_the_grace; finalizer beside copies (`_claim_and_place`):
+test_one_wds_copies_are_written_concurrently, test_a_wd_deleted_before_its_finalizer_leaves_no_copy;
 8 test_forged_labels_and_colliding_names_stay_in_their_project, test_tenant_isolation.py,
 test_a_registration_naming_another_project_writes_nothing; 9 test_the_federator_never_writes_project_status."""
 
