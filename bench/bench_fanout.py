@@ -29,8 +29,19 @@ Shapes: `default` (10 x 500, 64 in flight, 0 -> 1 replicas, 8 workers per contro
 `kopf` (issue 22's side-by-side: 2 projects x 200 WDs over 2 namespaces, 16 in flight,
 replicas 2 -> 3, the manager's shipped worker counts).
 
-Run: python bench/bench_fanout.py [--shape default|kopf] [--projects P] [--wds W]
-     [--in-flight N] [--workers K] [--create-only] [--smoke]"""
+Cells (`--cells`): `managers` (the default) runs a cell-mode `federation-manager run` per
+cell, so every copy becomes Instances and pods (the embedded kubelet) and the cells report
+what those do: the whole system. `echo` isolates the federation path, like for like with an
+operator that only writes copies (issue 22's kopf figures): instead of the cell managers,
+one light task per cell in this process (an aiohttp watch on the cell's WD copies) answers
+each copy's new generation with one status write — `observedGeneration` = the copy's
+generation, every replica counted ready, `Available` and `ReplicasReady` True — which is
+what the status projector needs to call the copy observed (`fleet.aggregate`). Cell CPU
+is then the echo's share of this process and is not reported; its status writes are the
+cells' `workloaddeployments/status` writes.
+
+Run: python bench/bench_fanout.py [--shape default|kopf] [--cells managers|echo]
+     [--projects P] [--wds W] [--in-flight N] [--workers K] [--create-only] [--smoke]"""
 
 from __future__ import annotations
 
@@ -47,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 from harness import (
     TRACING_MODES,
     WDS,
@@ -100,6 +112,119 @@ SHAPES = {
     # 16 creates in flight, then spec.replicas 2 -> 3 on all, then delete
     "kopf": Shape(projects=2, wds=200, namespaces=2, in_flight=16, replicas=2, updated_replicas=3, workers=0),
 }
+
+
+# ---------------------------------------------------------------------- echo cells
+ECHO_WRITERS = 16  # concurrent status writes per echo cell
+
+
+def echo_status(copy: dict[str, Any]) -> dict[str, Any]:
+    """What a cell that runs every replica at once would report for `copy`: its generation
+    observed, every desired replica ready, both conditions True."""
+    generation = int(copy["metadata"].get("generation") or 1)
+    spec = copy.get("spec") or {}
+    replicas = int(spec.get("replicas") or (spec.get("scaleSettings") or {}).get("minReplicas") or 0)
+
+    def condition(type_: str, reason: str) -> dict[str, Any]:
+        return {
+            "type": type_,
+            "status": "True",
+            "reason": reason,
+            "message": f"{replicas}/{replicas} instances ready",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+            "observedGeneration": generation,
+        }
+
+    return {
+        "observedGeneration": generation,
+        "replicas": replicas,
+        "currentReplicas": replicas,
+        "updatedReplicas": replicas,
+        "readyReplicas": replicas,
+        "desiredReplicas": replicas,
+        "conditions": [
+            condition("Available", "StableInstanceFound" if replicas else "ScaledToZero"),
+            condition("ReplicasReady", "ReplicasAvailable"),
+        ],
+    }
+
+
+class EchoCell:
+    """A minimal cell controller: watches the cell's WD copies and writes each new
+    generation's status once (`echo_status`). Events for one copy coalesce: a copy waits
+    in `pending` once, and its writer reports the newest generation seen."""
+
+    def __init__(self, f: Fleet, cell: str) -> None:
+        self.f, self.cell = f, cell
+        self.latest: dict[tuple[str, str], dict[str, Any]] = {}  # the newest copy seen, per key
+        self.answered: dict[tuple[str, str], int] = {}  # the generation whose status was written
+        self.queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+        self.queued: set[tuple[str, str]] = set()
+        self.status_writes = 0
+
+    def seen(self, kind: str, copy: dict[str, Any]) -> None:
+        meta = copy["metadata"]
+        key = (meta["namespace"], meta["name"])
+        if kind == "DELETED" or meta.get("deletionTimestamp"):
+            self.latest.pop(key, None)
+            self.answered.pop(key, None)
+            return
+        self.latest[key] = copy
+        generation = meta.get("generation")
+        observed = (copy.get("status") or {}).get("observedGeneration")
+        if observed != generation and self.answered.get(key) != generation and key not in self.queued:
+            self.queued.add(key)
+            self.queue.put_nowait(key)
+
+    async def watch(self) -> None:
+        """LIST, then WATCH from its resourceVersion; a watch that ends resumes where it was."""
+        page = await self.f.request(self.cell, "GET", wd_path())
+        for copy in page.get("items") or []:
+            self.seen("ADDED", copy)
+        version = page["metadata"]["resourceVersion"]
+        url = self.f.servers[self.cell].url + wd_path()
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+        while True:
+            query = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true"}
+            async with self.f.session.get(url, params=query, timeout=timeout) as resp:
+                buffer = b""
+                async for chunk in resp.content.iter_any():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        event = orjson.loads(line)
+                        obj = event["object"]
+                        version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                        if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                            self.seen(event["type"], obj)
+
+    async def writer(self) -> None:
+        while True:
+            key = await self.queue.get()
+            self.queued.discard(key)
+            copy = self.latest.get(key)
+            if copy is None:
+                continue
+            generation = copy["metadata"].get("generation")
+            try:
+                await self.f.request(
+                    self.cell,
+                    "PATCH",
+                    wd_path(key[0], key[1], "status"),
+                    {"status": echo_status(copy)},
+                    content_type="application/merge-patch+json",
+                )
+            except RuntimeError as exc:  # the copy went meanwhile (404): nothing to report
+                if ": 404 " not in str(exc):
+                    raise
+                continue
+            self.status_writes += 1
+            self.answered[key] = generation
+
+    async def run(self) -> None:
+        await asyncio.gather(self.watch(), *(self.writer() for _ in range(ECHO_WRITERS)))
 
 
 async def gather_limited(limit: int, calls: list[Callable[[], Awaitable[Any]]]) -> None:
@@ -241,6 +366,7 @@ async def raw_capacity(f: Fleet, project: str, wds: int, total: int, concurrency
 @dataclass
 class Phase:
     name: str
+    sent_s: float  # the benchmark's own creates, updates or deletes all answered
     copies_s: float
     statuses_s: float
     manager_writes: int
@@ -269,6 +395,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
     cpu = (cpu_seconds(mgr.pid), sum(map(cpu_seconds, (c.pid for c in cells))), sum(map(cpu_seconds, server_pids)))
     started = time.perf_counter()
     await gather_limited(s.in_flight, wd_calls(f, s, projects, phase))
+    sent_at = time.perf_counter() - started
     copies_at = statuses_at = 0.0
     while not (copies_at and statuses_at):
         for m in (mgr, *cells):
@@ -305,6 +432,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
     project_writes[WD_RESOURCE] = project_writes.get(WD_RESOURCE, 0) - wds
     return Phase(
         phase,
+        sent_at,
         copies_at,
         statuses_at,
         sent,
@@ -323,8 +451,9 @@ def short(resource: str) -> str:
     return resource.replace(".compute.datumapis.com", "")
 
 
-def report_phase(rep: Report, p: Phase, wds: int) -> None:
+def report_phase(rep: Report, p: Phase, wds: int, *, cells_cpu: bool = True) -> None:
     gone = p.name == "delete"
+    rep.add(f"{p.name}: time until the benchmark's own {wds} writes are answered", p.sent_s, "s", "a floor")
     rep.add(f"{p.name}: time until every copy is {'gone' if gone else 'in its cells'}", p.copies_s, "s")
     rep.add(
         f"{p.name}: time until every {'project WD is gone' if gone else 'status reflects its cells'}", p.statuses_s, "s"
@@ -340,16 +469,18 @@ def report_phase(rep: Report, p: Phase, wds: int) -> None:
     for resource, n in sorted(p.project_writes.items()):
         rep.add(f"{p.name}:   project {short(resource)} per WD", n / wds, "writes", "manager only")
     for resource, n in sorted(p.cell_writes.items()):
-        rep.add(f"{p.name}:   cell {short(resource)} per WD", n / wds, "writes", "manager + cell managers")
+        writers = "manager + cell managers" if cells_cpu else "manager + echo cells"
+        rep.add(f"{p.name}:   cell {short(resource)} per WD", n / wds, "writes", writers)
     rep.add(f"{p.name}: manager CPU per WD", p.cpu_manager / wds * 1000, "ms")
-    rep.add(f"{p.name}: cell managers' CPU per WD", p.cpu_cells / wds * 1000, "ms")
+    if cells_cpu:
+        rep.add(f"{p.name}: cell managers' CPU per WD", p.cpu_cells / wds * 1000, "ms")
     rep.add(f"{p.name}: API servers' CPU per WD", p.cpu_servers / wds * 1000, "ms")
 
 
 async def main(args: argparse.Namespace) -> None:
     s: Shape = args.shape_
     projects = [f"p{i:02d}" for i in range(s.projects)]
-    params = {"shape": args.shape, **asdict(s), "cells": len(CELLS), "tracing": args.tracing}
+    params = {"shape": args.shape, **asdict(s), "cells": f"{len(CELLS)} ({args.cells})", "tracing": args.tracing}
     rep = report("bench_fanout", params)
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as tmp:
         set_tracing(args.tracing, Path(tmp))
@@ -359,29 +490,42 @@ async def main(args: argparse.Namespace) -> None:
                     if ns != "default":
                         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
                         await f.apply(p, f"/api/v1/namespaces/{ns}", body)
-            cells = [cell_manager(f, c) for c, _ in CELLS]
+            echoes: list[asyncio.Task[None]] = []
+            if args.cells == "echo":
+                cells: list[Manager] = []
+                echoes = [asyncio.create_task(EchoCell(f, c).run(), name=f"echo-{c}") for c, _ in CELLS]
+            else:
+                cells = [cell_manager(f, c) for c, _ in CELLS]
             mgr = management(f, *([f"--workers={s.workers}"] if s.workers else []))
-            async with aiohttp.ClientSession() as session:
+            try:
+                async with aiohttp.ClientSession() as session:
+                    for m in (mgr, *cells):
+                        await m.wait_ready(session)
+                total_wds = s.projects * s.wds
+                rep.add("WDs federated", total_wds, "WDs")
+                rep.add("copies in cells", s.copies_per_project() * s.projects, "copies")
+                phases = ["create", "update", "delete"] if not args.create_only else ["create"]
+                done: list[Phase] = []
+                for name in phases:
+                    for echo in echoes:
+                        if echo.done():
+                            echo.result()  # an echo cell that failed says why
+                    phase = await run_phase(f, s, projects, name, mgr, cells)
+                    report_phase(rep, phase, total_wds, cells_cpu=args.cells == "managers")
+                    done.append(phase)
+                create = done[0]
+                rep.add("converged WDs per second (create)", total_wds / create.statuses_s, "WD/s")
+                rep.add(
+                    "manager CPU-seconds per converged WD (all phases)",
+                    sum(p.cpu_manager for p in done) / total_wds,
+                    "s",
+                )
+            finally:  # a failed or terminated run stops its managers too (the fleet stops the servers)
                 for m in (mgr, *cells):
-                    await m.wait_ready(session)
-            total_wds = s.projects * s.wds
-            rep.add("WDs federated", total_wds, "WDs")
-            rep.add("copies in cells", s.copies_per_project() * s.projects, "copies")
-            phases = ["create", "update", "delete"] if not args.create_only else ["create"]
-            done: list[Phase] = []
-            for name in phases:
-                phase = await run_phase(f, s, projects, name, mgr, cells)
-                report_phase(rep, phase, total_wds)
-                done.append(phase)
-            create = done[0]
-            rep.add("converged WDs per second (create)", total_wds / create.statuses_s, "WD/s")
-            rep.add(
-                "manager CPU-seconds per converged WD (all phases)",
-                sum(p.cpu_manager for p in done) / total_wds,
-                "s",
-            )
-            for m in (mgr, *cells):
-                m.proc.stop()
+                    m.proc.stop()
+                for echo in echoes:
+                    echo.cancel()
+                await asyncio.gather(*echoes, return_exceptions=True)
             achieved = create.manager_writes / create.statuses_s
             capacity = await raw_capacity(f, projects[0], max(s.wds, 20), max(3000, 3 * (create.manager_writes // 3)))
             rep.add("achieved manager write rate (create)", achieved, "writes/s")
@@ -397,6 +541,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--wds", type=int, help="override the shape's WorkloadDeployments per project")
     parser.add_argument("--in-flight", type=int, help="override the shape's concurrent creates/updates/deletes")
     parser.add_argument("--workers", type=int, help="override the shape's workers per management controller")
+    parser.add_argument(
+        "--cells",
+        choices=("managers", "echo"),
+        default="managers",
+        help="what runs the cells: cell-mode managers (Instances, pods) or an echo of each copy's status",
+    )
     parser.add_argument("--tracing", choices=TRACING_MODES, default="off", help="the managers' tracing (cost figures)")
     parser.add_argument("--create-only", action="store_true", help="skip the update and delete phases")
     parser.add_argument("--smoke", action="store_true", help="2 projects x 20 WDs, to check the benchmark runs")

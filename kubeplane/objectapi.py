@@ -352,6 +352,12 @@ class ObjectAPI:
         if old is None:
             if subresource:
                 raise errors.not_found(rt.plural, rt.group, name)
+            if config["metadata"].get("uid"):
+                # a uid in an applied configuration is a precondition, and nothing has it:
+                # the real server refuses to create then (TestCreateOnApplyFailsWithUID)
+                raise errors.conflict(rt.plural, rt.group, name,
+                                      f"Precondition failed: UID in precondition: {config['metadata']['uid']}, "
+                                      "UID in object meta: ")  # fmt: skip
             if rt.namespaced:
                 config["metadata"]["namespace"] = ns
             merged = fm.apply(

@@ -53,7 +53,9 @@ async def add_finalizer(
 ) -> Obj:
     """Add `finalizer` to `obj` (as read, e.g. from the cache), with `annotations` in the
     same write; no request if the finalizer is there and every annotation already has its
-    value. Returns the object after the change (the server's answer) or `obj` unchanged."""
+    value. Returns the object after the change (the server's answer) or `obj` unchanged.
+    The apply carries `obj`'s uid, a precondition: an object deleted (or deleted and made
+    again) since it was read is a 409 Conflict, never created anew by the apply."""
     wanted = dict(annotations or {})
     current = get_str_map(obj, "metadata.annotations")
     if has_finalizer(obj, finalizer) and all(current.get(k) == v for k, v in wanted.items()):
@@ -67,6 +69,8 @@ async def add_finalizer(
         intent["metadata"]["annotations"] = wanted
     if get_str(obj, "metadata.namespace", required=False):
         intent["metadata"]["namespace"] = get_str(obj, "metadata.namespace", required=False)
+    if get_str(obj, "metadata.uid", required=False):
+        intent["metadata"]["uid"] = get_str(obj, "metadata.uid", required=False)
     return await client.apply(resource, intent, field_manager=finalizer_field_manager(finalizer))
 
 

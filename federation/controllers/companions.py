@@ -49,6 +49,7 @@ from federation.fleet.references import (
     data_size,
     references,
     referencing,
+    referencing_namespace,
     source_identity,
 )
 from mcruntime import controllerutil
@@ -71,6 +72,9 @@ NAME = "companions"
 FIELD_MANAGER = NAME
 RESOURCES = SOURCE_RESOURCES
 COMPANIONS_SELECTOR = f"{REFERENCED_DATA_LABEL}=true"
+# project WDs that reference a ConfigMap or Secret, by namespace: a reconcile decodes only
+# those (the others need no companion), not every WD of the namespace on every event
+REFERENCING_INDEX = "referencing-namespace"
 
 CellNamespace = tuple[str, str]  # (cell name, cell namespace)
 Key = tuple[str, str]  # (kind, name)
@@ -97,8 +101,9 @@ class Companions:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
         project = self.mgr.get_cluster(req.cluster)
         namespace = req.name
-        # 2. fetch (caches): the namespace's WDs, and each one's copies in the cells
-        wds = await project.client.list(WORKLOAD_DEPLOYMENTS, namespace=namespace, alias=FLEET)
+        # 2. fetch (caches): the namespace's WDs that reference anything, and each one's
+        # copies in the cells
+        wds = await project.client.list(WORKLOAD_DEPLOYMENTS, index=(REFERENCING_INDEX, namespace), alias=FLEET)
         # 3. desired state: the companions each cell namespace of a copy needs
         desired = await self._desired(project, namespace, wds)
         # 4. compare with the cells' companions and write only the difference
@@ -247,9 +252,12 @@ class CompanionRoutes:
         self.mgr = mgr
 
     async def of_project_object(self, project: str, obj: Obj) -> list[Request]:
-        """A project WD → its namespace."""
+        """A project WD that references a ConfigMap or Secret → its namespace. One that
+        references none needs no companion, so its events cost no reconcile (a reference
+        removed still maps: on an update the old object is mapped too, and a deleted WD
+        is mapped as it was)."""
         namespace = get_str(obj, "metadata.namespace", required=False)
-        return [Request(project, "", namespace)] if namespace else []
+        return [Request(project, "", namespace)] if namespace and references(obj) else []
 
     def of_source(self, kind: str) -> Callable[[str, Obj], Awaitable[list[Request]]]:
         """A project ConfigMap or Secret (`kind`) → its namespace, only when a WD there
@@ -261,13 +269,18 @@ class CompanionRoutes:
             name = get_str(obj, "metadata.name", required=False)
             if cluster is None or not namespace:
                 return []
-            wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).list(namespace=namespace)
+            wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).store.by_index(REFERENCING_INDEX, namespace)
             return [Request(project, "", namespace)] if referencing(wds, kind, name) else []
 
         return mapped
 
+    async def of_copy(self, cell_name: str, copy: Obj) -> list[Request]:
+        """A copy that references a ConfigMap or Secret (its template is its WD's) → the
+        project namespace its cell namespace serves; any other copy needs no companion."""
+        return await self.of_cell_object(cell_name, copy) if references(copy) else []
+
     async def of_cell_object(self, cell_name: str, obj: Obj) -> list[Request]:
-        """A copy or a companion in a cell → the project namespace its cell namespace serves."""
+        """A companion (or a copy) in a cell → the project namespace its cell namespace serves."""
         cell = self.mgr.clusters.get(cell_name)
         if cell is None or cell.cache.view_of(NAMESPACES) is None:
             return []
@@ -297,13 +310,14 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     ctrl = mgr.new_controller(NAME, Companions(mgr), workers=options.workers)
     to_namespace = EnqueueRequestsFromMapFunc(routes.of_project_object, cluster_name=ClusterName.INJECT_SOURCE)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, to_namespace, clusters=PROJECTS, predicates=[not_status_only],
-               indexers=WD_INDEXERS, alias=FLEET)  # fmt: skip
+               indexers={**WD_INDEXERS, REFERENCING_INDEX: referencing_namespace}, alias=FLEET)  # fmt: skip
     for kind, resource in RESOURCES.items():
         to_referencing = EnqueueRequestsFromMapFunc(routes.of_source(kind), cluster_name=ClusterName.INJECT_SOURCE)
         ctrl.watch(resource, to_referencing, clusters=PROJECTS, transform=source_identity)
     read_cell_copies(ctrl, alias=FLEET)
     to_project = EnqueueRequestsFromMapFunc(routes.of_cell_object, cluster_name=ClusterName.PRESERVE_MAPPED)
-    ctrl.watch(WORKLOAD_DEPLOYMENTS, to_project, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR,
+    of_copy = EnqueueRequestsFromMapFunc(routes.of_copy, cluster_name=ClusterName.PRESERVE_MAPPED)
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, of_copy, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR,
                predicates=[not_status_only], alias=FLEET)  # fmt: skip
     for resource in RESOURCES.values():
         ctrl.watch(resource, to_project, clusters=CELLS, label_selector=COMPANIONS_SELECTOR)

@@ -2,20 +2,20 @@
 cell of its city (its `spec.cityCode`, or its `spec.locationRef` Location's), replicas divided.
 
 Request key: (project cluster = the bare project name, project namespace, WD name).
-Reads (caches only): project WDs and namespaces; the management cluster's Locations; in
-every cell, the WD copies and downstream namespaces (`fleet.fleetview`); cluster states.
+Reads (caches only): project WDs and namespaces; Locations; in every cell, the WD copies and
+downstream namespaces (`fleet.fleetview`); cluster states.
 Writes, and alone writes: the `federator` finalizer with the `federation-namespace` annotation
-(one write), and Events, on the project WD; downstream namespaces and WD copies in cells
-(managers `federator`, `federator-initial-replicas`; the traceparent only with a spec write).
-Never writes: the project WD's spec or status, another project's downstream namespace.
+(one write) and Events on the project WD; downstream namespaces and WD copies in cells
+(managers `federator`, `federator-initial-replicas`). Never writes: the project WD's spec or
+status, another project's downstream namespace.
 
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
-1, 7 test_downstream_events_map_back_to_the_bare_project_name,
-test_a_copy_edited_or_deleted_by_hand_is_restored; 2-5 test_fan_out_divides_replicas_over_the_city,
-test_autoscaled_replicas_are_left_to_the_cell, test_zero_writes_when_converged, test_location_placement.py,
-one copy's writes one at a time (`copyplacement.next_action`) test_a_pass_converges_one_write_per_action;
-6 (`deletion.next_step`, tests/federation/test_deletion.py) test_deletion_and_the_orphan_sweep,
-test_a_cell_that_never_synced_holds_a_deletion_for_the_grace, test_deletion_without_operator.py;
+1, 7 test_downstream_events_map_back_to_the_bare_project_name, test_a_copy_edited_or_deleted_by_hand_is_restored;
+2-5 test_fan_out_divides_replicas_over_the_city, test_autoscaled_replicas_are_left_to_the_cell,
+test_zero_writes_when_converged, test_location_placement.py, test_a_pass_converges_one_write_per_action;
+6 (`deletion.next_step`, test_deletion.py) test_deletion_and_the_orphan_sweep, test_deletion_without_operator.py,
+test_a_cell_that_never_synced_holds_a_deletion_for_the_grace; finalizer beside copies (`_claim_and_place`):
+test_one_wds_copies_are_written_concurrently, test_a_wd_deleted_before_its_finalizer_leaves_no_copy;
 8 test_forged_labels_and_colliding_names_stay_in_their_project, test_tenant_isolation.py,
 test_a_registration_naming_another_project_writes_nothing; 9 test_the_federator_never_writes_project_status."""
 
@@ -206,28 +206,56 @@ class Federator:
         # 3. early exit: deleting
         if is_deleting(wd):
             return await self._finalize(project, wd, copies)
-        # 4. first sighting: the finalizer, and the cell namespace of its copies, in one write
-        wd = await self._claim(project, wd)
-        # 5. desired state from the pure placement function
+        # 4. desired state from the pure placement function
         uid = get_str(wd, "metadata.uid", required=False)
         target, shares = await self._plan(project, wd, copies)
         namespace = await self._downstream_namespace(project, wd)
-        # 6. write only the difference: every target cell's copy at once, then the copies of
-        # cells that stop matching
+        # 5. write only the difference: the copies of cells that stop matching go; then, at
+        # once, every target cell's copy and (first sighting) the finalizer with the cell
+        # namespace of the copies (`_claim`, one write): a new WD costs one round trip
         outcome = Outcome()
         targets = {share.cell for share in shares}
         stale = [c for c in copies if c.cell.name not in targets or c.upstream_uid != uid]
         await self._remove(stale, outcome)
         by_cell = {c.cell.name: c for c in copies if c not in stale}
-        if target is not None:
-            await self._place_all(project, namespace, wd, target, shares, by_cell, outcome)
-        # 7. tell the user, retry what failed
+        await self._claim_and_place(project, namespace, wd, target, shares, by_cell, outcome)
+        # 6. tell the user, retry what failed
         await self._report(project.name, wd, shares, outcome, first=not by_cell)
         if outcome.failed:
             raise TemporaryError("; ".join(f"cell {cell}: {why}" for cell, why in sorted(outcome.failed.items())))
         return Result()
 
     # ------------------------------------------------------------------ claiming
+    async def _claim_and_place(
+        self,
+        project: Cluster,
+        ns: Obj,
+        wd: Obj,
+        target: CityTarget | None,
+        shares: list[Share],
+        by_cell: dict[str, Copy],
+        outcome: Outcome,
+    ) -> None:
+        """The finalizer (`_claim`) and every cell's copy (`_place`), written concurrently.
+        Not finalizer first: a copy written before the finalizer lands is safe, because a
+        WD deleted without the finalizer (before it landed, or with the claim failing on
+        the WD gone) is `gone`, and every copy's own event maps back to it, so the orphan
+        sweep removes each copy once its cell's cache shows it; the claim is made only
+        while the cached WD is not deleting, and its apply carries the WD's uid, so it never
+        creates a WD that is gone (a 409: retried, then `gone`). Pinned by
+        test_one_wds_copies_are_written_concurrently and
+        test_a_wd_deleted_before_its_finalizer_leaves_no_copy."""
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(self._claim, project, wd)
+                if target is not None:
+                    for share in shares:
+                        tg.start_soon(self._place, project, ns, wd, target, share, by_cell.get(share.cell), outcome)
+        except ExceptionGroup as group:  # an unexpected error: as itself, for the runtime's handling
+            if len(group.exceptions) == 1:
+                raise group.exceptions[0] from None
+            raise
+
     async def _claim(self, project: Cluster, wd: Obj) -> Obj:
         """The federator's finalizer and the `federation-namespace` annotation (the cell
         namespace its copies live in, `ns-<project namespace UID>`) in one write; none when
@@ -287,28 +315,6 @@ class Federator:
         return [Copy(cell, obj) for cell, obj in await find_copies(self.mgr, project, namespace, name)]
 
     # ------------------------------------------------------------------ writing (one write per helper)
-    async def _place_all(
-        self,
-        project: Cluster,
-        ns: Obj,
-        wd: Obj,
-        target: CityTarget,
-        shares: list[Share],
-        by_cell: dict[str, Copy],
-        outcome: Outcome,
-    ) -> None:
-        """Every cell's copy, written concurrently (each helper one write): one WD costs one
-        round trip, not one per cell. `_place` records its cell's failures, so one slow or
-        failing cell never holds the others."""
-        try:
-            async with anyio.create_task_group() as tg:
-                for share in shares:
-                    tg.start_soon(self._place, project, ns, wd, target, share, by_cell.get(share.cell), outcome)
-        except ExceptionGroup as group:  # an unexpected error: as itself, for the runtime's handling
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from None
-            raise
-
     async def _place(
         self,
         project: Cluster,

@@ -129,6 +129,14 @@ def expected_referenced_data(wd: Mapping[str, Any]) -> str | None:
     return json.dumps(tokens, separators=(",", ":")) if tokens else None
 
 
+def referencing_namespace(wd: Mapping[str, Any]) -> list[str]:
+    """Index: a WD's namespace when its template references any ConfigMap or Secret (a WD
+    that references none is in no bucket), so the WDs that need companions are found
+    without decoding the rest of the namespace."""
+    namespace = get_mapping(wd, "metadata").get("namespace")
+    return [str(namespace)] if namespace and references(wd) else []
+
+
 def referencing(wds: Iterable[Mapping[str, Any]], kind: str, name: str) -> list[Mapping[str, Any]]:
     """The WDs (of one namespace) whose template references the `kind` object `name`."""
     return [wd for wd in wds if any(ref.kind == kind and ref.name == name for ref in references(wd))]

@@ -9,11 +9,14 @@ import copy
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import anyio
 import pytest
 
+from federation.controllers.companions import CompanionRoutes
+from mcruntime import Manager, Request
 from mcruntime.resources import SECRETS as SECRETS_RESOURCE
 from tests.support import Plane, all_idle, cell_settings, eventually, record, running
 
@@ -306,3 +309,17 @@ async def test_a_missing_source_is_named_on_the_project_wd(tmp_path: Path) -> No
         moved = await eventually(lambda: referenced_data().get("reason") not in (None, "SourceNotFound")
                                  and referenced_data(), "the source found", within=30)  # fmt: skip
         assert moved["reason"] == "AwaitingPropagation", "no cell mode here: the copies never report it"
+
+
+async def test_wds_and_copies_that_reference_nothing_wake_no_reconcile() -> None:
+    """A WD (or its copy) that references no ConfigMap or Secret needs no companion: its
+    events map to nothing, so a namespace of such WDs costs the companion controller no
+    reconcile (before, each of their events re-read every WD of the namespace: most of the
+    manager's CPU while a burst of WDs fanned out). One that references a source maps
+    to its namespace; so does its old object on an update (the reference removed)."""
+    routes = CompanionRoutes(cast(Manager, SimpleNamespace(clusters={})))
+    plain = workload_deployment("api", "DFW", 2)
+    assert await routes.of_project_object("web", plain) == []
+    assert await routes.of_copy("dfw-1", plain) == []
+    wd = referencing("api", env_from=[{"configMapRef": {"name": "cfg"}}])
+    assert await routes.of_project_object("web", wd) == [Request("web", "", "default")]

@@ -18,7 +18,7 @@ from federation.controllers.federator import Federator
 from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
 from tests.projector.cellsim import settle
-from tests.support import Fleet, Plane, eventually, fleet, management_settings, record, running
+from tests.support import Fleet, Plane, all_idle, eventually, fleet, management_settings, record, running
 
 GROUP, VERSION = "compute.datumapis.com", "v1alpha"
 CELLS = (("dfw-1", "DFW"), ("dfw-2", "DFW"), ("lhr-1", "LHR"))
@@ -476,14 +476,47 @@ async def test_one_wds_copies_are_written_concurrently(tmp_path: Path, monkeypat
     def place(_self: Any, _project: Any, _ns: Any, wd: Any, _target: Any, share: Any, *_: Any) -> str | None:
         return f"copy in {share.cell}" if wd["metadata"]["name"] == "api" else None
 
+    def claim(_self: Any, _project: Any, wd: Any) -> str | None:
+        return "finalizer" if wd["metadata"]["name"] == "api" else None
+
     monkeypatch.setattr(Federator, "_place", tracked(Federator._place, place))
+    monkeypatch.setattr(Federator, "_claim", tracked(Federator._claim, claim))
     async with federation(tmp_path) as (f, _mgr):
         WDs(f, "web").create(workload_deployment("api", "DFW", 4))
         await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
         await eventually(lambda: Finalizer.FEDERATOR in WDs(f, "web").get("default", "api")["metadata"]["finalizers"],
                          "the finalizer")  # fmt: skip
     widest = max(together, key=len)
-    assert widest == {"copy in dfw-1", "copy in dfw-2"}, f"in flight together: {together}"
+    # the finalizer goes with the copies, not a round trip before them (issue 22 point 1)
+    assert widest == {"finalizer", "copy in dfw-1", "copy in dfw-2"}, f"in flight together: {together}"
+
+
+async def test_a_wd_deleted_before_its_finalizer_leaves_no_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The copies are written before the finalizer has landed, and the WD is deleted in
+    between (so without the finalizer): the claim neither brings the WD back (its apply
+    carries the uid: a 409) nor leaves a copy behind (the orphan sweep, `Federator.gone`,
+    removes every copy whose events map back to a WD that is gone)."""
+    deleted: list[str] = []
+    original = Federator._claim
+
+    async def claim(self: Federator, project: Any, wd: Any) -> Any:
+        if wd["metadata"]["name"] == "api" and not deleted:
+            await eventually(lambda: len(shares(f, "api")) == 2, "both copies written before the finalizer")
+            WDs(f, "web").delete("default", "api")
+            deleted.append(wd["metadata"]["uid"])
+        return await original(self, project, wd)
+
+    monkeypatch.setattr(Federator, "_claim", claim)
+    async with federation(tmp_path) as (f, mgr):
+        web = WDs(f, "web")
+        web.create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: deleted, "the WD deleted between its copies and its finalizer")
+        await eventually(lambda: shares(f, "api") == {}, "the copies swept")
+        assert await all_idle(mgr)
+        assert web.get("default", "api") is None, "the claim brought the deleted WD back"
+        assert shares(f, "api") == {}
 
 
 async def test_project_annotations_reach_the_copies_and_their_removal_too(tmp_path: Path) -> None:

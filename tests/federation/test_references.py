@@ -21,6 +21,7 @@ from federation.fleet.references import (
     expected_referenced_data,
     parse_expected,
     references,
+    referencing_namespace,
 )
 
 
@@ -131,6 +132,15 @@ REFERENCE_FORMS: list[tuple[str, dict[str, Any], list[Reference]]] = [
 @pytest.mark.parametrize(("form", "wd", "expected"), REFERENCE_FORMS, ids=[f for f, _, _ in REFERENCE_FORMS])
 def test_every_reference_form(form: str, wd: dict[str, Any], expected: list[Reference]) -> None:
     assert references(wd) == expected
+
+
+@pytest.mark.parametrize(("form", "wd", "expected"), REFERENCE_FORMS, ids=[f for f, _, _ in REFERENCE_FORMS])
+def test_the_referencing_index_holds_only_wds_that_reference_something(
+    form: str, wd: dict[str, Any], expected: list[Reference]
+) -> None:
+    """The companion controller's `referencing-namespace` index: a WD is under its
+    namespace when it references any source, in no bucket when it references none."""
+    assert referencing_namespace(wd) == (["default"] if expected else [])
 
 
 def test_an_optional_image_pull_secret_is_still_required() -> None:

@@ -192,6 +192,17 @@ async def test_server_side_apply(k8s: ApiClient) -> None:
         "fresh", "default", configmap("fresh", {"k": "v"}), field_manager="alice", _content_type=APPLY
     )
     assert created.metadata.uid and created.data == {"k": "v"}
+    # ... but not with a uid: a uid in an applied configuration is a precondition, and an
+    # object that does not exist has none (kube-apiserver's TestCreateOnApplyFailsWithUID)
+    with_uid = configmap("ghost", {"k": "v"})
+    with_uid["metadata"]["uid"] = created.metadata.uid
+    err = await api_error(
+        core.patch_namespaced_config_map("ghost", "default", with_uid, field_manager="alice", _content_type=APPLY),
+        409,
+        "Conflict",
+    )
+    assert "Precondition failed: UID in precondition" in err["message"], err
+    await api_error(core.read_namespaced_config_map("ghost", "default"), 404, "NotFound")
     # force is only for apply: the PatchOptions are invalid
     err = await api_error(
         core.patch_namespaced_config_map("s", "default", {"data": {"z": "1"}}, force=True, _content_type=MERGE),

@@ -47,6 +47,29 @@ async def cached(cluster: Cluster, name: str) -> dict[str, Any]:
     return await eventually(fresh, f"{name} cached")  # type: ignore[no-any-return]
 
 
+async def test_adding_a_finalizer_never_brings_a_deleted_object_back(
+    apiserver: EmbeddedAPIServer, cluster: Cluster
+) -> None:
+    """The apply carries the uid read: an object deleted since (or deleted and made again
+    under its name) is a 409 Conflict, never created anew with just the finalizer."""
+    plane = Plane(apiserver)
+    plane.create("configmaps", configmap("gone"))
+    cluster.cache.declare(View(CONFIGMAPS))
+    obj = await cached(cluster, "gone")
+    plane.delete("configmaps", "default", "gone")
+    with pytest.raises(APIError) as caught:
+        await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, obj, "example.com/guard")
+    assert is_conflict(caught.value), caught.value
+    assert "gone" not in [o["metadata"]["name"] for o in plane.list("configmaps", "default")]
+    again = plane.create("configmaps", configmap("gone"))
+    with pytest.raises(APIError) as caught:
+        await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, obj, "example.com/guard")
+    assert is_conflict(caught.value), caught.value
+    assert plane.get("configmaps", "default", "gone")["metadata"].get("finalizers") is None
+    added = await controllerutil.add_finalizer(cluster.client, CONFIGMAPS, again, "example.com/guard")
+    assert added["metadata"]["finalizers"] == ["example.com/guard"]
+
+
 async def test_finalizers_are_added_and_removed_once_and_without_clobbering(
     apiserver: EmbeddedAPIServer, cluster: Cluster
 ) -> None:
