@@ -18,7 +18,7 @@ from federation.controllers.federator import Federator
 from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
 from tests.projector.cellsim import settle
-from tests.support import Fleet, Plane, all_idle, eventually, fleet, management_settings, record, running
+from tests.support import Fleet, Plane, all_idle, controller, eventually, fleet, management_settings, record, running
 
 GROUP, VERSION = "compute.datumapis.com", "v1alpha"
 CELLS = (("dfw-1", "DFW"), ("dfw-2", "DFW"), ("lhr-1", "LHR"))
@@ -550,3 +550,32 @@ async def test_project_annotations_reach_the_copies_and_their_removal_too(tmp_pa
             )
 
         await eventually(removed, "the removed annotation gone from both copies")
+
+
+async def test_a_burst_of_wds_writes_each_cell_namespace_once(tmp_path: Path) -> None:
+    """Many WDs of one project namespace reconciled at once (already there when the manager
+    starts, so its workers take them together) write their cell namespace once per cell:
+    the first write's answer serves the reconciles that wanted the same namespace
+    (issue 22 point 2; the cells' request counters count the writes). Then nothing more."""
+    count = 24
+    async with fleet(tmp_path, projects=("acme/web", "acme/shop"), cells=CELLS) as f:
+        web = WDs(f, "web")
+        for i in range(count):
+            web.create(workload_deployment(f"api-{i}", "DFW", 2))
+        async with running(management_settings(tmp_path / "management.kubeconfig")) as mgr:
+
+            def all_copies() -> bool:
+                return all(len(WDs(f, cell).list()) == count for cell in ("dfw-1", "dfw-2"))
+
+            await eventually(all_copies, f"{count} copies in each DFW cell")
+            assert await all_idle(mgr)
+            writes = {cell: f.server(cell).plane.counters.writes("namespaces") for cell in f.cells}
+            assert writes == {"dfw-1": 1, "dfw-2": 1, "lhr-1": 0}, writes
+            # the namespaces' and copies' own events bring their WDs back: they write nothing
+            before = {cell: f.server(cell).plane.counters.snapshot() for cell in f.cells}
+            await anyio.sleep(1.0)  # an idle window, not a timed assertion
+            assert await all_idle(mgr)
+            assert {cell: f.server(cell).plane.counters.snapshot() for cell in f.cells} == before
+            # bounded: no lock outlives its writers, no answer outlives the cache's own event
+            federator = controller(mgr, "federator").reconciler.inner
+            assert isinstance(federator, Federator) and federator.namespace_writes.held() == (0, 0)
