@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from federation.api.constants import Annotation, Finalizer, Label
-from federation.controllers.federator import Federator
+from federation.controllers.federator import Federator, NamespaceWrites
 from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
 from tests.projector.cellsim import settle
@@ -579,3 +580,56 @@ async def test_a_burst_of_wds_writes_each_cell_namespace_once(tmp_path: Path) ->
             # bounded: no lock outlives its writers, no answer outlives the cache's own event
             federator = controller(mgr, "federator").reconciler.inner
             assert isinstance(federator, Federator) and federator.namespace_writes.held() == (0, 0)
+
+
+def _ns(uid: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": "ns-1", "uid": uid, "resourceVersion": rv}}
+
+
+@pytest.mark.parametrize(
+    ("before", "answer", "after_write", "now", "latest"),
+    [
+        # the cache has not seen the write yet: the answer stands in for it
+        (None, _ns("a", "5"), None, None, _ns("a", "5")),
+        (_ns("a", "3"), _ns("a", "5"), _ns("a", "3"), _ns("a", "3"), _ns("a", "5")),
+        # the cache moved on (the write's own event, or newer): the cache, and the answer goes
+        (None, _ns("a", "5"), None, _ns("a", "5"), _ns("a", "5")),
+        (None, _ns("a", "5"), None, _ns("a", "7"), _ns("a", "7")),
+        (_ns("a", "3"), _ns("a", "5"), _ns("a", "3"), None, None),  # deleted since
+        (None, _ns("a", "5"), None, _ns("b", "9"), _ns("b", "9")),  # re-created since
+        # the write's own event came before its answer: nothing kept
+        (None, _ns("a", "5"), _ns("a", "5"), None, None),
+    ],
+)
+def test_a_namespace_writes_answer_lasts_until_the_cache_moves_on(
+    before: Any, answer: Any, after_write: Any, now: Any, latest: Any
+) -> None:
+    writes = NamespaceWrites()
+    key = ("dfw-1", "ns-1")
+    writes.remember(key, before, answer, after_write)
+    assert writes.latest(key, now) == latest
+    assert writes.held() == (0, 0 if latest == now else 1)  # an answer the cache has caught up with goes
+    writes.forget(key)
+    assert writes.latest(key, now) == now and writes.held() == (0, 0)
+
+
+async def test_namespace_writes_one_at_a_time_and_no_lock_left() -> None:
+    writes = NamespaceWrites()
+    key = ("dfw-1", "ns-1")
+    inside: list[int] = []
+    widest = 0
+
+    async def write() -> None:
+        nonlocal widest
+        async with writes.one_at_a_time(key):
+            inside.append(1)
+            widest = max(widest, len(inside))
+            await anyio.lowlevel.checkpoint()
+            inside.pop()
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(5):
+            tg.start_soon(write)
+        await anyio.lowlevel.checkpoint()
+        assert writes.held() == (1, 0)
+    assert widest == 1 and writes.held() == (0, 0)
