@@ -157,6 +157,7 @@ def _version(obj: Obj | None) -> tuple[str, str] | None:
 class _Flight:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
     users: int = 0  # holding or waiting: the entry goes when the last one leaves
+    failed: str = ""  # why a write in this flight failed: its waiters fail with it, not one after another
 
 
 class NamespaceWrites:
@@ -173,12 +174,12 @@ class NamespaceWrites:
         self._answers: dict[NamespaceKey, tuple[tuple[str, str] | None, Obj]] = {}  # cache version before, answer
 
     @asynccontextmanager
-    async def one_at_a_time(self, key: NamespaceKey) -> AsyncIterator[None]:
+    async def one_at_a_time(self, key: NamespaceKey) -> AsyncIterator[_Flight]:
         flight = self._flights.setdefault(key, _Flight())
         flight.users += 1
         try:
             async with flight.lock:
-                yield
+                yield flight
         finally:
             flight.users -= 1
             if not flight.users:
@@ -460,17 +461,24 @@ class Federator:
         """The cell namespace, one write in flight per (cell, namespace) (`NamespaceWrites`):
         a reconcile that waited for another's write decides again on what that write got
         (or the cache, if newer) and writes only if the decision still says so — so a burst
-        of WDs of one project namespace writes it once per cell."""
+        of WDs of one project namespace writes it once per cell. A write that failed fails
+        its waiters too (each retries later), so a dark cell's timeouts are not served in turn."""
         name = get_str(seen.ns, "metadata.name")
         key = (cell.name, name)
-        async with self.namespace_writes.one_at_a_time(key):
+        async with self.namespace_writes.one_at_a_time(key) as flight:
+            if flight.failed:
+                raise TransportError(f"namespace {name} not written: the write waited for failed ({flight.failed})")
             cached = await cell.client.get_or_none(NAMESPACES, name)
             seen.namespace = self.namespace_writes.latest(key, cached)
             if copyplacement.next_action(seen.observe()) != copyplacement.ApplyNamespace():
                 return  # written (or changed) while this one waited: the placement goes on from there
-            applied = await controllerutil.apply_if_differs(
-                cell.client, NAMESPACES, seen.ns, cached=seen.namespace, field_manager=FIELD_MANAGER
-            )
+            try:
+                applied = await controllerutil.apply_if_differs(
+                    cell.client, NAMESPACES, seen.ns, cached=seen.namespace, field_manager=FIELD_MANAGER
+                )
+            except (APIError, TransportError) as exc:
+                flight.failed = f"{type(exc).__name__}: {exc}"
+                raise
             self.namespace_writes.remember(key, cached, applied.obj, await cell.client.get_or_none(NAMESPACES, name))
             seen.namespace = applied.obj
 

@@ -15,9 +15,10 @@ import anyio.lowlevel
 import pytest
 
 from federation.api.constants import Annotation, Finalizer, Label
-from federation.controllers.federator import Federator, NamespaceWrites
+from federation.controllers.federator import Federator, NamespaceWrites, _Seen
 from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
+from mcruntime.errors import TransportError
 from tests.projector.cellsim import settle
 from tests.support import Fleet, Plane, all_idle, controller, eventually, fleet, management_settings, record, running
 
@@ -633,3 +634,46 @@ async def test_namespace_writes_one_at_a_time_and_no_lock_left() -> None:
         await anyio.lowlevel.checkpoint()
         assert writes.held() == (1, 0)
     assert widest == 1 and writes.held() == (0, 0)
+
+
+async def test_a_failed_namespace_write_fails_its_waiters_instead_of_each_trying_in_turn() -> None:
+    """Reconciles waiting on a cell namespace's write that fails (a dark cell's timeout)
+    fail with it, each to be retried, rather than each sending its own write in turn
+    (16 workers would then wait 16 timeouts on one lock)."""
+    release = anyio.Event()
+
+    class DarkCell:
+        name = "dfw-1"
+
+        def __init__(self) -> None:
+            self.client = self
+            self.applies = 0
+
+        async def get_or_none(self, *_: Any, **__: Any) -> None:
+            return None
+
+        async def apply(self, *_: Any, **__: Any) -> dict[str, Any]:
+            self.applies += 1
+            await release.wait()
+            raise TransportError("timed out")
+
+    federator = Federator.__new__(Federator)  # the namespace step alone: no manager needed
+    federator.namespace_writes = NamespaceWrites()
+    cell = DarkCell()
+    intent = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns-1", "labels": {"a": "b"}}}
+    failures: list[str] = []
+
+    async def place() -> None:
+        seen = _Seen("web", intent, {"metadata": {"name": "api"}}, False, None, None)
+        try:
+            await federator._apply_namespace(cell, seen)  # type: ignore[arg-type]
+        except TransportError as exc:
+            failures.append(str(exc))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(5):
+            tg.start_soon(place)
+        await anyio.wait_all_tasks_blocked()
+        release.set()
+    assert cell.applies == 1 and len(failures) == 5, (cell.applies, failures)
+    assert federator.namespace_writes.held() == (0, 0)  # the next try is a new flight
