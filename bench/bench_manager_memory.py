@@ -53,14 +53,19 @@ gc.collect(); print(rss() - before, len(objects))
 
 
 async def fill(f: Fleet, projects: list[str], total: int) -> bytes:
-    """Create `total` WDs (finalizer preset, so the manager finds them already federated),
-    returning one stored object per line (for the dict baseline)."""
+    """Create `total` WDs (the federator's finalizer and cell namespace preset, so the manager
+    finds them already claimed), returning one stored object per line (for the dict baseline)."""
     sem = asyncio.Semaphore(64)
     lines: list[bytes] = []
+    # the federator's claim is its finalizer with the cell namespace it names (`ns-<uid>`)
+    claimed = {
+        p: f"ns-{(await f.request(p, 'GET', '/api/v1/namespaces/default'))['metadata']['uid']}" for p in projects
+    }
 
     async def create(project: str, i: int) -> None:
         wd = workload_deployment(f"wd-{i:06d}", "NOWHERE", 1)
         wd["metadata"]["finalizers"] = ["compute.datumapis.com/federator"]
+        wd["metadata"].setdefault("annotations", {})["compute.datumapis.com/federation-namespace"] = claimed[project]
         async with sem:
             lines.append(orjson.dumps(await f.request(project, "POST", wd_path("default"), wd)))
 
@@ -82,6 +87,7 @@ async def run_manager(f: Fleet, session: aiohttp.ClientSession, expected: int) -
         mgr.proc.check_alive()
         await asyncio.sleep(0.05)
     synced = time.monotonic() - started
+    print(f"  ({expected} clusters synced after {synced:.1f} s; waiting until idle)", file=sys.stderr, flush=True)
     # idle: the projector's first status writes done, queues empty
     last, stable = -1.0, 0
     while stable < 6:

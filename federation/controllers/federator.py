@@ -2,17 +2,17 @@
 cell of its city (its `spec.cityCode`, or its `spec.locationRef` Location's), replicas divided.
 
 Request key: (project cluster = the bare project name, project namespace, WD name).
-Reads (caches only): project WDs and namespaces; Locations; in every cell, the WD copies and
-downstream namespaces (`fleet.fleetview`); cluster states.
-Writes, and alone writes: the `federator` finalizer with the `federation-namespace` annotation
-(one write) and Events on the project WD; downstream namespaces and WD copies in cells
-(managers `federator`, `federator-initial-replicas`). Never writes: the project WD's spec or
-status, another project's downstream namespace.
+Reads (caches only): project WDs and namespaces; Locations; in every cell, the WD copies and downstream
+namespaces (`fleet.fleetview`); cluster states. Writes, and alone writes: the `federator` finalizer with the
+`federation-namespace` annotation (one write) and Events on the project WD; downstream namespaces and WD
+copies in cells (managers `federator`, `federator-initial-replicas`). Never writes: the project WD's spec
+or status, another project's downstream namespace.
 
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 1, 7 test_downstream_events_map_back_to_the_bare_project_name, test_a_copy_edited_or_deleted_by_hand_is_restored;
 2-5 test_fan_out_divides_replicas_over_the_city, test_autoscaled_replicas_are_left_to_the_cell,
-test_zero_writes_when_converged, test_location_placement.py, test_a_pass_converges_one_write_per_action;
+test_zero_writes_when_converged, test_location_placement.py, test_a_pass_converges_one_write_per_action,
+a cell namespace once per burst (`NamespaceWrites`) test_a_burst_of_wds_writes_each_cell_namespace_once;
 6 (`deletion.next_step`, test_deletion.py) test_deletion_and_the_orphan_sweep, test_deletion_without_operator.py,
 test_a_cell_that_never_synced_holds_a_deletion_for_the_grace; finalizer beside copies (`_claim_and_place`):
 test_one_wds_copies_are_written_concurrently, test_a_wd_deleted_before_its_finalizer_leaves_no_copy;
@@ -22,7 +22,8 @@ test_a_registration_naming_another_project_writes_nothing; 9 test_the_federator_
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
@@ -121,20 +122,93 @@ class Outcome:
 @dataclass
 class _Seen:
     """One cell's downstream namespace and copy as last seen (cache, then each write's
-    answer), and whether this pass created the copy: `copyplacement`'s observation."""
+    answer) beside their apply intents, and whether this pass created the copy:
+    `copyplacement`'s observation."""
 
+    project: str
+    ns: Obj  # the namespace's apply intent
+    desired: Obj  # the copy's
+    autoscaled: bool
     namespace: Obj | None
     copy: Obj | None
     created: bool = False
 
-    def observe(self, project: str, ns: Obj, desired: Obj, autoscaled: bool) -> copyplacement.Observed:
+    def observe(self) -> copyplacement.Observed:
         return copyplacement.Observed(
-            namespace=_namespace_state(self.namespace, ns, project),
-            copy=_copy_state(self.copy, desired),
-            autoscaled=autoscaled,
+            namespace=_namespace_state(self.namespace, self.ns, self.project),
+            copy=_copy_state(self.copy, self.desired),
+            autoscaled=self.autoscaled,
             created=self.created,
             replicas_set=self.copy is not None and "replicas" in get_mapping(self.copy, "spec"),
         )
+
+
+NamespaceKey = tuple[str, str]  # (cell, downstream namespace name)
+
+
+def _version(obj: Obj | None) -> tuple[str, str] | None:
+    """What tells one state of an object from another: its uid and resourceVersion."""
+    if obj is None:
+        return None
+    return get_str(obj, "metadata.uid", required=False), get_str(obj, "metadata.resourceVersion", required=False)
+
+
+@dataclass
+class _Flight:
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    users: int = 0  # holding or waiting: the entry goes when the last one leaves
+    failed: str = ""  # why a write in this flight failed: its waiters fail with it, not one after another
+
+
+class NamespaceWrites:
+    """One write of a cell namespace in flight at a time, and the answer of the last one
+    until the cell's cache moves on: the reconciles of a burst of WDs of one project
+    namespace all find its cell namespace missing in the cache (their writes are faster
+    than its watch), and without this each would write it. Bounded: a lock lives while a
+    reconcile holds or awaits it; an answer while the cache shows the state it showed
+    before the write: the namespace's next event (the write's own, or newer), a look that
+    finds the cache moved on, or a failure in that cell drops it."""
+
+    def __init__(self) -> None:
+        self._flights: dict[NamespaceKey, _Flight] = {}
+        self._answers: dict[NamespaceKey, tuple[tuple[str, str] | None, Obj]] = {}  # cache version before, answer
+
+    @asynccontextmanager
+    async def one_at_a_time(self, key: NamespaceKey) -> AsyncIterator[_Flight]:
+        flight = self._flights.setdefault(key, _Flight())
+        flight.users += 1
+        try:
+            async with flight.lock:
+                yield flight
+        finally:
+            flight.users -= 1
+            if not flight.users:
+                del self._flights[key]
+
+    def latest(self, key: NamespaceKey, cached: Obj | None) -> Obj | None:
+        """The namespace as last known: the answer of the last write while the cache still
+        shows what it showed before that write, else the cache (and the answer is dropped)."""
+        remembered = self._answers.get(key)
+        if remembered is None:
+            return cached
+        before, answer = remembered
+        if _version(cached) == before:
+            return answer
+        del self._answers[key]
+        return cached
+
+    def remember(self, key: NamespaceKey, before: Obj | None, answer: Obj, cached: Obj | None) -> None:
+        """The server answered a write made while the cache showed `before`; kept only while
+        the cache still shows that (else its event, which forgets, has come already)."""
+        if _version(cached) == _version(before):
+            self._answers[key] = (_version(before), answer)
+
+    def forget(self, key: NamespaceKey) -> None:
+        self._answers.pop(key, None)
+
+    def held(self) -> tuple[int, int]:
+        """How many locks and answers are held (bounded: tests read it)."""
+        return len(self._flights), len(self._answers)
 
 
 def _copy_state(cached: Obj | None, desired: Obj) -> copyplacement.CopyState:
@@ -168,6 +242,8 @@ class Federator:
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
+        self.namespace_writes = NamespaceWrites()
+        self.routes = Routes(mgr)
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, project: Cluster, wd: Obj) -> Result:
@@ -182,6 +258,12 @@ class Federator:
             result = await self._reconcile(project, wd)
         self.clock.copies_written(key, generation)  # every target cell written (a failed one raised)
         return result
+
+    async def namespace_event(self, cell_name: str, ns: Obj) -> list[Request]:
+        """A cell namespace's event: the cache now shows the last write's answer or newer, so
+        the answer goes (`NamespaceWrites`); the WDs of its copies look again."""
+        self.namespace_writes.forget((cell_name, get_str(ns, "metadata.name", required=False)))
+        return await self.routes.wds_of_namespace(cell_name, ns)
 
     async def gone(self, project: Cluster, req: Request) -> Result:
         """The project WD is gone (`ForObject`): the orphan sweep removes its copies left
@@ -341,19 +423,20 @@ class Federator:
         desired = downstream_copy(project.name, wd, share, name, include_replicas=not autoscaled, target=target)
         done: list[copyplacement.Action] = []
         try:
-            seen = _Seen(await cell.client.get_or_none(NAMESPACES, name), existing.obj if existing else None)
-            while (
-                action := copyplacement.next_action(seen.observe(project.name, ns, desired, autoscaled))
-            ) not in done:
+            cached = self.namespace_writes.latest((cell.name, name), await cell.client.get_or_none(NAMESPACES, name))
+            seen = _Seen(project.name, ns, desired, autoscaled, cached, existing.obj if existing else None)
+            while (action := copyplacement.next_action(seen.observe())) not in done:
                 if isinstance(action, copyplacement.Blocked):
                     outcome.failed[share.cell] = f"namespace {name} {action.reason}"
                     return
                 if isinstance(action, copyplacement.Done):
                     break
-                await self._act(action, cell, seen, ns, wd, desired, share)
+                await self._act(action, cell, seen, wd, share)
                 done.append(action)
         except (APIError, TransportError, ClusterNotReadyError) as exc:
             # recorded per cell: the healthy cells are still written, the reconcile retries after
+            # (on the cache's view of the namespace, not on an answer that may be why it failed)
+            self.namespace_writes.forget((cell.name, name))
             outcome.failed[share.cell] = f"{type(exc).__name__}: {exc}"
             return
         if copyplacement.CreateCopy() in done:
@@ -361,23 +444,43 @@ class Federator:
         elif copyplacement.UpdateCopy() in done:
             outcome.updated.append(share.cell)
 
-    async def _act(
-        self, action: copyplacement.Action, cell: Cluster, seen: _Seen, ns: Obj, wd: Obj, desired: Obj, share: Share
-    ) -> None:
+    async def _act(self, action: copyplacement.Action, cell: Cluster, seen: _Seen, wd: Obj, share: Share) -> None:
         """One write for one action; `seen` takes what the server returned."""
         if isinstance(action, copyplacement.ApplyNamespace):
-            applied = await controllerutil.apply_if_differs(
-                cell.client, NAMESPACES, ns, cached=seen.namespace, field_manager=FIELD_MANAGER
-            )
-            seen.namespace = applied.obj
+            await self._apply_namespace(cell, seen)
         elif isinstance(action, copyplacement.CreateCopy | copyplacement.UpdateCopy):
-            body = copy_with_trace(desired, wd, seen.copy, writes=True)  # the change's trace rides on a spec write
+            body = copy_with_trace(seen.desired, wd, seen.copy, writes=True)  # the change's trace rides on a spec write
             applied = await controllerutil.apply_if_differs(
                 cell.client, WORKLOAD_DEPLOYMENTS, body, cached=seen.copy, field_manager=FIELD_MANAGER
             )
             seen.copy, seen.created = applied.obj, applied.operation is Operation.CREATED
         elif isinstance(action, copyplacement.SetInitialReplicas):
-            seen.copy = await self._initial_replicas(cell, desired, share)
+            seen.copy = await self._initial_replicas(cell, seen.desired, share)
+
+    async def _apply_namespace(self, cell: Cluster, seen: _Seen) -> None:
+        """The cell namespace, one write in flight per (cell, namespace) (`NamespaceWrites`):
+        a reconcile that waited for another's write decides again on what that write got
+        (or the cache, if newer) and writes only if the decision still says so — so a burst
+        of WDs of one project namespace writes it once per cell. A write that failed fails
+        its waiters too (each retries later), so a dark cell's timeouts are not served in turn."""
+        name = get_str(seen.ns, "metadata.name")
+        key = (cell.name, name)
+        async with self.namespace_writes.one_at_a_time(key) as flight:
+            if flight.failed:
+                raise TransportError(f"namespace {name} not written: the write waited for failed ({flight.failed})")
+            cached = await cell.client.get_or_none(NAMESPACES, name)
+            seen.namespace = self.namespace_writes.latest(key, cached)
+            if copyplacement.next_action(seen.observe()) != copyplacement.ApplyNamespace():
+                return  # written (or changed) while this one waited: the placement goes on from there
+            try:
+                applied = await controllerutil.apply_if_differs(
+                    cell.client, NAMESPACES, seen.ns, cached=seen.namespace, field_manager=FIELD_MANAGER
+                )
+            except (APIError, TransportError) as exc:
+                flight.failed = f"{type(exc).__name__}: {exc}"
+                raise
+            self.namespace_writes.remember(key, cached, applied.obj, await cell.client.get_or_none(NAMESPACES, name))
+            seen.namespace = applied.obj
 
     async def _initial_replicas(self, cell: Cluster, desired: Obj, share: Share) -> Obj:
         """An autoscaled copy gets its first replica count from a field manager that never
@@ -498,7 +601,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: project WDs, their namespaces (read), the copies and downstream
     namespaces in every cell, and cell registrations."""
     federator = Federator(mgr, unreachable_grace=options.cell_unreachable_grace)
-    routes = Routes(mgr)
+    routes = federator.routes
     ctrl = mgr.new_controller("federator", ForObject(mgr, WORKLOAD_DEPLOYMENTS, federator), workers=options.workers)
     ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
@@ -518,7 +621,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     )
     ctrl.watch(
         NAMESPACES,
-        EnqueueRequestsFromMapFunc(routes.wds_of_namespace, cluster_name=ClusterName.PRESERVE_MAPPED),
+        EnqueueRequestsFromMapFunc(federator.namespace_event, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
         label_selector=CELL_NAMESPACES_SELECTOR,
         indexers={UPSTREAM_INDEX: namespace_upstream},

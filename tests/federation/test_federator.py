@@ -11,14 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from federation.api.constants import Annotation, Finalizer, Label
-from federation.controllers.federator import Federator
+from federation.controllers.federator import Federator, NamespaceWrites, _Seen
 from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
+from mcruntime.errors import TransportError
 from tests.projector.cellsim import settle
-from tests.support import Fleet, Plane, all_idle, eventually, fleet, management_settings, record, running
+from tests.support import Fleet, Plane, all_idle, controller, eventually, fleet, management_settings, record, running
 
 GROUP, VERSION = "compute.datumapis.com", "v1alpha"
 CELLS = (("dfw-1", "DFW"), ("dfw-2", "DFW"), ("lhr-1", "LHR"))
@@ -550,3 +552,128 @@ async def test_project_annotations_reach_the_copies_and_their_removal_too(tmp_pa
             )
 
         await eventually(removed, "the removed annotation gone from both copies")
+
+
+async def test_a_burst_of_wds_writes_each_cell_namespace_once(tmp_path: Path) -> None:
+    """Many WDs of one project namespace reconciled at once (already there when the manager
+    starts, so its workers take them together) write their cell namespace once per cell:
+    the first write's answer serves the reconciles that wanted the same namespace
+    (issue 22 point 2; the cells' request counters count the writes). Then nothing more."""
+    count = 24
+    async with fleet(tmp_path, projects=("acme/web", "acme/shop"), cells=CELLS) as f:
+        web = WDs(f, "web")
+        for i in range(count):
+            web.create(workload_deployment(f"api-{i}", "DFW", 2))
+        async with running(management_settings(tmp_path / "management.kubeconfig")) as mgr:
+
+            def all_copies() -> bool:
+                return all(len(WDs(f, cell).list()) == count for cell in ("dfw-1", "dfw-2"))
+
+            await eventually(all_copies, f"{count} copies in each DFW cell")
+            assert await all_idle(mgr)
+            writes = {cell: f.server(cell).plane.counters.writes("namespaces") for cell in f.cells}
+            assert writes == {"dfw-1": 1, "dfw-2": 1, "lhr-1": 0}, writes
+            # the namespaces' and copies' own events bring their WDs back: they write nothing
+            before = {cell: f.server(cell).plane.counters.snapshot() for cell in f.cells}
+            await anyio.sleep(1.0)  # an idle window, not a timed assertion
+            assert await all_idle(mgr)
+            assert {cell: f.server(cell).plane.counters.snapshot() for cell in f.cells} == before
+            # bounded: no lock outlives its writers, no answer outlives the cache's own event
+            federator = controller(mgr, "federator").reconciler.inner
+            assert isinstance(federator, Federator) and federator.namespace_writes.held() == (0, 0)
+
+
+def _ns(uid: str, rv: str) -> dict[str, Any]:
+    return {"metadata": {"name": "ns-1", "uid": uid, "resourceVersion": rv}}
+
+
+@pytest.mark.parametrize(
+    ("before", "answer", "after_write", "now", "latest"),
+    [
+        # the cache has not seen the write yet: the answer stands in for it
+        (None, _ns("a", "5"), None, None, _ns("a", "5")),
+        (_ns("a", "3"), _ns("a", "5"), _ns("a", "3"), _ns("a", "3"), _ns("a", "5")),
+        # the cache moved on (the write's own event, or newer): the cache, and the answer goes
+        (None, _ns("a", "5"), None, _ns("a", "5"), _ns("a", "5")),
+        (None, _ns("a", "5"), None, _ns("a", "7"), _ns("a", "7")),
+        (_ns("a", "3"), _ns("a", "5"), _ns("a", "3"), None, None),  # deleted since
+        (None, _ns("a", "5"), None, _ns("b", "9"), _ns("b", "9")),  # re-created since
+        # the write's own event came before its answer: nothing kept
+        (None, _ns("a", "5"), _ns("a", "5"), None, None),
+    ],
+)
+def test_a_namespace_writes_answer_lasts_until_the_cache_moves_on(
+    before: Any, answer: Any, after_write: Any, now: Any, latest: Any
+) -> None:
+    writes = NamespaceWrites()
+    key = ("dfw-1", "ns-1")
+    writes.remember(key, before, answer, after_write)
+    assert writes.latest(key, now) == latest
+    assert writes.held() == (0, 0 if latest == now else 1)  # an answer the cache has caught up with goes
+    writes.forget(key)
+    assert writes.latest(key, now) == now and writes.held() == (0, 0)
+
+
+async def test_namespace_writes_one_at_a_time_and_no_lock_left() -> None:
+    writes = NamespaceWrites()
+    key = ("dfw-1", "ns-1")
+    inside: list[int] = []
+    widest = 0
+
+    async def write() -> None:
+        nonlocal widest
+        async with writes.one_at_a_time(key):
+            inside.append(1)
+            widest = max(widest, len(inside))
+            await anyio.lowlevel.checkpoint()
+            inside.pop()
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(5):
+            tg.start_soon(write)
+        await anyio.lowlevel.checkpoint()
+        assert writes.held() == (1, 0)
+    assert widest == 1 and writes.held() == (0, 0)
+
+
+async def test_a_failed_namespace_write_fails_its_waiters_instead_of_each_trying_in_turn() -> None:
+    """Reconciles waiting on a cell namespace's write that fails (a dark cell's timeout)
+    fail with it, each to be retried, rather than each sending its own write in turn
+    (16 workers would then wait 16 timeouts on one lock)."""
+    release = anyio.Event()
+
+    class DarkCell:
+        name = "dfw-1"
+
+        def __init__(self) -> None:
+            self.client = self
+            self.applies = 0
+
+        async def get_or_none(self, *_: Any, **__: Any) -> None:
+            return None
+
+        async def apply(self, *_: Any, **__: Any) -> dict[str, Any]:
+            self.applies += 1
+            await release.wait()
+            raise TransportError("timed out")
+
+    federator = Federator.__new__(Federator)  # the namespace step alone: no manager needed
+    federator.namespace_writes = NamespaceWrites()
+    cell = DarkCell()
+    intent = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns-1", "labels": {"a": "b"}}}
+    failures: list[str] = []
+
+    async def place() -> None:
+        seen = _Seen("web", intent, {"metadata": {"name": "api"}}, False, None, None)
+        try:
+            await federator._apply_namespace(cell, seen)  # type: ignore[arg-type]
+        except TransportError as exc:
+            failures.append(str(exc))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(5):
+            tg.start_soon(place)
+        await anyio.wait_all_tasks_blocked()
+        release.set()
+    assert cell.applies == 1 and len(failures) == 5, (cell.applies, failures)
+    assert federator.namespace_writes.held() == (0, 0)  # the next try is a new flight
