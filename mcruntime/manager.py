@@ -80,6 +80,8 @@ class Manager:
         self.tracer_provider = tracer_provider
         self.metrics = RuntimeMetrics(meter_provider)
         if self._reader is not None:
+            # latencies are pull histograms (metrics.py): a caller's own provider exports
+            # them through a `RuntimeMetricReader` of its own that includes them
             self._reader.include(self.metrics.histograms)
         # leak detectors for long runs and churn benchmarks: tasks and engaged clusters
         meter_provider.get_meter("mcruntime").create_observable_gauge(
