@@ -199,3 +199,37 @@ async def test_requests_queues_and_reconciles_make_no_opentelemetry_call_per_ite
     assert value('workqueue_work_duration_seconds_count{name="counted"') == reconciles
     assert value('controller_runtime_reconcile_time_seconds_bucket{controller="counted",le="+Inf"') == reconciles
     assert value('controller_runtime_reconcile_time_seconds_sum{controller="counted"') > 0
+
+
+def test_per_item_counts_export_what_the_synchronous_counters_did() -> None:
+    """The counts that were synchronous Counters (reconciles, errors, retries, informer LISTs
+    and events, ...) keep their /metrics families: `counter` with `_total`, and the
+    up-down ones (active workers) a `gauge`."""
+    counters = {"reconcile_total": "controller_runtime_reconcile_total",
+                "reconcile_errors": "controller_runtime_reconcile_errors_total",
+                "cluster_retries": "mcruntime_cluster_retries_total",
+                "dropped_requests": "controller_runtime_dropped_requests_total",
+                "informer_lists": "informer_lists_total", "informer_relists": "informer_relists_total",
+                "informer_watch_restarts": "informer_watch_restarts_total",
+                "informer_events": "informer_events_total"}  # fmt: skip
+    before_registry, after_registry = CollectorRegistry(), CollectorRegistry()
+    before = MeterProvider(metric_readers=[PrometheusMetricReader(registry=before_registry)]).get_meter("mcruntime")
+    metrics = RuntimeMetrics(MeterProvider(metric_readers=[PrometheusMetricReader(registry=after_registry)]))
+    attrs = {"controller": "c", "cluster": "a"}
+    for attribute, name in counters.items():
+        before.create_counter(name).add(3, attrs)
+        getattr(metrics, attribute).add(3, attrs)
+    workers = before.create_up_down_counter("controller_runtime_active_workers")
+    for delta in (1, 1, -1):
+        workers.add(delta, attrs)
+        metrics.active_workers.add(delta, attrs)
+    names = {*counters.values(), "controller_runtime_active_workers"}
+
+    def samples(registry: CollectorRegistry) -> list[str]:  # HELP texts differ in this test: types and values
+        return [line for line in lines_of(generate_latest(registry).decode(), names) if not line.startswith("# HELP")]
+
+    seen = samples(after_registry)
+    assert seen == samples(before_registry)
+    assert "# TYPE controller_runtime_reconcile_total counter" in seen
+    assert "# TYPE controller_runtime_active_workers gauge" in seen
+    assert any(line.startswith("informer_events_total{") and line.endswith(" 3.0") for line in seen)
