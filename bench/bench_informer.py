@@ -11,9 +11,14 @@ the informer resumes its watch and catches up. Reported:
 - the informer's own CPU cost per event (the same lines fed to it in-process: decode,
   strip, re-encode, store, index);
 - the plain-dict baseline: `orjson.loads` of each line into a dict keyed by name, i.e.
-  the least any Python client can do.
+  the least any Python client can do;
+- the runtime metrics' CPU per recorded item (one request, one queue item, one reconcile,
+  one watch event): the pull-based `Tally`/`PullHistogram` the runtime records into,
+  against the synchronous OpenTelemetry instruments it used before (same names, buckets
+  and attributes, with a Prometheus reader attached, as in a Manager), and what one
+  /metrics scrape then costs.
 
-Run: .venv/bin/python bench/bench_informer.py [--objects N] [--updates U] [--smoke]"""
+Run: .venv/bin/python bench/bench_informer.py [--objects N] [--updates U] [--smoke] [--metrics-only]"""
 
 from __future__ import annotations
 
@@ -22,7 +27,9 @@ import asyncio
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import anyio
@@ -30,7 +37,12 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from opentelemetry.sdk.metrics import MeterProvider
+from prometheus_client import CollectorRegistry, generate_latest
+
 from mcruntime import Backoff, ConnectionConfig, Informer, Transport
+from mcruntime.metrics import QUEUE_BUCKETS, RECONCILE_BUCKETS, REQUEST_BUCKETS, RuntimeMetricReader, RuntimeMetrics
 from mcruntime.objects import key_of
 from mcruntime.resources import Resource
 
@@ -270,14 +282,105 @@ def cpu_rates(lines: list[bytes]) -> dict[str, float]:
     return out
 
 
+def synchronous_metrics(registry: CollectorRegistry) -> SimpleNamespace:
+    """The instruments the runtime recorded into per item before they became pull-based."""
+    meter = MeterProvider(metric_readers=[PrometheusMetricReader(registry=registry)]).get_meter("mcruntime")
+
+    def histogram(name: str, buckets: tuple[float, ...]) -> Any:
+        return meter.create_histogram(name, unit="s", explicit_bucket_boundaries_advisory=buckets)
+
+    return SimpleNamespace(
+        reconcile_total=meter.create_counter("controller_runtime_reconcile_total"),
+        reconcile_time=histogram("controller_runtime_reconcile_time_seconds", RECONCILE_BUCKETS),
+        active_workers=meter.create_up_down_counter("controller_runtime_active_workers"),
+        queue_depth=meter.create_up_down_counter("workqueue_depth"),
+        queue_adds=meter.create_counter("workqueue_adds_total"),
+        queue_wait=histogram("workqueue_queue_duration_seconds", QUEUE_BUCKETS),
+        queue_work=histogram("workqueue_work_duration_seconds", QUEUE_BUCKETS),
+        informer_events=meter.create_counter("informer_events_total"),
+        request_latency=histogram("rest_client_request_duration_seconds", REQUEST_BUCKETS),
+        requests=meter.create_counter("rest_client_requests_total"),
+    )
+
+
+def per_item(m: Any) -> dict[str, Callable[[int], None]]:
+    """What each call site records per item (mcruntime/transport.py, workqueue.py,
+    controller.py, informer.py), attributes built as they build them."""
+    queue = {"name": "bench"}
+    controller = {"controller": "bench"}
+    informer = {"cluster": "c", "resource": "benchobjects.bench.example.com"}
+
+    def request(i: int) -> None:
+        attrs = {"cluster": "c", "verb": ("get", "patch", "apply")[i % 3]}
+        m.request_latency.record(0.001 * (i % 50), attrs)
+        m.requests.add(1, {**attrs, "code": "200"})
+
+    def queue_item(i: int) -> None:
+        m.queue_adds.add(1, queue)
+        m.queue_depth.add(1, queue)
+        m.queue_depth.add(-1, queue)
+        m.queue_wait.record(1e-5 * (i % 100), queue)
+        m.queue_work.record(1e-3 * (i % 100), queue)
+
+    def reconcile(i: int) -> None:
+        m.active_workers.add(1, controller)
+        m.active_workers.add(-1, controller)
+        m.reconcile_time.record(0.002 * (i % 40), controller)
+        m.reconcile_total.add(1, {**controller, "result": "success"})
+
+    def watch_event(_i: int) -> None:
+        m.informer_events.add(1, informer)  # the informer adds once per 256 events; this is per event
+
+    return {"request": request, "queue item": queue_item, "reconcile": reconcile, "watch event": watch_event}
+
+
+def metric_costs(items: int, rounds: int = 3) -> dict[str, tuple[float, float]]:
+    """ns of process time per item, (synchronous OpenTelemetry, pull-based), best of `rounds`,
+    the two alternating; plus one /metrics scrape of the result (in the "scrape" row, ns)."""
+    before_registry, after_registry = CollectorRegistry(), CollectorRegistry()
+    before = synchronous_metrics(before_registry)
+    reader = RuntimeMetricReader(registry=after_registry)
+    after = RuntimeMetrics(MeterProvider(metric_readers=[reader]))
+    reader.include(after.histograms)
+    cases = {"before": per_item(before), "after": per_item(after)}
+    best: dict[tuple[str, str], float] = {}
+    for _ in range(rounds):
+        for which, calls in cases.items():
+            for label, call in calls.items():
+                t0 = time.process_time_ns()
+                for i in range(items):
+                    call(i)
+                elapsed = (time.process_time_ns() - t0) / items
+                best[label, which] = min(best.get((label, which), elapsed), elapsed)
+    for which, registry in (("before", before_registry), ("after", after_registry)):
+        t0 = time.process_time_ns()
+        generate_latest(registry)
+        best["/metrics scrape", which] = time.process_time_ns() - t0
+    labels = [*per_item(after), "/metrics scrape"]
+    return {label: (best[label, "before"], best[label, "after"]) for label in labels}
+
+
+def print_metric_costs(items: int) -> None:
+    print(f"runtime metrics, CPU per recorded item ({items:,} items per case, best of 3, alternating):")
+    print(f"  {'':<20}{'synchronous OTel':>18}{'pull-based':>14}{'ratio':>9}")
+    for label, (before, after) in metric_costs(items).items():
+        unit = "ns/item" if label != "/metrics scrape" else "ns"
+        print(f"  {label:<20}{before:>12,.0f} {unit:<7}{after:>8,.0f} {unit:<7}{before / after:>6.1f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--objects", type=int, default=10_000)
     parser.add_argument("--updates", type=int, default=50_000)
     parser.add_argument("--smoke", action="store_true", help="a quick run that only checks the benchmark works")
+    parser.add_argument("--metrics-only", action="store_true", help="only the runtime metrics' cost per item")
     args = parser.parse_args()
     if args.smoke:
         args.objects, args.updates = 200, 1_000
+    metric_items = 2_000 if args.smoke else 50_000
+    if args.metrics_only:
+        print_metric_costs(metric_items)
+        return
     r = asyncio.run(measure(args.objects, args.updates))
     print(f"informer benchmark: {args.objects} objects, {args.updates} updates, ~{r['event_bytes']:.0f} B/event")
     print(f"  LIST fill into the cache:        {r['list_objects_per_s']:>10,.0f} objects/s")
@@ -289,6 +392,7 @@ def main() -> None:
     print(f"  baseline: orjson line → dict:    {r['baseline_dict_events_per_s']:>10,.0f} events/s")
     ratio = r["informer_cpu_events_per_s"] / r["baseline_dict_events_per_s"]
     print(f"  informer / baseline:              {ratio:>10.2f}x")
+    print_metric_costs(metric_items)
 
 
 if __name__ == "__main__":

@@ -234,7 +234,7 @@ class Informer:
         self._tg: anyio.abc.TaskGroup | None = None
         self._running = False
         self._attrs = {"cluster": cluster, "resource": resource.qualified}
-        self._unreported_events = 0  # flushed to the OpenTelemetry counter in batches (hot path)
+        self._unreported_events = 0  # added to the events Tally in batches (hot path: an int add per event)
         self._path = resource.path(self.namespace)
 
     def __repr__(self) -> str:

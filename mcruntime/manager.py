@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 import anyio
 import anyio.abc
-from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.metrics import CallbackOptions, MeterProvider, Observation
 from opentelemetry.sdk.metrics import MeterProvider as SDKMeterProvider
 from opentelemetry.trace import TracerProvider
@@ -30,7 +29,7 @@ from .errors import ClusterNotEngagedError
 from .events import EventRecorder
 from .health import Check, CheckResult, EndpointServer, parse_bind_address
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector
-from .metrics import RuntimeMetrics
+from .metrics import RuntimeMetricReader, RuntimeMetrics
 from .providers.base import Provider
 from .ratelimiter import RateLimiter
 from .reconciler import ReconcileFunc, Reconciler
@@ -74,13 +73,17 @@ class Manager:
     ) -> None:
         self.name = name
         self.registry = CollectorRegistry()
-        self._reader: PrometheusMetricReader | None = None
+        self._reader: RuntimeMetricReader | None = None
         if meter_provider is None:
-            self._reader = PrometheusMetricReader(registry=self.registry)
+            self._reader = RuntimeMetricReader(registry=self.registry)
             meter_provider = SDKMeterProvider(metric_readers=[self._reader], shutdown_on_exit=False)
         self.meter_provider = meter_provider
         self.tracer_provider = tracer_provider
         self.metrics = RuntimeMetrics(meter_provider)
+        if self._reader is not None:
+            # latencies are pull histograms (metrics.py): a caller's own provider exports
+            # them through a `RuntimeMetricReader` of its own that includes them
+            self._reader.include(self.metrics.histograms)
         # leak detectors for long runs and churn benchmarks: tasks and engaged clusters
         meter_provider.get_meter("mcruntime").create_observable_gauge(
             "mcruntime_asyncio_tasks", callbacks=[_count_tasks], description="asyncio tasks alive in the process"

@@ -1,17 +1,47 @@
-"""Queue and request counts are pull-based: a queue add or a request adds to a plain dict,
-and the totals reach OpenTelemetry (and /metrics) only when a reader collects."""
+"""Queue, request and reconcile metrics are pull-based: a queue add, a request or a
+reconcile adds to a plain dict (counts) or a bucket list (latencies), and the totals reach
+OpenTelemetry (and /metrics) only when a reader collects, in the same families, buckets
+and values the synchronous instruments exported."""
 
 from __future__ import annotations
 
+import collections
 from typing import Any
 
+import aiohttp
+import anyio
 import pytest
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics._internal.measurement_consumer import SynchronousMeasurementConsumer
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from prometheus_client import CollectorRegistry, generate_latest
 
-from mcruntime import WorkQueue
-from mcruntime.metrics import RuntimeMetrics
+from kubeplane import EmbeddedAPIServer
+from mcruntime import LOCAL, Manager, Request, Result, WorkQueue
+from mcruntime.metrics import (
+    QUEUE_BUCKETS,
+    RECONCILE_BUCKETS,
+    REQUEST_BUCKETS,
+    PullHistogram,
+    RuntimeMetricReader,
+    RuntimeMetrics,
+)
+from mcruntime.resources import CONFIGMAPS
+from tests.support import Plane, config_for, configmap, eventually
+
+# what the runtime recorded synchronously before its latencies became pull-based
+SYNCHRONOUS = {
+    "controller_runtime_reconcile_time_seconds": ("Time per reconciliation", RECONCILE_BUCKETS),
+    "workqueue_queue_duration_seconds": (
+        "How long an item stays in the queue before being handed to a worker",
+        QUEUE_BUCKETS,
+    ),
+    "workqueue_work_duration_seconds": ("How long processing an item takes", QUEUE_BUCKETS),
+    "rest_client_request_duration_seconds": ("API request latency by cluster and verb", REQUEST_BUCKETS),
+}
+# changed a few times per process lifetime: still synchronous instruments
+RARE = {"leader_election_master_status", "mcruntime_engaged_clusters", "mcruntime_cluster_state"}
 
 
 def collected(reader: InMemoryMetricReader) -> dict[str, dict[tuple[tuple[str, Any], ...], Any]]:
@@ -63,3 +93,143 @@ def test_request_counts_are_observed_per_attribute_set() -> None:
         (("cluster", "a"), ("code", "200"), ("verb", "get")): 3,
         (("cluster", "a"), ("code", "409"), ("verb", "patch")): 1,
     }
+
+
+def lines_of(text: str, names: set[str]) -> list[str]:
+    """The exposition lines of the named families (HELP, TYPE, _bucket, _count, _sum)."""
+    return sorted(line for line in text.splitlines() if any(name in line for name in names))
+
+
+def test_pull_histograms_export_what_the_synchronous_histograms_did() -> None:
+    before_registry, after_registry = CollectorRegistry(), CollectorRegistry()
+    before = MeterProvider(metric_readers=[PrometheusMetricReader(registry=before_registry)]).get_meter("mcruntime")
+    synchronous = {
+        name: before.create_histogram(name, unit="s", description=description,
+                                      explicit_bucket_boundaries_advisory=buckets)
+        for name, (description, buckets) in SYNCHRONOUS.items()
+    }  # fmt: skip
+    reader = RuntimeMetricReader(registry=after_registry)
+    metrics = RuntimeMetrics(MeterProvider(metric_readers=[reader]))
+    reader.include(metrics.histograms)
+    pulled = {h.name: h for h in metrics.histograms}
+    assert set(pulled) == set(SYNCHRONOUS)
+    # on, just below and just above every boundary, zero, and past the last one
+    values = [0.0, 1e-9, 1234.5] + [b * f for _, buckets in SYNCHRONOUS.values() for b in buckets
+                                    for f in (1.0, 0.999, 1.001)]  # fmt: skip
+    n = 0
+    for i, value in enumerate(values * 3):
+        for name in SYNCHRONOUS:
+            attrs = {"name": f"q{i % 3}"} if name.startswith("workqueue") else {"controller": "c", "verb": "get"}
+            synchronous[name].record(value, attrs)
+            pulled[name].record(value, attrs)
+        n += 1
+    metrics.requests.add(1, {"cluster": "a", "verb": "get", "code": "200"})  # the SDK has data to collect
+    expected = lines_of(generate_latest(before_registry).decode(), set(SYNCHRONOUS))
+    seen = lines_of(generate_latest(after_registry).decode(), set(SYNCHRONOUS))
+    assert any("_bucket{" in line for line in seen) and any(line.startswith("# TYPE") for line in seen)
+    assert seen == expected
+    count = 'rest_client_request_duration_seconds_count{controller="c",otel_scope_name="mcruntime",'
+    assert f'{count}otel_scope_schema_url="",otel_scope_version="",verb="get"}} {float(n)}' in seen
+
+
+def test_pull_histogram_points_are_the_sdk_points() -> None:
+    histogram = PullHistogram("h", boundaries=(0.1, 1.0), unit="s", description="d")
+    assert histogram.metric(0) is None, "nothing recorded, nothing exported"
+    for value in (0.05, 0.1, 0.5, 2.0, 3.0):
+        histogram.record(value, {"k": "v"})
+    metric = histogram.metric(7)
+    assert metric is not None and (metric.name, metric.unit, metric.description) == ("h", "s", "d")
+    (point,) = metric.data.data_points
+    assert (point.attributes, point.count, point.sum, point.min, point.max) == ({"k": "v"}, 5, 5.65, 0.05, 3.0)
+    assert point.bucket_counts == (2, 1, 2) and point.explicit_bounds == (0.1, 1.0) and point.time_unix_nano == 7
+
+
+@pytest.mark.parametrize("boundaries", [(1.0, 1.0), (2.0, 1.0), (1.0, float("inf"))])
+def test_pull_histogram_refuses_bad_boundaries(boundaries: tuple[float, ...]) -> None:
+    with pytest.raises(ValueError, match="bucket boundaries must be"):
+        PullHistogram("h", boundaries=boundaries)
+
+
+async def test_requests_queues_and_reconciles_make_no_opentelemetry_call_per_item(
+    apiserver: EmbeddedAPIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A manager reconciling N objects (each reconcile a live GET) records every latency and
+    count, yet calls the OpenTelemetry SDK only for the rare cluster-state changes; /metrics
+    then shows N of each."""
+    calls: collections.Counter[str] = collections.Counter()
+    real = SynchronousMeasurementConsumer.consume_measurement
+
+    def counting(self: SynchronousMeasurementConsumer, measurement: Any) -> None:
+        calls[measurement.instrument.name] += 1
+        real(self, measurement)
+
+    monkeypatch.setattr(SynchronousMeasurementConsumer, "consume_measurement", counting)
+    n = 60
+    plane = Plane(apiserver)
+    for i in range(n):
+        plane.create("configmaps", configmap(f"cm-{i}"))
+    mgr = Manager(config_for(apiserver), metrics_bind_address="127.0.0.1:0")
+    reconciled: set[str] = set()
+
+    async def reconcile(req: Request) -> Result:
+        await mgr.local.client.get_live(CONFIGMAPS, req.name, namespace=req.namespace)
+        reconciled.add(req.name)
+        return Result()
+
+    controller = mgr.new_controller("counted", reconcile).for_(CONFIGMAPS, clusters=LOCAL)
+    async with anyio.create_task_group() as tg:
+        await tg.start(mgr.run)
+        await eventually(lambda: len(reconciled) >= n and controller.idle, what=f"{n} reconciles")
+        async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{mgr.metrics_port}/metrics") as resp:
+            text = await resp.text()
+        mgr.stop()
+    assert set(calls) <= RARE and sum(calls.values()) <= 4, f"per-item OpenTelemetry calls: {dict(calls)}"
+
+    def value(prefix: str) -> float:
+        (line,) = [line for line in text.splitlines() if line.startswith(prefix)]
+        return float(line.rsplit(" ", 1)[1])
+
+    gets = value('rest_client_request_duration_seconds_count{cluster="local",otel_scope_name="mcruntime",'
+                 'otel_scope_schema_url="",otel_scope_version="",verb="get"}')  # fmt: skip
+    assert gets == value('rest_client_requests_total{cluster="local",code="200",otel_scope_name="mcruntime",'
+                         'otel_scope_schema_url="",otel_scope_version="",verb="get"}') >= n  # fmt: skip
+    reconciles = value('controller_runtime_reconcile_time_seconds_count{controller="counted"')
+    assert reconciles == value('controller_runtime_reconcile_total{controller="counted"') >= n
+    assert value('workqueue_queue_duration_seconds_count{name="counted"') == reconciles
+    assert value('workqueue_work_duration_seconds_count{name="counted"') == reconciles
+    assert value('controller_runtime_reconcile_time_seconds_bucket{controller="counted",le="+Inf"') == reconciles
+    assert value('controller_runtime_reconcile_time_seconds_sum{controller="counted"') > 0
+
+
+def test_per_item_counts_export_what_the_synchronous_counters_did() -> None:
+    """The counts that were synchronous Counters (reconciles, errors, retries, informer LISTs
+    and events, ...) keep their /metrics families: `counter` with `_total`, and the
+    up-down ones (active workers) a `gauge`."""
+    counters = {"reconcile_total": "controller_runtime_reconcile_total",
+                "reconcile_errors": "controller_runtime_reconcile_errors_total",
+                "cluster_retries": "mcruntime_cluster_retries_total",
+                "dropped_requests": "controller_runtime_dropped_requests_total",
+                "informer_lists": "informer_lists_total", "informer_relists": "informer_relists_total",
+                "informer_watch_restarts": "informer_watch_restarts_total",
+                "informer_events": "informer_events_total"}  # fmt: skip
+    before_registry, after_registry = CollectorRegistry(), CollectorRegistry()
+    before = MeterProvider(metric_readers=[PrometheusMetricReader(registry=before_registry)]).get_meter("mcruntime")
+    metrics = RuntimeMetrics(MeterProvider(metric_readers=[PrometheusMetricReader(registry=after_registry)]))
+    attrs = {"controller": "c", "cluster": "a"}
+    for attribute, name in counters.items():
+        before.create_counter(name).add(3, attrs)
+        getattr(metrics, attribute).add(3, attrs)
+    workers = before.create_up_down_counter("controller_runtime_active_workers")
+    for delta in (1, 1, -1):
+        workers.add(delta, attrs)
+        metrics.active_workers.add(delta, attrs)
+    names = {*counters.values(), "controller_runtime_active_workers"}
+
+    def samples(registry: CollectorRegistry) -> list[str]:  # HELP texts differ in this test: types and values
+        return [line for line in lines_of(generate_latest(registry).decode(), names) if not line.startswith("# HELP")]
+
+    seen = samples(after_registry)
+    assert seen == samples(before_registry)
+    assert "# TYPE controller_runtime_reconcile_total counter" in seen
+    assert "# TYPE controller_runtime_active_workers gauge" in seen
+    assert any(line.startswith("informer_events_total{") and line.endswith(" 3.0") for line in seen)
