@@ -66,6 +66,9 @@ _ORDINAL = re.compile(r"^[0-9]+$")
 MAX_ORDINAL_START = 2**31 - 1
 
 UPSTREAM_LABELS = (Label.UPSTREAM_CLUSTER_NAME.value, Label.UPSTREAM_NAMESPACE.value)
+# the management shard that owns the copy's project WD (`run --sharding`, DESIGN.md §5): on
+# its Instances too, so each shard caches and projects only the Instances of its own WDs
+SHARD_LABEL = Label.SHARD.value
 
 
 def desired_replicas(wd: Mapping[str, Any]) -> int:
@@ -135,6 +138,9 @@ def instance_labels(wd: Mapping[str, Any], namespace_labels: Mapping[str, str], 
         value = namespace_labels.get(key)
         if value:
             labels[key] = _label_value(value, f"namespace label {key}")
+    shard = get_str_map(wd, "metadata.labels").get(SHARD_LABEL)
+    if shard:  # only a copy of a sharded federation carries it
+        labels[SHARD_LABEL] = _label_value(shard, f"metadata.labels[{SHARD_LABEL}]")
     return labels
 
 

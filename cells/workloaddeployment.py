@@ -4,13 +4,13 @@ Instances `<wd>-<i>`, one action at a time, plus the HPA it owns when it autosca
 Request key: (cell = the manager's local cluster, namespace, WD name).
 Reads (caches only): WorkloadDeployments; Instances (indexed by controller uid);
 HorizontalPodAutoscalers; Namespaces (the two upstream labels); companions' names.
-Writes, and alone writes: Instances (create with the copy's traceparent, delete, the labels of §2, `status.suspended`);
-the WD's finalizer `compute.datumapis.com/workload-deployment-controller` and `status` (field
-manager `cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
+Writes, and alone writes: Instances (create with the copy's traceparent, delete, the labels of §2 and the copy's
+shard label, `status.suspended`); the WD's finalizer `compute.datumapis.com/workload-deployment-controller` and
+`status` (field manager `cell-workloaddeployment`); the HPA named like the WD, when the WD controls it; Events.
 Never writes: the WD's spec, other Instance status or gates, foreign Instances or HPAs, Pods.
 
-DESIGN §3 Cell WD controller, pinned by tests/cells/: 1 Instances and labels
-(test_replicas_become_ready_instances_and_pods, test_ordinal_start_and_scale_follow);
+DESIGN §3 Cell WD controller, by tests/cells/: 1 Instances and labels (test_replicas_become_ready_instances_and_pods,
+test_ordinal_start_and_scale_follow, test_a_copys_shard_label_follows_onto_its_instances);
 2 one action at a time (test_template_edit_and_restart_roll_one_at_a_time_from_the_top);
 3 self-heal (test_deleted_instance_and_pod_come_back, test_an_instance_edited_by_hand_is_recreated);
 4 status (test_bad_images_surface_on_instance_and_deployment, test_a_spec_the_cell_rejects_is_reported_in_status,
@@ -119,6 +119,8 @@ class WorkloadDeploymentController:
         self.tracer = tracer_for(mgr.tracer_provider)
         self.quota_gate = quota_gate
         self.city_code = city_code  # --city-code: the only city this cell serves ("" = not checked)
+        # per Instance uid: the resourceVersion its last relabel patch was made over (see `_relabel`)
+        self._relabelled: dict[str, str] = {}
 
     async def reconcile(self, cell: Cluster, cached: Obj) -> Result:
         """`_reconcile` in the `cell.reconcile` span of the change the copy carries (its
@@ -262,9 +264,16 @@ class WorkloadDeploymentController:
 
     async def _relabel(self, client: Client, wd: Obj, instance: Obj, namespace_labels: Mapping[str, str]) -> None:
         """Bring this controller's labels on an existing Instance up to date (the namespace's
-        upstream labels may arrive after the Instance was created)."""
+        upstream labels may arrive after the Instance was created; a copy's shard label moves
+        on a hand-over). An Instance still cached at the version a patch was made over is
+        left alone: the patch's own event brings the WD back (one patch per Instance, not
+        one per reconcile that runs before the cache catches up)."""
         if is_deleting(instance):
             return
+        uid, version = get_str(instance, "metadata.uid"), get_str(instance, "metadata.resourceVersion")
+        if self._relabelled.get(uid) == version:
+            return
+        self._relabelled.pop(uid, None)
         name = get_str(instance, "metadata.name")
         ordinal = ordinal_of(name, get_str(wd, "metadata.name"))
         assert ordinal is not None  # `_mine` kept only `<wd>-<ordinal>` names
@@ -278,6 +287,7 @@ class WorkloadDeploymentController:
                 namespace=get_str(instance, "metadata.namespace"),
                 field_manager=FIELD_MANAGER,
             )
+            self._relabelled[uid] = version
 
     async def _status(self, client: Client, wd: Obj, instances: list[Obj], current_hash: str) -> None:
         now = rfc3339_now()

@@ -11,7 +11,7 @@ import logging
 import os
 import socket
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import TYPE_CHECKING
 
@@ -63,7 +63,7 @@ def management_controllers() -> list[tuple[str, ManagementRegistrar]]:
 
 # with --sharding, the controllers each shard runs for the project WDs it owns (the others
 # run on the elected replica, as without sharding)
-SHARDED_CONTROLLERS = ("federator", "status-projector")
+SHARDED_CONTROLLERS = ("federator", "status-projector", "instance-projector")
 
 
 def cell_controllers(options: CellOptions) -> list[tuple[str, CellRegistrar]]:
@@ -162,11 +162,10 @@ def build_manager(
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
         tracer_provider=tracer_provider,
         shard_lease=shard_lease,
-        # a shard caches the project WDs and cell copies labelled for it, nothing else of
-        # them (the elected replica's own controllers read every one through FLEET views)
-        cluster_options=ClusterOptions(cache=CacheOptions(label_selectors=sharding.cache_selectors))
-        if sharding is not None
-        else None,
+        # a shard caches the project WDs, cell copies and cell Instances labelled for it,
+        # nothing else of them (the elected replica's own controllers read every WD and copy
+        # through FLEET views); by the cluster's role
+        cluster_options_for=partial(sharded_cluster_options, sharding) if sharding is not None else None,
         local_cluster_options=ClusterOptions(),
     )
     reg = settings.registration
@@ -196,6 +195,13 @@ def build_manager(
     return manager
 
 
+def sharded_cluster_options(sharding: ShardingOptions, labels: Mapping[str, str]) -> ClusterOptions:
+    """An engaged cluster's options on a shard: its caches narrowed to the shard's label,
+    a cell's (by its role label) Instances too."""
+    cell = labels.get(CLUSTER_ROLE_LABEL) == "cell"  # ClusterRole.CELL, without loading the API here
+    return ClusterOptions(cache=CacheOptions(label_selectors=sharding.cache_selectors(cell=cell)))
+
+
 def sharding_options(settings: ManagerSettings) -> ShardingOptions | None:
     """This replica's place in the ring, with --sharding (None without)."""
     if not settings.sharding:
@@ -220,10 +226,15 @@ def shard_management_controllers(manager: Manager, options: ShardingOptions) -> 
 
     gate, election = manager.shard_gate, manager.leader_election
     assert gate is not None and election is not None, "build_manager gives a sharded manager both Leases"
+    from projector import instances as instance_projector
+
     owner = shardacks.owned_by(manager, options.shard)
+    # an Instance projection is owned with the project WD its Instances name
+    owners = dict.fromkeys(SHARDED_CONTROLLERS, owner)
+    owners["instance-projector"] = instance_projector.owned_by(manager, owner)
     for controller in manager.controllers:
-        if controller.name in SHARDED_CONTROLLERS:
-            controller.shard(gate, owner)
+        if controller.name in owners:
+            controller.shard(gate, owners[controller.name])
     sharder.register(manager, options)
     shardleases.register(manager, options, election.identity)
     shardacks.register(manager, options)

@@ -11,7 +11,7 @@ import asyncio
 import logging
 import signal
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
@@ -69,6 +69,7 @@ class Manager:
         field_manager: str | None = None,
         shard_lease: LeaderElectionConfig | None = None,
         local_cluster_options: ClusterOptions | None = None,
+        cluster_options_for: Callable[[Mapping[str, str]], ClusterOptions] | None = None,
     ) -> None:
         self.name = name
         self.registry = CollectorRegistry()
@@ -89,6 +90,9 @@ class Manager:
         )
         self.field_manager = field_manager or name
         self.cluster_options = cluster_options or ClusterOptions()
+        # an engaged cluster's options by its labels (default: `cluster_options` for every one),
+        # e.g. a sharded manager narrows one role's caches and not another's
+        self._options_for = cluster_options_for or (lambda _labels: self.cluster_options)
         if isinstance(local, ConnectionConfig):
             # the local cluster's own options (default: the engaged clusters'): a sharded
             # manager narrows the fleet's caches, not its own cluster's
@@ -173,7 +177,8 @@ class Manager:
                 raise RuntimeError("the manager is not running; clusters are engaged by providers while it runs")
             existing = self._clusters.get(name)
             if existing is not None:
-                if config.fingerprint and existing.cluster.config.fingerprint == config.fingerprint:
+                same_options = self._options_for(labels or {}) == self._options_for(existing.cluster.labels)
+                if config.fingerprint and existing.cluster.config.fingerprint == config.fingerprint and same_options:
                     if dict(labels or {}) != existing.cluster.labels:
                         cluster = existing.cluster
                         self._dispatch(ClusterEventType.DISENGAGED, cluster)
@@ -192,7 +197,7 @@ class Manager:
             if hosting is None:
                 raise RuntimeError("the manager is stopping; no cluster is engaged any more")
             cluster = Cluster(name, config, labels=labels, metrics=self.metrics, field_manager=self.field_manager,
-                              options=self.cluster_options)  # fmt: skip
+                              options=self._options_for(labels or {}))  # fmt: skip
             engaged = _Engaged(cluster)
             self._clusters[name] = engaged
             try:

@@ -2,43 +2,53 @@
 read-only projection of the same name in the project namespace.
 
 Request key: (project cluster, project namespace, Instance name): one Instance, so a status
-change in a cell costs one lookup per cell and at most two writes.
-Reads (caches): project WDs and Instance projections; in the cells, the WD copies,
-downstream namespaces and Instances (views shared with the federator; `fleet.fleetview`).
+change in a cell costs one lookup per cell and at most two writes. With `--sharding` it runs on
+every shard, gated by the WD its Instances name (`owned_by`), over the shard's own caches.
+Reads (caches): project WDs and Instance projections; in the cells, the WD copies, downstream
+namespaces (watched) and Instances (views shared with the federator; `fleet.fleetview`).
 Writes, and alone writes: project Instances controlled by a project WD (metadata and spec
 with field manager `projector`, status through the status subresource).
 Never writes: anything in a cell, the project WD, an Instance it does not control.
 
-DESIGN §3 Projector (Instance projections; the choice among same-named Instances is
-`fleet.projection`), pinned by tests/projector/test_projector.py:
-test_instances_and_status_reach_the_project, test_a_crash_in_one_cell_is_named,
-test_projections_follow_scale_down_and_deletion,
-test_an_instance_moving_between_cells_keeps_its_projection,
+DESIGN §3 Projector (the choice among same-named Instances is `fleet.projection`), pinned by
+tests/projector/test_projector.py: test_instances_and_status_reach_the_project, test_a_crash_in_one_cell_is_named,
+test_projections_follow_scale_down_and_deletion, test_an_instance_moving_between_cells_keeps_its_projection,
 test_an_instance_without_upstream_labels_is_not_projected,
-test_an_instance_whose_project_wd_is_missing_is_not_projected; zero writes at steady state
-(tests/chaos; tests/federation/test_steady_state.py)."""
+test_an_instance_whose_project_wd_is_missing_is_not_projected,
+test_an_instance_seen_before_its_cell_namespace_is_projected_when_the_namespace_arrives; DESIGN §5 by
+tests/federation/test_sharding.py test_instance_projections_are_made_by_the_owning_shard_and_follow_a_hand_over;
+zero writes at steady state (tests/chaos; tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Hashable
 from typing import NoReturn
 
 from federation.api.constants import Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, upstream_identity
 from federation.fleet.fleetview import (
+    CELL_NAMESPACES_SELECTOR,
     CELLS,
-    FLEET,
     PROJECTS,
     UPSTREAM_INDEX,
     cell_clusters,
     cell_fresh,
     cell_synced,
+    namespace_upstream,
     read_cell_copies,
     upstream_key,
 )
 from federation.fleet.options import ManagementOptions
-from federation.fleet.projection import Source, choose, holds_ordinal, projection, projection_status
+from federation.fleet.projection import (
+    CELL_ANNOTATION,
+    Source,
+    choose,
+    holds_ordinal,
+    projection,
+    projection_status,
+)
 from federation.fleet.routing import (
     INSTANCES_OF_COPY_INDEX,
     PROJECTED_FROM_INDEX,
@@ -51,7 +61,7 @@ from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import APIError, is_not_found
 from mcruntime.fields import get_str, get_str_map, is_deleting
-from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, MapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
@@ -60,6 +70,7 @@ from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
+from mcruntime.sharding.gate import Owner
 
 log = logging.getLogger(__name__)
 
@@ -98,6 +109,8 @@ class InstanceProjector:
             await self._project(project, source, current)
             await self._project_status(project, source, current)
         elif current is not None and complete and not is_deleting(current):
+            if await self._beyond_share(project, req, current):
+                return Result()  # its relabel for this shard brings it back
             await self._remove(project, current)
         return Result()
 
@@ -122,10 +135,8 @@ class InstanceProjector:
                                       f"Instance {req.name} lacks the upstream labels {', '.join(UPSTREAM_LABELS)}; it "
                                       "is not projected until the cell WD controller stamps them")  # fmt: skip
                     raise TemporaryError(f"cell {cell.name}: Instance {namespace}/{req.name} lacks its upstream labels")
-                copy = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).get(wd_name, namespace=namespace)
-                wd = await project.client.get_or_none(
-                    WORKLOAD_DEPLOYMENTS, wd_name, namespace=req.namespace, alias=FLEET
-                )
+                copy = cell.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(wd_name, namespace=namespace)
+                wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, wd_name, namespace=req.namespace)
                 if copy is None or is_deleting(copy) or is_deleting(inst) or (wd is not None and is_deleting(wd)):
                     # the copy (accepted for deletion: the project WD may already be gone) or
                     # its WD is going, and so are its Instances: nothing to project or report
@@ -139,6 +150,22 @@ class InstanceProjector:
                 sources.append(Source(cell.name, inst, wd, holds_ordinal(copy, inst)))
         complete = all(cell_fresh(c) for c in cell_clusters(self.mgr))
         return sources, complete
+
+    async def _beyond_share(self, project: Cluster, req: Request, stale: Obj) -> bool:
+        """With `--sharding`, a shard caches only the cell Instances labelled for it: one
+        not found may still be labelled for the WD's previous shard (the cell relabels it
+        after its copy, after a hand-over). Absence is confirmed with one uncached read of
+        the Instance in the cell the projection mirrors (only a removal pays it): True
+        while it is there and not going."""
+        cell = self.mgr.clusters.get(get_str_map(stale, "metadata.annotations").get(CELL_ANNOTATION, ""))
+        if cell is None or not cell.cache.narrows(INSTANCES):
+            return False
+        key = upstream_key(project.name, req.namespace)
+        for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
+            live = await cell.client.get_live_or_none(INSTANCES, req.name, namespace=get_str(ns, "metadata.name"))
+            if live is not None and not is_deleting(live):
+                return True
+        return False
 
     # ------------------------------------------------------------------ writes (one each)
     async def _project(self, project: Cluster, source: Source, cached: Obj | None) -> None:
@@ -174,6 +201,56 @@ class InstanceProjector:
         raise TemporaryError(f"cell {cell.name}: Instance {req.name}: project WD {where} not cached yet")
 
 
+def projections_of_namespace(mgr: Manager) -> MapFunc:
+    """A downstream namespace arrived or changed: the projections of the Instances in it
+    (an Instance event that came before its namespace mapped to nothing)."""
+
+    async def mapped(cell_name: str, ns: Obj) -> list[Request]:
+        cell, ref = mgr.clusters.get(cell_name), upstream_identity(None, ns)
+        if cell is None or ref is None or ref.project not in mgr.clusters or cell.cache.view_of(INSTANCES) is None:
+            return []
+        instances = cell.cache.informer_of(INSTANCES).store.list(get_str(ns, "metadata.name"))
+        return [Request(ref.project, ref.namespace, get_str(i, "metadata.name")) for i in instances]
+
+    return mapped
+
+
+def wd_names(mgr: Manager, req: Request) -> list[str]:
+    """The project WDs an Instance request may belong to, as the Instances' labels and
+    controllers name them: the cached projection's, then the cell Instances' of that name
+    in the project namespace's downstream namespaces."""
+    names: dict[str, None] = {}
+    project = mgr.get_cluster(req.cluster)
+    cached = project.cache.informer_of(INSTANCES).get(req.name, namespace=req.namespace)
+    labelled = get_str_map(cached, "metadata.labels").get(str(Label.WORKLOAD_DEPLOYMENT_NAME)) if cached else None
+    if labelled:
+        names[labelled] = None
+    key = upstream_key(req.cluster, req.namespace)
+    for cell in cell_clusters(mgr):
+        if cell.cache.view_of(INSTANCES) is None or cell.cache.view_of(NAMESPACES) is None:
+            continue
+        for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
+            inst = cell.cache.informer_of(INSTANCES).get(req.name, namespace=get_str(ns, "metadata.name"))
+            if inst is not None and (wd_name := deployment_of_instance(inst)) is not None:
+                names[wd_name] = None
+    return list(names)
+
+
+def owned_by(mgr: Manager, wd_owner: Owner) -> Owner:
+    """The owner function the projector is gated with on a shard (`Controller.shard`): an
+    Instance request is this shard's when the project WD its Instances name is (`wd_owner`,
+    the federator's); the key is that WD's, so a drain of the WD waits for its projections."""
+
+    def owner(req: Request) -> Hashable | None:
+        for name in wd_names(mgr, req):
+            key = wd_owner(Request(req.cluster, req.namespace, name))
+            if key is not None:
+                return key
+        return None
+
+    return owner
+
+
 def register(mgr: Manager, options: ManagementOptions) -> None:
     """Wire the watches: projections, project WDs, every cell Instance (mapped to its
     projection), cell registrations."""
@@ -192,7 +269,6 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         EnqueueRequestsFromMapFunc(routes.projections_of_wd, cluster_name=ClusterName.INJECT_SOURCE),
         clusters=PROJECTS,
         predicates=[not_status_only],
-        alias=FLEET,
     )
     # every cell Instance, so one that lacks its upstream labels is seen (and reported)
     ctrl.watch(
@@ -201,5 +277,14 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         clusters=CELLS,
         indexers={INSTANCES_OF_COPY_INDEX: instances_of_copy},
     )
+    # the downstream namespaces are watched, not only read: an Instance event that arrives
+    # before its namespace maps to nothing (the namespace names the project)
+    ctrl.watch(
+        NAMESPACES,
+        EnqueueRequestsFromMapFunc(projections_of_namespace(mgr), cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=CELLS,
+        label_selector=CELL_NAMESPACES_SELECTOR,
+        indexers={UPSTREAM_INDEX: namespace_upstream},
+    )
     ctrl.watch_clusters(routes.projections_of_cell, clusters=CELLS)
-    read_cell_copies(ctrl, alias=FLEET)
+    read_cell_copies(ctrl)

@@ -64,7 +64,9 @@ def choose(sources: Iterable[Source]) -> Source | None:
 def projection(source: Source) -> Obj:
     """The project Instance for a cell Instance (an apply intent for metadata and spec)."""
     inst, wd = source.instance, source.wd
-    labels = {str(k): str(v) for k, v in get_str_map(inst, "metadata.labels").items()}
+    # the shard label is the management shards' own business (and moves on a hand-over):
+    # not the project's, and no projection write when it moves
+    labels = {str(k): str(v) for k, v in get_str_map(inst, "metadata.labels").items() if k != Label.SHARD}
     labels[str(Label.WORKLOAD_DEPLOYMENT_UID)] = get_str(wd, "metadata.uid")  # the project's WD, not the cell copy
     return {
         "apiVersion": INSTANCES.api_version,

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.api.constants import Label
-from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS
 from mcruntime.fields import get_str, get_str_map
 from mcruntime.indexers import IndexFunc, label_index_name, label_value
 from mcruntime.resources import Resource
@@ -36,12 +36,14 @@ class ShardingOptions:
     def lease_selector(self) -> str:
         return f"{Label.SHARD_RING}={self.ring}"
 
-    @property
-    def cache_selectors(self) -> dict[Resource, str]:
-        """What this shard caches of the sharded resources in the projects and cells: the
-        WDs (project WDs, and the copies the federator labels after their WD) labelled
-        for it (`CacheOptions.label_selectors`)."""
-        return {WORKLOAD_DEPLOYMENTS: f"{Label.SHARD}={self.shard}"}
+    def cache_selectors(self, *, cell: bool) -> dict[Resource, str]:
+        """What this shard caches of the sharded resources in a project or a cell
+        (`CacheOptions.label_selectors`): the WDs labelled for it (project WDs, and the
+        copies the federator labels after their WD); in a cell also the Instances (the
+        cell WD controller labels them after their copy). A project's Instances are the
+        projections, which carry no shard label: never narrowed."""
+        mine = f"{Label.SHARD}={self.shard}"
+        return {WORKLOAD_DEPLOYMENTS: mine, INSTANCES: mine} if cell else {WORKLOAD_DEPLOYMENTS: mine}
 
 
 def wd_hash_key(project: str, wd: Mapping[str, Any]) -> str:

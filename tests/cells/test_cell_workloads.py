@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from federation.api.constants import Finalizer, Label
-from tests.support import controller, eventually
+from tests.support import all_idle, controller, eventually
 
 from .cellbed import NS, UPSTREAM_LABELS, History, cell, history, workload_deployment
 
@@ -402,3 +402,33 @@ async def test_bad_images_surface_on_instance_and_deployment(
         )
         (event,) = json.loads(events)["items"]
         assert event["type"] == "Warning" and message in event["message"]
+
+
+async def test_a_copys_shard_label_follows_onto_its_instances(tmp_path: Path) -> None:
+    """With `run --sharding`, a copy carries its project WD's shard label: its Instances carry
+    it too (the owning shard caches only its own), and a relabel after a hand-over costs one
+    label patch per Instance; a copy without the label gives Instances without it."""
+    shard = str(Label.SHARD)
+    async with cell(tmp_path) as c:
+        wd = workload_deployment("api", 2)
+        wd["metadata"].setdefault("labels", {})[shard] = "shard-a"
+        c.create_wd(wd)
+        c.create_wd(workload_deployment("web", 1))
+        await c.converged("api", {"api-0", "api-1"})
+        await c.converged("web", {"web-0"})
+        assert {i["metadata"]["labels"].get(shard) for i in c.instances("api").values()} == {"shard-a"}
+        assert shard not in c.instances("web")["web-0"]["metadata"]["labels"]
+        counters = c.server.plane.counters
+        assert await all_idle(c.manager)
+        patches = counters.get("patch", "instances.compute.datumapis.com")
+
+        def relabel(obj: dict[str, Any]) -> None:
+            obj["metadata"]["labels"][shard] = "shard-b"
+
+        c.edit_wd(relabel)
+        await eventually(
+            lambda: {i["metadata"]["labels"].get(shard) for i in c.instances("api").values()} == {"shard-b"} or None,
+            "the Instances relabelled for shard-b",
+        )
+        assert await all_idle(c.manager)
+        assert counters.get("patch", "instances.compute.datumapis.com") - patches == 2, "one label patch per Instance"

@@ -87,6 +87,35 @@ def test_upstream_labels_come_from_the_namespace(ns_labels: dict[str, str], expe
     assert "kubernetes.io/metadata.name" not in labels
 
 
+SHARD = "sharding.compute.datumapis.com/shard"
+
+
+@pytest.mark.parametrize(
+    ("copy_labels", "expected"),
+    [
+        ({}, None),  # unsharded: no shard label on the Instances
+        ({"app": "web"}, None),
+        ({SHARD: "shard-a"}, "shard-a"),
+        ({SHARD: ""}, None),  # an empty value names no shard
+        ({SHARD: "shard-b", "sharding.compute.datumapis.com/drain": "true"}, "shard-b"),
+    ],
+    ids=["unsharded", "unrelated-labels", "sharded", "empty", "draining"],
+)
+def test_the_copys_shard_label_goes_on_its_instances(copy_labels: dict[str, str], expected: str | None) -> None:
+    wd = _wd()
+    wd["metadata"]["labels"] = copy_labels
+    labels = instance_for(wd, NS_LABELS, 0, "abc")["metadata"]["labels"]
+    assert labels.get(SHARD) == expected
+    assert "sharding.compute.datumapis.com/drain" not in labels
+
+
+def test_a_bad_shard_label_on_the_copy_is_named() -> None:
+    wd = _wd()
+    wd["metadata"]["labels"] = {SHARD: "not a label value"}
+    with pytest.raises(ValueError, match=r"metadata\.labels\[sharding\.compute\.datumapis\.com/shard\]"):
+        instance_for(wd, NS_LABELS, 0, "abc")
+
+
 def test_our_labels_win_over_the_templates() -> None:
     wd = _wd()
     wd["spec"]["template"]["metadata"]["labels"].update(

@@ -17,7 +17,7 @@ import anyio.abc
 import pytest
 
 from federation.api.constants import Label
-from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.fleetview import FLEET
 from federation.fleet.sharding import wd_hash_key
 from mcruntime import Manager, Request, Result
@@ -29,6 +29,7 @@ from mcruntime.sharding.states import format_time
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, running
 from tests.support.manager import controller
 
+from ..projector.cellsim import GROUP, VERSION, settle
 from .test_federator import WDs, workload_deployment
 
 pytestmark = pytest.mark.slow
@@ -120,7 +121,7 @@ class Shards:
         self.stops[shard], self.stopped[shard] = anyio.Event(), anyio.Event()
         try:
             async with running(settings) as manager:
-                for name in ("federator", "status-projector"):
+                for name in ("federator", "status-projector", "instance-projector"):
                     self.recorder.wrap(manager, shard, name)
                 self.managers[shard] = manager
                 task_status.started(manager)
@@ -175,6 +176,12 @@ def assigned_as_the_ring_says(f: Fleet, shards: list[str]) -> bool:
     got = {name: ls.get(Label.SHARD, "") for name, ls in labels(f).items()}
     drains = [name for name, ls in labels(f).items() if Label.DRAIN in ls]
     return len(got) == N_WDS and got == want and not drains
+
+
+def assigned_as_the_ring_says_of(f: Fleet, shards: list[str], count: int) -> bool:
+    want = ring_owners(f, shards)
+    got = {name: ls.get(Label.SHARD, "") for name, ls in labels(f).items()}
+    return len(got) == count and got == want and not [n for n, ls in labels(f).items() if Label.DRAIN in ls]
 
 
 def copies_in_cell(f: Fleet) -> int:
@@ -364,5 +371,108 @@ async def test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh
             late = [r for r in recorder.reconciles if r.shard == "shard-a" and r.started >= stale_at]
             assert late == [], "shard-a reconciled after its Lease went stale"
             assert recorder.overlaps() == []
+        finally:
+            await shards.stop_all()
+
+
+def projections(f: Fleet) -> dict[str, str]:
+    """The project's Instance projections (uid), by name."""
+    found = Plane(f.server("web")).list("instances", "default", group=GROUP, version=VERSION)
+    return {i["metadata"]["name"]: i["metadata"]["uid"] for i in found if not i["metadata"].get("deletionTimestamp")}
+
+
+def instances_follow(f: Fleet, shards: list[str]) -> bool:
+    """Every cell Instance labelled for its WD's shard (as the cell WD controller labels them)."""
+    want = ring_owners(f, shards)
+    found = Plane(f.server("cell-dfw")).list("instances", group=GROUP, version=VERSION)
+    got = {i["metadata"]["name"]: (i["metadata"].get("labels") or {}).get(Label.SHARD) for i in found}
+    return len(got) == N_PROJECTED and all(got[f"{wd}-0"] == shard for wd, shard in want.items())
+
+
+def instance_share_problems(shards: Shards) -> list[str]:
+    """What breaks "each shard caches only the cell Instances labelled for it"."""
+    problems = []
+    for shard, manager in shards.managers.items():
+        held = {(i["metadata"].get("labels") or {}).get(Label.SHARD) for i in manager.get_cluster(
+            "cell-dfw").cache.informer_of(INSTANCES).store.list()}  # fmt: skip
+        if held != {shard}:
+            problems.append(f"{shard} caches cell Instances of {held}")
+    return problems
+
+
+def projected_by_the_owner_only(recorder: Recorder, owners: dict[str, str]) -> list[str]:
+    return [
+        f"{wd}-0 projected by {recorder.shards_of(Request('web', 'default', f'{wd}-0'))}, owner {owner}"
+        for wd, owner in owners.items()
+        if recorder.shards_of(Request("web", "default", f"{wd}-0")) - {owner}
+    ]
+
+
+N_PROJECTED = 12
+
+
+async def test_instance_projections_are_made_by_the_owning_shard_and_follow_a_hand_over(tmp_path: Path) -> None:
+    """The Instance projector runs on every shard over its own caches: each shard caches the
+    cell Instances labelled for it (the cell labels them after their copy) and projects
+    those of the WDs it owns, no other; after a hand-over the new owner projects them, the
+    projections kept (not removed and made again), no Instance reconciled by two shards at once."""
+    recorder = Recorder()
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        shards = Shards(tg, tmp_path, recorder)
+        web = f.server("web").plane.counters
+        try:
+            for shard in ("shard-a", "shard-b"):
+                await shards.start(shard)
+            await shards.joined("shard-a", "shard-b")
+            for i in range(N_PROJECTED):
+                WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 1))
+            two = ["shard-a", "shard-b"]
+            await eventually(lambda: copies_in_cell(f) == N_PROJECTED and copies_follow(f, two), "copies", within=30)
+            settle(f, "cell-dfw")  # the cell's Instances, labelled after their copies
+            assert instances_follow(f, two)
+            await eventually(lambda: len(projections(f)) == N_PROJECTED, "every Instance projected", within=30)
+            owners = ring_owners(f, two)
+            assert set(owners.values()) == set(two)
+            assert projected_by_the_owner_only(recorder, owners) == []
+            await eventually(lambda: instance_share_problems(shards) == [], "each shard caches its Instances", 10)
+            await eventually(  # the projections carry no shard label: never narrowed
+                lambda: all(
+                    len(m.get_cluster("web").cache.informer_of(INSTANCES).store.list()) == N_PROJECTED
+                    for m in shards.managers.values()
+                ),
+                "every shard caches every projection",
+                10,
+            )
+            first = projections(f)
+
+            # join: shard-c takes its share; the cell relabels the moved Instances after their copies
+            await shards.start("shard-c")
+            three = ["shard-a", "shard-b", "shard-c"]
+            await eventually(lambda: assigned_as_the_ring_says_of(f, three, N_PROJECTED), "rebalanced", within=30)
+            await eventually(lambda: copies_follow(f, three), "copies relabelled", within=30)
+            settle(f, "cell-dfw")
+            assert instances_follow(f, three)
+            await eventually(lambda: instance_share_problems(shards) == [], "each shard caches its Instances", 10)
+            moved = {wd for wd, shard in ring_owners(f, three).items() if shard == "shard-c"}
+            assert moved, "shard-c owns some WDs"
+            # a moved Instance's status changes: shard-c, its new owner, projects it
+            settle(f, "cell-dfw", broken={0: ("CrashLoop", "the process exits")})
+            await eventually(
+                lambda: all("shard-c" in recorder.shards_of(Request("web", "default", f"{wd}-0")) for wd in moved),
+                "shard-c projects its Instances",
+                within=30,
+            )
+
+            def crash_projected() -> bool:
+                found = Plane(f.server("web")).list("instances", "default", group=GROUP, version=VERSION)
+                return all("CrashLoop" in str(i.get("status")) for i in found)
+
+            await eventually(crash_projected, "the new status projected", within=30)
+            assert projections(f) == first, "the projections were kept through the hand-over"
+            assert web.get("delete", "instances.compute.datumapis.com") == 0
+            for wd in moved:  # before the hand-over, its old owner; after, shard-c only
+                assert recorder.shards_of(Request("web", "default", f"{wd}-0")) == {owners[wd], "shard-c"}, wd
+            assert recorder.overlaps() == [], "an Instance projected by two shards at once"
         finally:
             await shards.stop_all()

@@ -3,6 +3,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,8 @@ from mcruntime import (
     Result,
     engaged,
 )
+from mcruntime.cache import CacheOptions
+from mcruntime.cluster import ClusterOptions
 from mcruntime.resources import CONFIGMAPS
 from mcruntime.source import ENGAGED
 from tests.support import Plane, config_for, configmap, eventually, open_sockets
@@ -326,4 +329,43 @@ async def test_a_cluster_is_listed_only_once_its_views_are_declared(
             await mgr.engage(f"cell-{i}", config_for(second_server), {"role": "cell"})
         stop.set()
         assert seen > 0 and not missing, f"listed before their views were declared: {sorted(set(missing))}"
+        mgr.stop()
+
+
+async def test_an_engaged_clusters_options_follow_its_labels(
+    apiserver: EmbeddedAPIServer, second_server: EmbeddedAPIServer
+) -> None:
+    """`cluster_options_for`: each engaged cluster's options by its labels (a sharded manager
+    narrows the cells' Instances, not the projects'). A relabel that changes the options
+    engages the cluster afresh (a cache's selectors are fixed); one that does not keeps it."""
+    plane = Plane(second_server)
+    for name, shard in (("mine", "a"), ("theirs", "b")):
+        labelled = configmap(name)
+        labelled["metadata"]["labels"] = {"shard": shard}
+        plane.create("configmaps", labelled)
+    narrowed = ClusterOptions(cache=CacheOptions(label_selectors={CONFIGMAPS: "shard=a"}))
+
+    def options_for(labels: Mapping[str, str]) -> ClusterOptions:
+        return narrowed if labels.get("role") == "cell" else ClusterOptions()
+
+    mgr = Manager(config_for(apiserver), local_cluster_name="mgmt", cluster_options_for=options_for)
+
+    async def reconcile(_req: Request) -> Result:
+        return Result()
+
+    mgr.new_controller("options", reconcile).for_(CONFIGMAPS, clusters=ENGAGED)
+
+    def cached(name: str) -> set[str]:
+        return {c["metadata"]["name"] for c in mgr.get_cluster(name).cache.informer_of(CONFIGMAPS).store.list()}
+
+    async with anyio.create_task_group() as tg:
+        await tg.start(mgr.run)
+        await mgr.elected.wait()
+        await mgr.engage("x", config_for(second_server), {"role": "project"})
+        await eventually(lambda: {"mine", "theirs"} <= cached("x"), what="every ConfigMap cached (a project)")
+        await mgr.engage("x", config_for(second_server), {"role": "cell"})
+        as_cell = mgr.get_cluster("x")
+        await eventually(lambda: cached("x") == {"mine"}, what="only the labelled ConfigMap cached (a cell)")
+        await mgr.engage("x", config_for(second_server), {"role": "cell", "city": "dfw"})
+        assert mgr.get_cluster("x") is as_cell, "same options: the cluster and its cache are kept"
         mgr.stop()

@@ -56,6 +56,13 @@ def settle(
             if labels:
                 for key in (Label.UPSTREAM_CLUSTER_NAME, Label.UPSTREAM_NAMESPACE):
                     inst_labels[str(key)] = ns_labels[key]
+            shard = (meta.get("labels") or {}).get(Label.SHARD)
+            if shard:  # `run --sharding`: the copy's shard label follows onto its Instances
+                inst_labels[str(Label.SHARD)] = shard
+            held = existing.get(name)
+            if shard and held is not None and (held["metadata"].get("labels") or {}).get(Label.SHARD) != shard:
+                held["metadata"].setdefault("labels", {})[str(Label.SHARD)] = shard  # relabelled after a hand-over
+                existing[name] = plane.update("instances", held, group=GROUP, version=VERSION)
             inst = existing.get(name) or plane.create("instances", {
                 "apiVersion": f"{GROUP}/{VERSION}", "kind": "Instance",
                 "metadata": {"name": name, "namespace": meta["namespace"], "labels": inst_labels,

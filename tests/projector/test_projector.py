@@ -496,6 +496,43 @@ async def test_a_copy_seen_before_its_cell_namespace_is_projected_when_the_names
         assert status(f)["readyReplicas"] == 2
 
 
+async def test_an_instance_seen_before_its_cell_namespace_is_projected_when_the_namespace_arrives(
+    tmp_path: Path,
+) -> None:
+    """As for the copies above: a cell Instance whose event arrives before its downstream
+    namespace's maps to no projection (the namespace names the project). The namespace's
+    arrival must bring its Instances back, or they are never projected (no further Instance
+    event need ever come)."""
+    async with federation(tmp_path) as (f, mgr):
+        dfw = ("dfw-1", "dfw-2")
+
+        def ready() -> bool:
+            return all(c in mgr.clusters and mgr.clusters[c].state.value == "ready" for c in dfw)
+
+        await eventually(ready, "both DFW cells ready")
+        await anyio.sleep(1.0)  # the watches have run a while: dropping them is an ordinary end, not a failure
+        for cell in dfw:
+            plane = f.server(cell).plane
+            plane.faults.configure(latency_seconds=12.0, methods=["GET"], path_contains="/api/v1/namespaces")
+            plane.drop_watches()  # every watch resumes at once, but the namespaces' answers 12 s late
+        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: len(shares(f, "api")) == 2, "the copies written")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+
+        def instances_cached() -> bool:
+            return all(len(mgr.clusters[c].cache.informer_of(INSTANCES).list()) == 1 for c in dfw)
+
+        await eventually(instances_cached, "the cell Instances in the manager's cache (their events mapped to nothing)")
+        assert all(not mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in dfw), "namespaces not seen yet"
+        assert projections(f) == {}, "nothing projected without the namespaces"
+        for cell in dfw:
+            f.server(cell).plane.faults.clear()
+        await eventually(lambda: all(mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in dfw),
+                         "the namespaces seen", within=20)  # fmt: skip
+        await eventually(lambda: set(projections(f)) == {"api-0", "api-1"}, "projected once the namespaces are seen")
+
+
 async def test_a_status_write_refused_is_not_taken_for_written(tmp_path: Path) -> None:
     """Every status write answered 500 for a while: the projector retries, and remembers
     nothing of a write the server did not take (its memory of its own last write is only
