@@ -163,6 +163,12 @@ def test_the_parser_reads_the_installed_version_only_for_version(
     assert capsys.readouterr().out == "federation-manager 9.9\n"
 
 
+def assert_snippet_loads(code: str) -> None:
+    """Run `code` in a fresh interpreter; it prints `loaded` once its assertions hold."""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0 and result.stdout.strip() == "loaded", result.stderr
+
+
 def test_the_providers_and_the_endpoints_load_apart_from_the_runtime() -> None:
     """The runtime's public names still reach every provider; importing the runtime loads
     none of them, nor aiohttp's web framework."""
@@ -176,8 +182,7 @@ def test_the_providers_and_the_endpoints_load_apart_from_the_runtime() -> None:
         "assert P is ClusterProfileProvider and KubeconfigDirProvider and KubeconfigSecretProvider\n"
         "print('loaded')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0 and result.stdout.strip() == "loaded", result.stderr
+    assert_snippet_loads(code)
 
 
 def test_the_generated_client_still_loads_in_full_when_a_tool_asks_for_it() -> None:
@@ -192,5 +197,4 @@ def test_the_generated_client_still_loads_in_full_when_a_tool_asks_for_it() -> N
         "assert watch.Watch and new_client_from_config\n"
         "print('loaded')\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
-    assert result.returncode == 0 and result.stdout.strip() == "loaded", result.stderr
+    assert_snippet_loads(code)

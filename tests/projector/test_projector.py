@@ -456,6 +456,35 @@ async def test_a_slow_cell_shows_awaiting_propagation(tmp_path: Path) -> None:
         assert "observedGeneration" not in status(f)
 
 
+DFW = ("dfw-1", "dfw-2")
+
+
+async def federate_with_the_namespaces_late(f: Fleet, mgr: Manager) -> None:
+    """Both DFW cells' watches dropped and resumed with the namespaces' answers 12 s late, then
+    a DFW WD federated and its copies observed (and their Instances made) in the cells."""
+
+    def ready() -> bool:
+        return all(c in mgr.clusters and mgr.clusters[c].state.value == "ready" for c in DFW)
+
+    await eventually(ready, "both DFW cells ready")
+    await anyio.sleep(1.0)  # the watches have run a while: dropping them is an ordinary end, not a failure
+    for cell in DFW:
+        plane = f.server(cell).plane
+        plane.faults.configure(latency_seconds=12.0, methods=["GET"], path_contains="/api/v1/namespaces")
+        plane.drop_watches()  # every watch resumes at once, but the namespaces' answers 12 s late
+    WDs(f, "web").create(workload_deployment("api", "DFW", 2))
+    await eventually(lambda: len(shares(f, "api")) == 2, "the copies written")
+    settle(f, "dfw-1")
+    settle(f, "dfw-2")
+
+
+async def let_the_namespaces_arrive(f: Fleet, mgr: Manager) -> None:
+    for cell in DFW:
+        f.server(cell).plane.faults.clear()
+    await eventually(lambda: all(mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in DFW),
+                     "the namespaces seen", within=20)  # fmt: skip
+
+
 async def test_a_copy_seen_before_its_cell_namespace_is_projected_when_the_namespace_arrives(tmp_path: Path) -> None:
     """The manager sees a cell's copies and its downstream namespaces through separate
     watches, so a copy's event can arrive before its namespace's (here the namespaces'
@@ -465,33 +494,16 @@ async def test_a_copy_seen_before_its_cell_namespace_is_projected_when_the_names
     namespace's arrival must bring the WD back at once — not the `--cell-status-stale-after`
     bound on the hold (600 s here), and not a copy event that will not come."""
     async with federation(tmp_path, cell_status_stale_after=600.0) as (f, mgr):
-        dfw = ("dfw-1", "dfw-2")
-
-        def ready() -> bool:
-            return all(c in mgr.clusters and mgr.clusters[c].state.value == "ready" for c in dfw)
-
-        await eventually(ready, "both DFW cells ready")
-        await anyio.sleep(1.0)  # the watches have run a while: dropping them is an ordinary end, not a failure
-        for cell in dfw:
-            plane = f.server(cell).plane
-            plane.faults.configure(latency_seconds=12.0, methods=["GET"], path_contains="/api/v1/namespaces")
-            plane.drop_watches()  # every watch resumes at once, but the namespaces' answers 12 s late
-        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
-        await eventually(lambda: len(shares(f, "api")) == 2, "the copies written")
-        settle(f, "dfw-1")
-        settle(f, "dfw-2")
+        await federate_with_the_namespaces_late(f, mgr)
 
         def cached_observed() -> bool:
-            copies = [mgr.clusters[c].cache.informer_of(WORKLOAD_DEPLOYMENTS).list() for c in dfw]
+            copies = [mgr.clusters[c].cache.informer_of(WORKLOAD_DEPLOYMENTS).list() for c in DFW]
             return all(len(cs) == 1 and (cs[0].get("status") or {}).get("observedGeneration") == 1 for cs in copies)
 
         await eventually(cached_observed, "the observed copies in the manager's cache (their events mapped to nothing)")
-        assert all(not mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in dfw), "namespaces not seen yet"
+        assert all(not mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in DFW), "namespaces not seen yet"
         assert "observedGeneration" not in status(f), "held back: no copy found without its namespace"
-        for cell in dfw:
-            f.server(cell).plane.faults.clear()
-        await eventually(lambda: all(mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in dfw),
-                         "the namespaces seen", within=20)  # fmt: skip
+        await let_the_namespaces_arrive(f, mgr)
         await eventually(lambda: status(f).get("observedGeneration") == 1, "projected once the namespaces are seen")
         assert status(f)["readyReplicas"] == 2
 
@@ -504,32 +516,15 @@ async def test_an_instance_seen_before_its_cell_namespace_is_projected_when_the_
     arrival must bring its Instances back, or they are never projected (no further Instance
     event need ever come)."""
     async with federation(tmp_path) as (f, mgr):
-        dfw = ("dfw-1", "dfw-2")
-
-        def ready() -> bool:
-            return all(c in mgr.clusters and mgr.clusters[c].state.value == "ready" for c in dfw)
-
-        await eventually(ready, "both DFW cells ready")
-        await anyio.sleep(1.0)  # the watches have run a while: dropping them is an ordinary end, not a failure
-        for cell in dfw:
-            plane = f.server(cell).plane
-            plane.faults.configure(latency_seconds=12.0, methods=["GET"], path_contains="/api/v1/namespaces")
-            plane.drop_watches()  # every watch resumes at once, but the namespaces' answers 12 s late
-        WDs(f, "web").create(workload_deployment("api", "DFW", 2))
-        await eventually(lambda: len(shares(f, "api")) == 2, "the copies written")
-        settle(f, "dfw-1")
-        settle(f, "dfw-2")
+        await federate_with_the_namespaces_late(f, mgr)
 
         def instances_cached() -> bool:
-            return all(len(mgr.clusters[c].cache.informer_of(INSTANCES).list()) == 1 for c in dfw)
+            return all(len(mgr.clusters[c].cache.informer_of(INSTANCES).list()) == 1 for c in DFW)
 
         await eventually(instances_cached, "the cell Instances in the manager's cache (their events mapped to nothing)")
-        assert all(not mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in dfw), "namespaces not seen yet"
+        assert all(not mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in DFW), "namespaces not seen yet"
         assert projections(f) == {}, "nothing projected without the namespaces"
-        for cell in dfw:
-            f.server(cell).plane.faults.clear()
-        await eventually(lambda: all(mgr.clusters[c].cache.informer_of(NAMESPACES).list() for c in dfw),
-                         "the namespaces seen", within=20)  # fmt: skip
+        await let_the_namespaces_arrive(f, mgr)
         await eventually(lambda: set(projections(f)) == {"api-0", "api-1"}, "projected once the namespaces are seen")
 
 
