@@ -56,6 +56,7 @@ from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
+from mcruntime.ownwrites import OwnWrites
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -119,8 +120,8 @@ class WorkloadDeploymentController:
         self.tracer = tracer_for(mgr.tracer_provider)
         self.quota_gate = quota_gate
         self.city_code = city_code  # --city-code: the only city this cell serves ("" = not checked)
-        # per Instance uid: the resourceVersion its last relabel patch was made over (see `_relabel`)
-        self._relabelled: dict[str, str] = {}
+        # per Instance uid: its last relabel patch's answer until the cache shows it (see `_relabel`)
+        self._relabelled: OwnWrites[str] = OwnWrites()
 
     async def reconcile(self, cell: Cluster, cached: Obj) -> Result:
         """`_reconcile` in the `cell.reconcile` span of the change the copy carries (its
@@ -265,29 +266,27 @@ class WorkloadDeploymentController:
     async def _relabel(self, client: Client, wd: Obj, instance: Obj, namespace_labels: Mapping[str, str]) -> None:
         """Bring this controller's labels on an existing Instance up to date (the namespace's
         upstream labels may arrive after the Instance was created; a copy's shard label moves
-        on a hand-over). An Instance still cached at the version a patch was made over is
-        left alone: the patch's own event brings the WD back (one patch per Instance, not
-        one per reconcile that runs before the cache catches up)."""
+        on a hand-over). While the cache still shows the version a patch was made over, the
+        patch's answer stands for it (`OwnWrites`): one patch per Instance, not one per
+        reconcile that runs before the cache catches up."""
         if is_deleting(instance):
             return
-        uid, version = get_str(instance, "metadata.uid"), get_str(instance, "metadata.resourceVersion")
-        if self._relabelled.get(uid) == version:
-            return
-        self._relabelled.pop(uid, None)
+        uid = get_str(instance, "metadata.uid")
+        latest = self._relabelled.latest(uid, instance) or instance
         name = get_str(instance, "metadata.name")
         ordinal = ordinal_of(name, get_str(wd, "metadata.name"))
         assert ordinal is not None  # `_mine` kept only `<wd>-<ordinal>` names
-        current = get_str_map(instance, "metadata.labels")
+        current = get_str_map(latest, "metadata.labels")
         missing = {k: v for k, v in instance_labels(wd, namespace_labels, ordinal).items() if current.get(k) != v}
         if missing:
-            await client.patch(
+            answer = await client.patch(
                 INSTANCES,
                 name,
                 {"metadata": {"labels": missing}},
                 namespace=get_str(instance, "metadata.namespace"),
                 field_manager=FIELD_MANAGER,
             )
-            self._relabelled[uid] = version
+            self._relabelled.remember(uid, instance, answer)
 
     async def _status(self, client: Client, wd: Obj, instances: list[Obj], current_hash: str) -> None:
         now = rfc3339_now()

@@ -66,6 +66,7 @@ from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
+from mcruntime.ownwrites import OwnWrites
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -85,9 +86,8 @@ class StatusProjector:
         # per WD: (uid, generation, copies written) a status was first held back for, and
         # when (monotonic)
         self._awaiting: dict[Request, tuple[tuple[str, object, bool], float]] = {}
-        # per WD: the resourceVersion its last status write was made over, and the status the
-        # server stored; see `_with_own_write`
-        self._wrote: dict[Request, tuple[object, Obj]] = {}
+        # per WD: the last status write's answer until the cache shows it; see `_with_own_write`
+        self._wrote: OwnWrites[Request] = OwnWrites()
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
@@ -147,7 +147,7 @@ class StatusProjector:
     def _forget(self, req: Request) -> Result:
         """A WD gone or going: nothing to hold back for it any more."""
         self._awaiting.pop(req, None)
-        self._wrote.pop(req, None)
+        self._wrote.forget(req)
         return Result()
 
     def _with_own_write(self, req: Request, wd: Obj) -> Obj:
@@ -156,13 +156,7 @@ class StatusProjector:
         before the write's own event would otherwise aggregate again from the older status,
         and the conditions' lastTransitionTime alone (a second later) would cost another
         write of the same status. Once the cache holds any other version, it is the truth."""
-        wrote = self._wrote.get(req)
-        if wrote is None:
-            return wd
-        if get_str(wd, "metadata.resourceVersion", required=False) != wrote[0]:
-            del self._wrote[req]
-            return wd
-        return {**wd, "status": wrote[1]}
+        return self._wrote.latest(req, wd) or wd
 
     def _hold(self, req: Request, wd: Obj, status: Obj, written: bool) -> float | None:
         """Seconds to hold back a status that awaits the cells' observation of the WD's
@@ -239,10 +233,7 @@ class StatusProjector:
                 stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
                                                            field_manager=FIELD_MANAGER)  # fmt: skip
             self.clock.status_claimed(key, int(generation or 0))
-        self._wrote[req] = (
-            get_str(wd, "metadata.resourceVersion", required=False),
-            stored.get("status") or dict(status),
-        )
+        self._wrote.remember(req, wd, {**wd, "status": stored.get("status") or dict(status)})
 
     async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
         """A Warning Event when the WD newly has no cell for its city (as the Workload

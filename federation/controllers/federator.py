@@ -80,6 +80,7 @@ from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
+from mcruntime.ownwrites import OwnWrites, version_of
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -146,13 +147,6 @@ class _Seen:
 NamespaceKey = tuple[str, str]  # (cell, downstream namespace name)
 
 
-def _version(obj: Obj | None) -> tuple[str, str] | None:
-    """What tells one state of an object from another: its uid and resourceVersion."""
-    if obj is None:
-        return None
-    return get_str(obj, "metadata.uid", required=False), get_str(obj, "metadata.resourceVersion", required=False)
-
-
 @dataclass
 class _Flight:
     lock: anyio.Lock = field(default_factory=anyio.Lock)
@@ -171,7 +165,7 @@ class NamespaceWrites:
 
     def __init__(self) -> None:
         self._flights: dict[NamespaceKey, _Flight] = {}
-        self._answers: dict[NamespaceKey, tuple[tuple[str, str] | None, Obj]] = {}  # cache version before, answer
+        self._answers: OwnWrites[NamespaceKey] = OwnWrites()
 
     @asynccontextmanager
     async def one_at_a_time(self, key: NamespaceKey) -> AsyncIterator[_Flight]:
@@ -188,23 +182,16 @@ class NamespaceWrites:
     def latest(self, key: NamespaceKey, cached: Obj | None) -> Obj | None:
         """The namespace as last known: the answer of the last write while the cache still
         shows what it showed before that write, else the cache (and the answer is dropped)."""
-        remembered = self._answers.get(key)
-        if remembered is None:
-            return cached
-        before, answer = remembered
-        if _version(cached) == before:
-            return answer
-        del self._answers[key]
-        return cached
+        return self._answers.latest(key, cached)
 
     def remember(self, key: NamespaceKey, before: Obj | None, answer: Obj, cached: Obj | None) -> None:
         """The server answered a write made while the cache showed `before`; kept only while
         the cache still shows that (else its event, which forgets, has come already)."""
-        if _version(cached) == _version(before):
-            self._answers[key] = (_version(before), answer)
+        if version_of(cached) == version_of(before):
+            self._answers.remember(key, before, answer)
 
     def forget(self, key: NamespaceKey) -> None:
-        self._answers.pop(key, None)
+        self._answers.forget(key)
 
     def held(self) -> tuple[int, int]:
         """How many locks and answers are held (bounded: tests read it)."""

@@ -1,0 +1,54 @@
+"""A controller's own last write to an object, until its cache shows it.
+
+A write's answer comes back before the write's own watch event reaches the cache, so a
+reconcile that runs in between (another event, another worker) still sees the state the
+write was made over and would make the same write again. `OwnWrites` keeps the server's
+answer per key while the cache still shows that earlier state (uid and resourceVersion);
+the moment the cache holds any other state (the write's own event, or a newer one, or the
+object gone), the cache is the truth and the answer is dropped. No I/O, no timers: bounded
+by the writes whose events have not arrived yet."""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from typing import Generic, TypeVar
+
+from mcruntime.fields import get_str
+from mcruntime.objects import Obj
+
+K = TypeVar("K", bound=Hashable)
+Version = tuple[str, str]
+
+
+def version_of(obj: Obj | None) -> Version | None:
+    """What tells one state of an object from another: its uid and resourceVersion."""
+    if obj is None:
+        return None
+    return get_str(obj, "metadata.uid", required=False), get_str(obj, "metadata.resourceVersion", required=False)
+
+
+class OwnWrites(Generic[K]):
+    def __init__(self) -> None:
+        self._answers: dict[K, tuple[Version | None, Obj]] = {}
+
+    def remember(self, key: K, before: Obj | None, answer: Obj) -> None:
+        """The server's `answer` to a write made while the cache showed `before`."""
+        self._answers[key] = (version_of(before), answer)
+
+    def latest(self, key: K, cached: Obj | None) -> Obj | None:
+        """The object as last known: the remembered answer while the cache still shows the
+        state the write was made over, else the cache (and the answer is dropped)."""
+        remembered = self._answers.get(key)
+        if remembered is None:
+            return cached
+        before, answer = remembered
+        if version_of(cached) == before:
+            return answer
+        del self._answers[key]
+        return cached
+
+    def forget(self, key: K) -> None:
+        self._answers.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._answers)
