@@ -37,6 +37,7 @@ import anyio
 import anyio.abc
 import orjson
 
+from . import gcpause
 from .backoff import Backoff
 from .errors import APIError, TransportError
 from .fields import get_str
@@ -389,7 +390,6 @@ class Informer:
         fresh: dict[str, tuple[bytes, IndexValues | None]] = {}
         list_rv = ""
         continue_token = ""
-        transform = self.transform
         while True:
             query = self._selector_query()
             if self.page_size:
@@ -397,7 +397,7 @@ class Informer:
             if continue_token:
                 query["continue"] = continue_token
             try:
-                page = await self.transport.request_json("GET", self._path, verb="list", query=query, fail_fast=False)
+                body = await self.transport.request("GET", self._path, verb="list", query=query, fail_fast=False)
             except APIError as exc:
                 if exc.status == 410 and continue_token:
                     # the continue token outlived the server's history: start over from scratch
@@ -406,21 +406,12 @@ class Informer:
                     continue_token = ""
                     continue
                 raise
-            if not isinstance(page, dict) or not isinstance(page.get("items"), list):
-                raise TransportError(f"{self!r}: LIST answer is not a list object")
-            for item in page["items"]:
-                if not isinstance(item, dict):
-                    continue
-                obj = self._transform(item, transform)
-                key = key_of(obj)
-                # exact-size now, so the store keeps these very bytes: a complete LIST is
-                # held once, not twice (see store.compact_bytes)
-                fresh[key] = (compact_bytes(orjson.dumps(obj)), self.store.index_values(key, obj))
-            list_rv = get_str(page, "metadata.resourceVersion", required=False) or list_rv
-            continue_token = get_str(page, "metadata.continue", required=False)
+            with gcpause.paused():  # see gcpause: a page is acyclic garbage the collector would only walk
+                list_rv, continue_token = self._take_page(body, fresh, list_rv)
             if not continue_token:
                 break
-        self._replace(fresh)
+        with gcpause.paused():
+            self._replace(fresh)
         self.access_error = None
         self.resource_version = list_rv
         self.stats.lists += 1
@@ -431,6 +422,30 @@ class Informer:
             self._synced.set()
             for listener in self._listeners:
                 listener.push(_SYNC)
+
+    def _take_page(
+        self, body: bytes, fresh: dict[str, tuple[bytes, IndexValues | None]], list_rv: str
+    ) -> tuple[str, str]:
+        """Decode one LIST page into `fresh` (each item transformed, as its compact JSON and
+        index values); returns the list's resourceVersion so far and the continue token."""
+        try:
+            page = orjson.loads(body)
+        except orjson.JSONDecodeError as exc:
+            raise TransportError(f"{self!r}: LIST answer is not JSON: {exc}") from exc
+        if not isinstance(page, dict) or not isinstance(page.get("items"), list):
+            raise TransportError(f"{self!r}: LIST answer is not a list object")
+        transform = self.transform
+        index_values = self.store.index_values
+        for item in page["items"]:
+            if not isinstance(item, dict):
+                continue
+            obj = self._transform(item, transform)
+            key = key_of(obj)
+            # exact-size now, so the store keeps these very bytes: a complete LIST is
+            # held once, not twice (see store.compact_bytes)
+            fresh[key] = (compact_bytes(orjson.dumps(obj)), index_values(key, obj))
+        list_rv = get_str(page, "metadata.resourceVersion", required=False) or list_rv
+        return list_rv, get_str(page, "metadata.continue", required=False)
 
     def _transform(self, obj: Obj, transform: Transform | None) -> Obj:
         # LIST items of built-in kinds come without apiVersion/kind; cached objects always

@@ -590,7 +590,9 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     federator = Federator(mgr, unreachable_grace=options.cell_unreachable_grace)
     routes = federator.routes
     ctrl = mgr.new_controller("federator", ForObject(mgr, WORKLOAD_DEPLOYMENTS, federator), workers=options.workers)
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
+    # a WD's status is the projector's to write and no copy depends on it: its status
+    # writes (every WD's first one at a cold start) cost no reconcile (test_cold_start.py)
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, predicates=[not_status_only], indexers=WD_INDEXERS)
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     # the management cluster's Locations: a WD placed by location re-plans when its Location changes
     ctrl.watch(
