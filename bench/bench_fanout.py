@@ -78,6 +78,7 @@ from harness import (
 CELLS = (("dfw-1", "DFW"), ("dfw-2", "DFW"), ("lhr-1", "LHR"))
 WD_RESOURCE = f"{WDS}.compute.datumapis.com"
 PHASE_TIMEOUT = 600.0
+RECONCILES = "controller_runtime_reconcile_total"
 
 
 def city_of(i: int) -> str:
@@ -378,6 +379,7 @@ class Phase:
     cpu_servers: float
     project_writes: dict[str, int]
     cell_writes: dict[str, int]
+    reconciles: dict[str, float]  # the management manager's, per controller
 
 
 def ideal_writes(phase: str, wds: int, copies: int) -> int:
@@ -392,6 +394,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
     server_pids = [srv.proc.pid for srv in f.servers.values()]
     async with aiohttp.ClientSession() as session:
         sent_before = await mgr.write_requests(session)
+        reconciles_before = await mgr.per_label(session, RECONCILES, "controller")
     cpu = (cpu_seconds(mgr.pid), sum(map(cpu_seconds, (c.pid for c in cells))), sum(map(cpu_seconds, server_pids)))
     started = time.perf_counter()
     await gather_limited(s.in_flight, wd_calls(f, s, projects, phase))
@@ -418,6 +421,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
     writes = await f.writes_by_resource()
     async with aiohttp.ClientSession() as session:
         sent = await mgr.write_requests(session) - sent_before
+        reconciles = await mgr.per_label(session, RECONCILES, "controller")
     namespaces, events = attributed(writes, projects)
     project_writes: dict[str, int] = {}
     cell_writes: dict[str, int] = {}
@@ -444,6 +448,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
         cpu_after[2] - cpu[2],
         project_writes,
         cell_writes,
+        {c: n - reconciles_before.get(c, 0.0) for c, n in reconciles.items()},
     )
 
 
@@ -471,6 +476,8 @@ def report_phase(rep: Report, p: Phase, wds: int, *, cells_cpu: bool = True) -> 
     for resource, n in sorted(p.cell_writes.items()):
         writers = "manager + cell managers" if cells_cpu else "manager + echo cells"
         rep.add(f"{p.name}:   cell {short(resource)} per WD", n / wds, "writes", writers)
+    for controller, n in sorted(p.reconciles.items()):
+        rep.add(f"{p.name}:   {controller} reconciles per WD", n / wds, "reconciles", "management manager")
     rep.add(f"{p.name}: manager CPU per WD", p.cpu_manager / wds * 1000, "ms")
     if cells_cpu:
         rep.add(f"{p.name}: cell managers' CPU per WD", p.cpu_cells / wds * 1000, "ms")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shlex
 import socket
 import statistics
@@ -375,6 +376,16 @@ class Manager:
             for line in text.splitlines()
             if line.startswith(name + "{") or line.startswith(name + " ")
         )
+
+    async def per_label(self, session: aiohttp.ClientSession, name: str, label: str) -> dict[str, float]:
+        """A metric summed per value of one of its labels (e.g. reconciles per controller)."""
+        async with session.get(f"http://127.0.0.1:{self.metrics_port}/metrics") as resp:
+            text = await resp.text()
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line.startswith(name + "{") and (found := re.search(f'{label}="([^"]*)"', line)):
+                out[found.group(1)] = out.get(found.group(1), 0.0) + float(line.rsplit(" ", 1)[1])
+        return out
 
     async def write_requests(self, session: aiohttp.ClientSession) -> int:
         """Write requests this manager has sent (its own rest_client_requests_total)."""
