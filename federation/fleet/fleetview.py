@@ -6,7 +6,7 @@ which cells exist."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from federation.api.constants import ClusterRole, Finalizer, Label
@@ -134,7 +134,7 @@ def cell_fresh(cell: Cluster) -> bool:
 
 
 async def find_copies(
-    mgr: Manager, project: str, namespace: str, name: str, *, alias: str = ""
+    mgr: Manager, project: str, namespace: str, name: str, *, alias: str = "", wd: Mapping[str, Any] | None = None
 ) -> list[tuple[Cluster, dict[str, Any]]]:
     """Every downstream copy of the project WD (project, namespace, name) in the cells
     whose caches are synced, found through the downstream namespaces' labels (so a copy
@@ -144,9 +144,12 @@ async def find_copies(
     labelled (a hand-over) is not there until this shard's next write relabels it, so a
     copy missing from a shard's cache is read live (a GET; the new owner must see what
     the cells hold, or it would take an autoscaled copy for a new one) — unless the cached
-    WD was never claimed (no federator finalizer: no copy of it was ever written)."""
+    WD was never claimed (no federator finalizer: no copy of it was ever written). `wd`:
+    the cached WD, when the caller holds it (not read again)."""
     found: list[tuple[Cluster, dict[str, Any]]] = []
-    maybe_elsewhere = not alias and _claimed_or_gone(mgr, project, namespace, name)
+    maybe_elsewhere = not alias and (
+        _claimed(wd) if wd is not None else _claimed_or_gone(mgr, project, namespace, name)
+    )
     for cell in cell_clusters(mgr):
         if not cell_synced(cell):
             continue
@@ -171,7 +174,11 @@ def _claimed_or_gone(mgr: Manager, project: str, namespace: str, name: str) -> b
     if cluster is None or cluster.cache.view_of(WORKLOAD_DEPLOYMENTS) is None:
         return True
     wd = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(name, namespace=namespace)
-    return wd is None or Finalizer.FEDERATOR in (get_mapping(wd, "metadata").get("finalizers") or [])
+    return wd is None or _claimed(wd)
+
+
+def _claimed(wd: Mapping[str, Any]) -> bool:
+    return Finalizer.FEDERATOR in (get_mapping(wd, "metadata").get("finalizers") or [])
 
 
 def read_cell_copies(ctrl: Controller, *, alias: str = "") -> None:

@@ -478,7 +478,7 @@ async def test_one_wds_copies_are_written_concurrently(tmp_path: Path, monkeypat
     def place(_self: Any, _project: Any, _ns: Any, wd: Any, _target: Any, share: Any, *_: Any) -> str | None:
         return f"copy in {share.cell}" if wd["metadata"]["name"] == "api" else None
 
-    def claim(_self: Any, _project: Any, wd: Any) -> str | None:
+    def claim(_self: Any, _project: Any, wd: Any, *_: Any) -> str | None:
         return "finalizer" if wd["metadata"]["name"] == "api" else None
 
     monkeypatch.setattr(Federator, "_place", tracked(Federator._place, place))
@@ -503,12 +503,12 @@ async def test_a_wd_deleted_before_its_finalizer_leaves_no_copy(
     deleted: list[str] = []
     original = Federator._claim
 
-    async def claim(self: Federator, project: Any, wd: Any) -> Any:
+    async def claim(self: Federator, project: Any, wd: Any, cell_namespace: str) -> Any:
         if wd["metadata"]["name"] == "api" and not deleted:
             await eventually(lambda: len(shares(f, "api")) == 2, "both copies written before the finalizer")
             WDs(f, "web").delete("default", "api")
             deleted.append(wd["metadata"]["uid"])
-        return await original(self, project, wd)
+        return await original(self, project, wd, cell_namespace)
 
     monkeypatch.setattr(Federator, "_claim", claim)
     async with federation(tmp_path) as (f, mgr):
@@ -677,3 +677,48 @@ async def test_a_failed_namespace_write_fails_its_waiters_instead_of_each_trying
         release.set()
     assert cell.applies == 1 and len(failures) == 5, (cell.applies, failures)
     assert federator.namespace_writes.held() == (0, 0)  # the next try is a new flight
+
+
+def test_a_cell_namespace_is_compared_once_per_version_and_intent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The WDs of one project namespace all compare the same namespace intent with the
+    same cached cell namespace: `NamespaceStates` compares once per (cell, namespace
+    version, project, intent) and answers as the comparison would after (counted by
+    wrapping the comparison; bounded)."""
+    from federation.controllers import copyplacement
+    from federation.controllers import federator as module
+    from federation.fleet.downstream import downstream_namespace
+    from mcruntime.controllerutil import intent_annotation, intent_digest
+
+    intent = downstream_namespace("web", "cluster-acme_web", {"metadata": {"name": "default", "uid": "u1"}})
+    written = {k: v for k, v in intent.items() if k not in ("apiVersion", "kind")}  # as the apply wrote it
+    annotations = {intent_annotation(module.FIELD_MANAGER): intent_digest(written)}
+    cached = {**intent, "metadata": {**intent["metadata"], "annotations": annotations, "uid": "n1",
+                                     "resourceVersion": "7"}}  # fmt: skip
+    compared: list[str] = []
+    real = module._namespace_state
+
+    def counted(obj: Any, desired: Any, project: str) -> copyplacement.NamespaceState:
+        compared.append(project)
+        return real(obj, desired, project)
+
+    monkeypatch.setattr(module, "_namespace_state", counted)
+    states = module.NamespaceStates(size=3)
+    for _ in range(50):  # a burst of one namespace's WDs: each reads its own decoded copy of the cache
+        state = states.state("dfw-1", copy.deepcopy(cached), copy.deepcopy(intent), "web")
+        assert state is copyplacement.NamespaceState.CURRENT
+    assert len(compared) == 1
+    relabelled = copy.deepcopy(cached)
+    relabelled["metadata"]["labels"] = {}
+    relabelled["metadata"]["resourceVersion"] = "8"
+    table = [
+        (("dfw-1", relabelled, intent, "web"), copyplacement.NamespaceState.FOREIGN),  # a new version
+        (("dfw-2", cached, intent, "web"), copyplacement.NamespaceState.CURRENT),  # another cell
+        (("dfw-1", cached, intent, "shop"), copyplacement.NamespaceState.FOREIGN),  # another project
+        (("dfw-1", cached, {**intent, "metadata": {**intent["metadata"], "labels": {"x": "y"}}}, "web"),
+         copyplacement.NamespaceState.DIFFERS),  # another intent
+        (("dfw-1", None, intent, "web"), copyplacement.NamespaceState.MISSING),  # nothing cached: nothing kept
+    ]  # fmt: skip
+    for args, expected in table:
+        assert states.state(*args) is expected, args
+    assert len(compared) == 6
+    assert len(states) == 3  # bounded: the oldest went
