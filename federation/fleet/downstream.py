@@ -88,12 +88,17 @@ def _required(obj: Mapping[str, Any], key: str, what: str) -> str:
 
 def _string_at(obj: Mapping[str, Any] | None, section: str, key: str) -> str | None:
     """A non-empty string under metadata.<section>[key], else None (tolerant reading)."""
-    if not isinstance(obj, Mapping):
+    # (on every cell event: read in place, not through a validated copy of the map)
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    strings = meta.get(section) if isinstance(meta, Mapping) else None
+    if not isinstance(strings, Mapping):
         return None
-    try:
-        return get_str_map(obj, f"metadata.{section}").get(key) or None
-    except ValueError:  # a malformed map reads as no value here
+    value = strings.get(key)
+    if not value or not isinstance(value, str):
         return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in strings.items()):
+        return None  # a malformed map reads as no value here
+    return value
 
 
 def _check_cluster(project_cluster: str) -> None:
