@@ -632,7 +632,9 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     federator = Federator(mgr, unreachable_grace=options.cell_unreachable_grace)
     routes = federator.routes
     ctrl = mgr.new_controller("federator", ForObject(mgr, WORKLOAD_DEPLOYMENTS, federator), workers=options.workers)
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
+    # the project WD's status is the projector's (and changes on every cell report): nothing
+    # the federator writes follows from it, so a status-only change costs no reconcile
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS, predicates=[not_status_only])
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     # the management cluster's Locations: a WD placed by location re-plans when its Location changes
     ctrl.watch(

@@ -722,3 +722,28 @@ def test_a_cell_namespace_is_compared_once_per_version_and_intent(monkeypatch: p
         assert states.state(*args) is expected, args
     assert len(compared) == 6
     assert len(states) == 3  # bounded: the oldest went
+
+
+async def test_a_status_only_change_of_the_project_wd_costs_the_federator_no_reconcile(tmp_path: Path) -> None:
+    """The project WD's status is the projector's, written on every cell report: the
+    federator writes nothing that follows from it, so a status-only change is filtered
+    before its queue (`not_status_only`), while a change of anything else still comes.
+    Ordered, not timed: one informer delivers one listener's events in order, so once the
+    later label change of another WD is reconciled, the status change was seen first."""
+    async with federation(tmp_path) as (f, mgr):
+        web = WDs(f, "web")
+        web.create(workload_deployment("api", "DFW", 2))
+        web.create(workload_deployment("marker", "LHR", 1))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "copies")
+        await eventually(lambda: shares(f, "marker") == {"lhr-1": (1, 0)}, "the marker's copy")
+        assert await all_idle(mgr)
+        recording = record(mgr, "federator")
+        api = web.get("default", "api")
+        assert api is not None
+        api["status"] = {**(api.get("status") or {}), "replicas": 7}
+        web.plane.update_status("workloaddeployments", api, group=GROUP, version=VERSION)
+        web.edit("default", "marker", lambda o: o["metadata"].setdefault("labels", {}).update(touched="1"))
+        await eventually(lambda: Request("web", "default", "marker") in recording.requests, "the marker's reconcile")
+        assert Request("web", "default", "api") not in recording.requests, recording.requests
+        web.edit("default", "api", lambda o: o["metadata"].setdefault("labels", {}).update(touched="1"))
+        await eventually(lambda: Request("web", "default", "api") in recording.requests, "a label change reconciles")
