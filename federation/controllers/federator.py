@@ -120,29 +120,55 @@ class Outcome:
     failed: dict[str, str] = field(default_factory=dict)
 
 
-class NamespaceStates:
-    """`_namespace_state` remembered per cell namespace version and intent: the WDs of one
-    project namespace (hundreds) all compare the same intent with the same cached cell
-    namespace, and only its next version (or another intent) needs the comparison again.
-    An object of one uid and resourceVersion never changes, so the answer is the same.
-    Bounded: the oldest entry goes first."""
+class Comparisons:
+    """`_namespace_state` and `_copy_state` remembered per cached object version and
+    intent: the WDs of one project namespace (hundreds) all compare the same intent with
+    the same cached cell namespace, and a reconcile that finds its copies as it left them
+    (their own events, the WD's finalizer) compares each with the same intent again. Only
+    a new version (or another intent) needs the comparison again: an object of one uid and
+    resourceVersion never changes, so the answer is the same. Bounded: the oldest goes first."""
 
     def __init__(self, size: int = 4096) -> None:
         self._size = size
-        self._memo: dict[tuple[str, str, str, str, bytes], copyplacement.NamespaceState] = {}
+        self._memo: dict[
+            tuple[str, str, str, str, str, bytes], copyplacement.NamespaceState | copyplacement.CopyState
+        ] = {}
 
-    def state(self, cell: str, cached: Obj | None, desired: Obj, project: str) -> copyplacement.NamespaceState:
+    def _key(
+        self, what: str, cell: str, cached: Obj | None, desired: Obj, project: str
+    ) -> tuple[str, str, str, str, str, bytes] | None:
         uid = get_str(cached, "metadata.uid", required=False) if cached is not None else ""
         version = get_str(cached, "metadata.resourceVersion", required=False) if cached is not None else ""
         if not uid or not version:
-            return _namespace_state(cached, desired, project)
-        key = (cell, uid, version, project, orjson.dumps(desired, option=orjson.OPT_SORT_KEYS))
-        found = self._memo.get(key)
-        if found is None:
-            found = self._memo[key] = _namespace_state(cached, desired, project)
-            if len(self._memo) > self._size:
-                del self._memo[next(iter(self._memo))]
-        return found
+            return None
+        return (what, cell, uid, version, project, orjson.dumps(desired, option=orjson.OPT_SORT_KEYS))
+
+    def _remember(
+        self, key: tuple[str, str, str, str, str, bytes], state: copyplacement.NamespaceState | copyplacement.CopyState
+    ) -> None:
+        self._memo[key] = state
+        if len(self._memo) > self._size:
+            del self._memo[next(iter(self._memo))]
+
+    def namespace(self, cell: str, cached: Obj | None, desired: Obj, project: str) -> copyplacement.NamespaceState:
+        key = self._key("namespace", cell, cached, desired, project)
+        found = self._memo.get(key) if key is not None else None
+        if isinstance(found, copyplacement.NamespaceState):
+            return found
+        state = _namespace_state(cached, desired, project)
+        if key is not None:
+            self._remember(key, state)
+        return state
+
+    def copy(self, cell: str, cached: Obj | None, desired: Obj) -> copyplacement.CopyState:
+        key = self._key("copy", cell, cached, desired, "")
+        found = self._memo.get(key) if key is not None else None
+        if isinstance(found, copyplacement.CopyState):
+            return found
+        state = _copy_state(cached, desired)
+        if key is not None:
+            self._remember(key, state)
+        return state
 
     def __len__(self) -> int:
         return len(self._memo)
@@ -163,19 +189,19 @@ class _Seen:
     copy: Obj | None
     created: bool = False
     cell: str = ""
-    states: NamespaceStates = field(default_factory=NamespaceStates)  # the federator's, shared by its reconciles
+    compare: Comparisons = field(default_factory=Comparisons)  # the federator's, shared by its reconciles
     _namespace_seen: tuple[Obj | None, copyplacement.NamespaceState] | None = None
     _copy_seen: tuple[Obj | None, copyplacement.CopyState] | None = None
 
     def _namespace(self) -> copyplacement.NamespaceState:
         if self._namespace_seen is None or self._namespace_seen[0] is not self.namespace:
-            state = self.states.state(self.cell, self.namespace, self.ns, self.project)
+            state = self.compare.namespace(self.cell, self.namespace, self.ns, self.project)
             self._namespace_seen = (self.namespace, state)
         return self._namespace_seen[1]
 
     def _copy(self) -> copyplacement.CopyState:
         if self._copy_seen is None or self._copy_seen[0] is not self.copy:
-            self._copy_seen = (self.copy, _copy_state(self.copy, self.desired))
+            self._copy_seen = (self.copy, self.compare.copy(self.cell, self.copy, self.desired))
         return self._copy_seen[1]
 
     def observe(self) -> copyplacement.Observed:
@@ -274,7 +300,7 @@ class Federator:
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
         self.namespace_writes = NamespaceWrites()
-        self.namespace_states = NamespaceStates()
+        self.comparisons = Comparisons()
         self.routes = Routes(mgr)
 
     # ------------------------------------------------------------------ reconcile
@@ -453,7 +479,7 @@ class Federator:
         try:
             cached = self.namespace_writes.latest((cell.name, name), await cell.client.get_or_none(NAMESPACES, name))
             seen = _Seen(project.name, ns, desired, autoscaled, cached, existing.obj if existing else None,
-                         cell=cell.name, states=self.namespace_states)  # fmt: skip
+                         cell=cell.name, compare=self.comparisons)  # fmt: skip
             while (action := copyplacement.next_action(seen.observe())) not in done:
                 if isinstance(action, copyplacement.Blocked):
                     outcome.failed[share.cell] = f"namespace {name} {action.reason}"

@@ -681,7 +681,7 @@ async def test_a_failed_namespace_write_fails_its_waiters_instead_of_each_trying
 
 def test_a_cell_namespace_is_compared_once_per_version_and_intent(monkeypatch: pytest.MonkeyPatch) -> None:
     """The WDs of one project namespace all compare the same namespace intent with the
-    same cached cell namespace: `NamespaceStates` compares once per (cell, namespace
+    same cached cell namespace: `Comparisons` compares once per (cell, namespace
     version, project, intent) and answers as the comparison would after (counted by
     wrapping the comparison; bounded)."""
     from federation.controllers import copyplacement
@@ -702,9 +702,9 @@ def test_a_cell_namespace_is_compared_once_per_version_and_intent(monkeypatch: p
         return real(obj, desired, project)
 
     monkeypatch.setattr(module, "_namespace_state", counted)
-    states = module.NamespaceStates(size=3)
+    comparisons = module.Comparisons(size=3)
     for _ in range(50):  # a burst of one namespace's WDs: each reads its own decoded copy of the cache
-        state = states.state("dfw-1", copy.deepcopy(cached), copy.deepcopy(intent), "web")
+        state = comparisons.namespace("dfw-1", copy.deepcopy(cached), copy.deepcopy(intent), "web")
         assert state is copyplacement.NamespaceState.CURRENT
     assert len(compared) == 1
     relabelled = copy.deepcopy(cached)
@@ -719,9 +719,9 @@ def test_a_cell_namespace_is_compared_once_per_version_and_intent(monkeypatch: p
         (("dfw-1", None, intent, "web"), copyplacement.NamespaceState.MISSING),  # nothing cached: nothing kept
     ]  # fmt: skip
     for args, expected in table:
-        assert states.state(*args) is expected, args
+        assert comparisons.namespace(*args) is expected, args
     assert len(compared) == 6
-    assert len(states) == 3  # bounded: the oldest went
+    assert len(comparisons) == 3  # bounded: the oldest went
 
 
 async def test_a_status_only_change_of_the_project_wd_costs_the_federator_no_reconcile(tmp_path: Path) -> None:
@@ -747,3 +747,36 @@ async def test_a_status_only_change_of_the_project_wd_costs_the_federator_no_rec
         assert Request("web", "default", "api") not in recording.requests, recording.requests
         web.edit("default", "api", lambda o: o["metadata"].setdefault("labels", {}).update(touched="1"))
         await eventually(lambda: Request("web", "default", "api") in recording.requests, "a label change reconciles")
+
+
+def test_a_copy_is_compared_once_per_version_and_intent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reconcile that finds a copy as the last one left it (its own events, the WD's
+    finalizer) compares it with the same intent again: `Comparisons` answers from the
+    first comparison until the copy's version or the intent changes."""
+    from federation.controllers import copyplacement
+    from federation.controllers import federator as module
+
+    desired = workload_deployment("api", "DFW", 2)
+    cached = copy.deepcopy(desired)
+    cached["metadata"].update(uid="c1", resourceVersion="5")
+    compared: list[int] = []
+    real = module._copy_state
+
+    def counted(obj: Any, want: Any) -> copyplacement.CopyState:
+        compared.append(1)
+        return real(obj, want)
+
+    monkeypatch.setattr(module, "_copy_state", counted)
+    comparisons = module.Comparisons()
+    first = comparisons.copy("dfw-1", cached, desired)
+    for _ in range(20):
+        assert comparisons.copy("dfw-1", copy.deepcopy(cached), copy.deepcopy(desired)) is first
+    assert len(compared) == 1
+    assert first is real(cached, desired)
+    newer = copy.deepcopy(cached) | {"metadata": {**cached["metadata"], "resourceVersion": "6"}}
+    scaled = copy.deepcopy(desired)
+    scaled["spec"]["replicas"] = 3
+    for args in (("dfw-1", newer, desired), ("dfw-1", cached, scaled), ("dfw-2", cached, desired)):
+        assert comparisons.copy(*args) is real(*args[1:]), args
+    assert comparisons.copy("dfw-1", None, desired) is copyplacement.CopyState.MISSING
+    assert len(compared) == 1 + 3 + 1
