@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .fields import get_int, get_list, get_str, get_str_map
+from .fields import get_int, get_str, get_str_map
 from .informer import EventType, ObjectEvent
 from .selectors import LabelSelector
 
