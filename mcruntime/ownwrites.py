@@ -6,7 +6,12 @@ write was made over and would make the same write again. `OwnWrites` keeps the s
 answer per key while the cache still shows that earlier state (uid and resourceVersion);
 the moment the cache holds any other state (the write's own event, or a newer one, or the
 object gone), the cache is the truth and the answer is dropped. No I/O, no timers: bounded
-by the writes whose events have not arrived yet."""
+by the writes whose events have not arrived yet.
+
+The write's own watch event changes nothing the controller computed from (the answer *is*
+that state): `EnqueueUnlessOwnWrite` hands every other event of the object to the
+controller, so a status write does not cost a second reconcile that finds nothing to do
+(and that a change arriving meanwhile would wait behind)."""
 
 from __future__ import annotations
 
@@ -14,7 +19,10 @@ from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from mcruntime.fields import get_str
+from mcruntime.handlers import EventHandler, RequestSink
+from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.objects import Obj
+from mcruntime.request import Request
 
 K = TypeVar("K", bound=Hashable)
 Version = tuple[str, str]
@@ -47,8 +55,38 @@ class OwnWrites(Generic[K]):
         del self._answers[key]
         return cached
 
+    def observed(self, key: K, cached: Obj) -> bool:
+        """The cache now shows `cached`: whether it is exactly the remembered answer (the
+        write's own watch event). The answer is dropped as `latest` would, once the cache
+        shows any state but the one the write was made over."""
+        remembered = self._answers.get(key)
+        if remembered is None:
+            return False
+        before, answer = remembered
+        version = version_of(cached)
+        if version == before:
+            return False
+        del self._answers[key]
+        return version == version_of(answer)
+
     def forget(self, key: K) -> None:
         self._answers.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._answers)
+
+
+class EnqueueUnlessOwnWrite(EventHandler):
+    """The object itself, in the cluster it came from (`EnqueueRequestForObject`), except
+    an update that shows exactly the answer `writes` remembers for it: the controller's
+    own write coming back through its watch. Every other state of the object (another
+    writer's, a newer one, a deletion) is enqueued as usual."""
+
+    def __init__(self, writes: OwnWrites[Request]) -> None:
+        self.writes = writes
+
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        request = Request.for_object(source_cluster, event.obj)
+        if event.type is EventType.MODIFIED and self.writes.observed(request, event.obj):
+            return
+        sink.enqueue(request)

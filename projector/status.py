@@ -66,7 +66,7 @@ from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
-from mcruntime.ownwrites import OwnWrites
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -87,7 +87,7 @@ class StatusProjector:
         # when (monotonic)
         self._awaiting: dict[Request, tuple[tuple[str, object, bool], float]] = {}
         # per WD: the last status write's answer until the cache shows it; see `_with_own_write`
-        self._wrote: OwnWrites[Request] = OwnWrites()
+        self.own_writes: OwnWrites[Request] = OwnWrites()
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
@@ -147,7 +147,7 @@ class StatusProjector:
     def _forget(self, req: Request) -> Result:
         """A WD gone or going: nothing to hold back for it any more."""
         self._awaiting.pop(req, None)
-        self._wrote.forget(req)
+        self.own_writes.forget(req)
         return Result()
 
     def _with_own_write(self, req: Request, wd: Obj) -> Obj:
@@ -156,7 +156,7 @@ class StatusProjector:
         before the write's own event would otherwise aggregate again from the older status,
         and the conditions' lastTransitionTime alone (a second later) would cost another
         write of the same status. Once the cache holds any other version, it is the truth."""
-        return self._wrote.latest(req, wd) or wd
+        return self.own_writes.latest(req, wd) or wd
 
     def _hold(self, req: Request, wd: Obj, status: Obj, written: bool) -> float | None:
         """Seconds to hold back a status that awaits the cells' observation of the WD's
@@ -233,7 +233,8 @@ class StatusProjector:
                 stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
                                                            field_manager=FIELD_MANAGER)  # fmt: skip
             self.clock.status_claimed(key, int(generation or 0))
-        self._wrote.remember(req, wd, {**wd, "status": stored.get("status") or dict(status)})
+        # the answer's own metadata (its resourceVersion) tells the write's watch event apart
+        self.own_writes.remember(req, wd, {**wd, **stored, "status": stored.get("status") or dict(status)})
 
     async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
         """A Warning Event when the WD newly has no cell for its city (as the Workload
@@ -269,7 +270,10 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         workers=options.workers,
         batch_period=options.status_batch_period,
     )
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
+    # the WD itself, but not its own status write coming back: that state is what the write
+    # was computed to be, and a second reconcile of it would find nothing to do
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
+               indexers=WD_INDEXERS)  # fmt: skip
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     ctrl.watch(
         LOCATIONS,
