@@ -80,13 +80,15 @@ class EnqueueUnlessOwnWrite(EventHandler):
     """The object itself, in the cluster it came from (`EnqueueRequestForObject`), except
     an update that shows exactly the answer `writes` remembers for it: the controller's
     own write coming back through its watch. Every other state of the object (another
-    writer's, a newer one, a deletion) is enqueued as usual."""
+    writer's, a newer one, a deletion) is enqueued as usual; a deletion forgets the answer."""
 
     def __init__(self, writes: OwnWrites[Request]) -> None:
         self.writes = writes
 
     async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
         request = Request.for_object(source_cluster, event.obj)
-        if event.type is EventType.MODIFIED and self.writes.observed(request, event.obj):
+        if event.type is EventType.DELETED:
+            self.writes.forget(request)  # no event of that write will come
+        elif event.type is EventType.MODIFIED and self.writes.observed(request, event.obj):
             return
         sink.enqueue(request)

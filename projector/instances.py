@@ -66,6 +66,7 @@ from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -82,6 +83,10 @@ class InstanceProjector:
     def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
+        # per projection: the last write's answer until its own watch event arrives, which
+        # then wakes nothing (`EnqueueUnlessOwnWrite`): a cell's status change costs one
+        # reconcile, not a second one that finds its own write
+        self.own_writes: OwnWrites[Request] = OwnWrites()
 
     async def reconcile(self, project: Cluster, projection: Obj) -> Result:
         """A projection in the project (`ForObject`): kept, corrected or removed."""
@@ -94,7 +99,9 @@ class InstanceProjector:
 
     async def _sync(self, project: Cluster, req: Request, current: Obj | None) -> Result:
         # 1-2. the project and its cached projection, if any (`ForObject`: a cluster not
-        # engaged is dropped); the cell Instances of that name
+        # engaged is dropped), or this projector's last write's answer while the cache does not
+        # show it yet; the cell Instances of that name
+        current = self.own_writes.latest(req, current)
         sources, complete = await self._sources(req, project)
         # 3. early exits: a projection someone else controls is not ours to touch
         if current is not None and controllerutil.controller_of(current) is None:
@@ -106,8 +113,8 @@ class InstanceProjector:
             if current is not None and not controllerutil.is_controlled_by(current, source.wd):
                 await self._remove(project, current)  # a projection of an earlier WD of the same name
                 return Result()
-            await self._project(project, source, current)
-            await self._project_status(project, source, current)
+            written = await self._project(project, source, current)
+            await self._project_status(project, req, source, current, written)
         elif current is not None and complete and not is_deleting(current):
             if await self._beyond_share(project, req, current):
                 return Result()  # its relabel for this shard brings it back
@@ -168,16 +175,26 @@ class InstanceProjector:
         return False
 
     # ------------------------------------------------------------------ writes (one each)
-    async def _project(self, project: Cluster, source: Source, cached: Obj | None) -> None:
-        await controllerutil.apply_if_differs(
+    async def _project(self, project: Cluster, source: Source, cached: Obj | None) -> Obj | None:
+        """The projection's metadata and spec; the server's answer when a write was made."""
+        result = await controllerutil.apply_if_differs(
             project.client, INSTANCES, projection(source), cached=cached, field_manager=FIELD_MANAGER
         )
+        return result.obj if result.changed else None
 
-    async def _project_status(self, project: Cluster, source: Source, cached: Obj | None) -> None:
-        await controllerutil.apply_if_differs(
-            project.client, INSTANCES, projection_status(source), cached=cached, field_manager=FIELD_MANAGER,
-            subresource="status",
+    async def _project_status(
+        self, project: Cluster, req: Request, source: Source, cached: Obj | None, written: Obj | None
+    ) -> None:
+        """The projection's status, compared with what the metadata write (`written`) left,
+        else the cache; the last answer is remembered for its watch event."""
+        result = await controllerutil.apply_if_differs(
+            project.client, INSTANCES, projection_status(source), cached=written or cached,
+            field_manager=FIELD_MANAGER, subresource="status",
         )  # fmt: skip
+        if result.changed:
+            self.own_writes.remember(req, written or cached, result.obj)
+        elif written is not None:
+            self.own_writes.remember(req, cached, written)
 
     async def _remove(self, project: Cluster, stale: Obj) -> None:
         await controllerutil.delete_exact(project.client, INSTANCES, stale)
@@ -257,8 +274,10 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     projector = InstanceProjector(mgr)
     routes = Routes(mgr)
     ctrl = mgr.new_controller("instance-projector", ForObject(mgr, INSTANCES, projector), workers=options.workers)
-    ctrl.for_(
-        INSTANCES, clusters=PROJECTS, label_selector=str(Label.WORKLOAD_DEPLOYMENT_NAME),
+    # the projections, but not the projector's own write coming back (`EnqueueUnlessOwnWrite`)
+    ctrl.watch(
+        INSTANCES, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
+        label_selector=str(Label.WORKLOAD_DEPLOYMENT_NAME),
         indexers={CONTROLLER_UID: controller_uid, PROJECTED_FROM_INDEX: projected_from},
     )  # fmt: skip
     # a project WD's status changes all the time (the status projector writes it) and no

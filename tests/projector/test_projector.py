@@ -475,6 +475,28 @@ async def test_the_own_status_write_coming_back_costs_no_reconcile(tmp_path: Pat
         assert recording.requests.count(api) >= 2
 
 
+async def test_the_own_projection_write_coming_back_costs_no_reconcile(tmp_path: Path) -> None:
+    """A cell Instance's status change reaches its projection in one reconcile: the
+    projection's status write coming back through the watch wakes nothing."""
+    async with federation(tmp_path) as (f, mgr):
+        web = f.server("web").plane.counters
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: len(projections(f)) == 4, "4 projections")
+        assert await all_idle(mgr)
+        before = web.writes(f"instances.{GROUP}/status")
+        recording = record(mgr, "instance-projector")
+        settle(f, "dfw-1", broken={0: ("ImageUnavailable", "no such image")})
+        crashed = lambda: cond(projections(f)["api-0"]["status"], "Ready").get("reason") == "ImageUnavailable"  # noqa: E731
+        await eventually(crashed, "the crash projected")
+        await eventually(lambda: all_idle(mgr), "the projection's write handled")
+        assert web.writes(f"instances.{GROUP}/status") == before + 1
+        api_0 = Request("web", "default", "api-0")
+        assert recording.requests.count(api_0) == 1, f"one reconcile for the cell's change: {recording.requests}"
+
+
 async def test_a_slow_cell_shows_awaiting_propagation(tmp_path: Path) -> None:
     """Copies nobody observes: the status is written anyway after the configured delay,
     saying AwaitingPropagation (a delayed requeue, no copy event needed)."""
