@@ -30,7 +30,14 @@ from typing import Any
 from federation.api.conditionjson import find_condition_json
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate, copies_written
+from federation.fleet.aggregate import (
+    AVAILABLE,
+    NO_MATCHING_LOCATION,
+    CellReport,
+    WrittenSpecs,
+    aggregate,
+    copies_written,
+)
 from federation.fleet.changetrace import change_of, stage_attributes
 from federation.fleet.downstream import (
     UnresolvedLocation,
@@ -91,7 +98,7 @@ class StatusProjector:
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
-        self.matches = controllerutil.SubsetMemo()  # is_subset, remembered per copy version
+        self.written = WrittenSpecs()  # whether a copy carries its desired spec, per copy and spec version
 
     async def reconcile(self, project: Cluster, wd: Obj) -> Result:
         # 1-2. the project and the cached WD (`ForObject`: a cluster not engaged is dropped,
@@ -112,11 +119,9 @@ class StatusProjector:
         city = target.city_code if target is not None else None
         now = datetime.datetime.now(datetime.UTC)
         missing = missing_sources(wd, lambda kind, name: _source_exists(project, kind, name, req.namespace))
-        status = aggregate(
-            wd, reports, now=now, city=city, unplaced=unplaced, subset=self.matches, missing_sources=missing
-        )
+        status = aggregate(wd, reports, now=now, city=city, unplaced=unplaced, missing_sources=missing)
         # 5. write only the difference, once the cells observed this spec (or after a while)
-        if (hold := self._hold(req, wd, status, copies_written(wd, reports, self.matches))) is not None:
+        if (hold := self._hold(req, wd, status, copies_written(wd, reports))) is not None:
             return Result(requeue_after=hold if deadline is None else min(hold, deadline))
         written = status != (wd.get("status") or {})
         if written:
@@ -198,9 +203,16 @@ class StatusProjector:
         for share in shares:
             if target is None:
                 continue
-            desired = downstream_copy(project, wd, share, namespace, include_replicas=include_replicas, target=target)[
-                "spec"
-            ]
+            copy = copies.get(share.cell)
+
+            def desired(share: Share = share, target: CityTarget = target) -> Mapping[str, Any]:
+                made: Mapping[str, Any] = downstream_copy(
+                    project, wd, share, namespace, include_replicas=include_replicas, target=target
+                )["spec"]
+                return made
+
+            # the desired spec is made and compared once per copy version and spec, not per event
+            written = self.written(wd, share, copy, desired) if copy is not None else False
             cell = self.mgr.clusters.get(share.cell)
             stale_since = None
             # unreachable, or re-syncing after it was: not fresh until its views follow it again
@@ -211,7 +223,7 @@ class StatusProjector:
                 else:
                     remaining = self.stale_after - dark
                     deadline = remaining if deadline is None else min(deadline, remaining)
-            reports.append(CellReport(share, copies.get(share.cell), desired, stale_since, _last_seen(cell)))
+            reports.append(CellReport(share, copy, {}, stale_since, _last_seen(cell), spec_written=written))
         return reports, (deadline + 0.05 if deadline is not None else None)
 
     async def _write(self, req: Request, project: Cluster, wd: Obj, status: Obj) -> None:
