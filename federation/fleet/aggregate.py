@@ -140,13 +140,13 @@ Subset = Callable[[Any, Any], bool]
 class WrittenSpecs:
     """Whether a copy carries the spec the federator writes for its share (the rule of
     `_unwritten`: `is_subset` of the desired spec, `replicas` left out when the cell's
-    autoscaler owns it), remembered per copy version and WD spec version, so the deep walk
-    is made once per new copy or new spec, not on every event of the WD (a status write,
-    another cell's change). Provably the same answer: a copy of one uid and resourceVersion
-    never changes; the desired spec is a function of the WD's spec (one per uid and
-    generation: the API server moves the generation with every spec change) and the
-    share's size. Without a uid, resourceVersion or generation it is not remembered.
-    Bounded: the oldest entry goes first."""
+    autoscaler owns it), remembered per copy spec version and WD spec version, so the deep
+    walk is made once per new copy spec or new WD spec, not on every event of the WD (a
+    status write, a cell's status report on the copy). Provably the same answer: only the
+    copy's spec is compared, and one uid and generation is one spec (the API server moves
+    the generation with every spec change, never with status or metadata); the desired spec
+    is a function of the WD's spec (one per uid and generation) and the share's size.
+    Without a uid or generation it is not remembered. Bounded: the oldest entry goes first."""
 
     def __init__(self, size: int = 65536) -> None:
         self._size = size
@@ -157,7 +157,7 @@ class WrittenSpecs:
     ) -> bool:
         """`desired()` makes the desired spec (`downstream_copy(...)["spec"]`), called on a miss only."""
         meta, wd_meta = get_mapping(copy, "metadata"), get_mapping(wd, "metadata")
-        key = (meta.get("uid"), meta.get("resourceVersion"), wd_meta.get("uid"), wd_meta.get("generation"),
+        key = (meta.get("uid"), meta.get("generation"), wd_meta.get("uid"), wd_meta.get("generation"),
                share.replicas)  # fmt: skip
         if not all(key[:4]):
             return _spec_written(wd, desired(), copy)

@@ -611,8 +611,8 @@ def test_suspended_means_every_cell_and_a_suspended_cell_is_always_seen(
 
 
 # ---------------------------------------------------------------------- WrittenSpecs
-def versioned(obj: dict[str, Any], uid: str = "copy-uid", rv: str = "7") -> dict[str, Any]:
-    return {**obj, "metadata": {**obj["metadata"], "uid": uid, "resourceVersion": rv}}
+def versioned(obj: dict[str, Any], uid: str = "copy-uid", generation: int = 1, rv: str = "7") -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "uid": uid, "generation": generation, "resourceVersion": rv}}
 
 
 def desired_of(wd: dict[str, Any], share: Share, calls: list[int]) -> Any:
@@ -664,15 +664,17 @@ def test_written_specs_compare_again_when_a_version_moves() -> None:
     for _ in range(3):
         assert memo(wd, DFW1, copy_, desired_of(wd, DFW1, calls))
     assert len(calls) == 1
-    memo(wd, DFW1, versioned(copy_, rv="8"), desired_of(wd, DFW1, calls))  # the copy changed
+    memo(wd, DFW1, versioned(copy_, rv="8"), desired_of(wd, DFW1, calls))  # the copy's status changed: the same spec
+    assert len(calls) == 1
+    memo(wd, DFW1, versioned(copy_, generation=2, rv="9"), desired_of(wd, DFW1, calls))  # the copy's spec changed
     memo(project_wd(generation=3), DFW1, copy_, desired_of(wd, DFW1, calls))  # the spec changed
     memo(wd, Share("dfw-1", 3, 0), copy_, desired_of(wd, DFW1, calls))  # the share changed
     memo(wd, DFW1, versioned(copy_, uid="other"), desired_of(wd, DFW1, calls))  # another copy of the name
     assert len(calls) == 5 and len(memo) == 5
-    unversioned = cell_copy(wd, DFW1)  # no uid or resourceVersion: never remembered
+    unversioned = {**cell_copy(wd, DFW1), "metadata": {"name": "api"}}  # no uid or generation: never remembered
     memo(wd, DFW1, unversioned, desired_of(wd, DFW1, calls))
     memo(wd, DFW1, unversioned, desired_of(wd, DFW1, calls))
     assert len(calls) == 7 and len(memo) == 5
-    for rv in range(20):  # bounded
-        memo(wd, DFW1, versioned(copy_, rv=f"r{rv}"), desired_of(wd, DFW1, calls))
+    for generation in range(3, 23):  # bounded
+        memo(wd, DFW1, versioned(copy_, generation=generation), desired_of(wd, DFW1, calls))
     assert len(memo) == 8
