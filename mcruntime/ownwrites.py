@@ -16,6 +16,7 @@ controller, so a status write does not cost a second reconcile that finds nothin
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from mcruntime.fields import get_str
@@ -35,39 +36,62 @@ def version_of(obj: Obj | None) -> Version | None:
     return get_str(obj, "metadata.uid", required=False), get_str(obj, "metadata.resourceVersion", required=False)
 
 
+MAX_CHAIN = 8  # own writes in a row whose events have not arrived yet, per key
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    before: Version | None  # the state the cache showed when the first write of the chain was made
+    answer: Obj  # the server's answer to the last write
+    earlier: tuple[Version | None, ...] = ()  # the answers to the chain's earlier writes
+
+
 class OwnWrites(Generic[K]):
+    """Per key, the answer to the controller's last write while the cache shows the state it
+    was made over, or an earlier own write of the same chain: a write made over the answer
+    to the previous one (two writes before either event arrived) extends that chain, so the
+    first write's event (already outdated by the second) neither drops the second answer
+    nor wakes the controller."""
+
     def __init__(self) -> None:
-        self._answers: dict[K, tuple[Version | None, Obj]] = {}
+        self._answers: dict[K, _Answer] = {}
 
     def remember(self, key: K, before: Obj | None, answer: Obj) -> None:
-        """The server's `answer` to a write made while the cache showed `before`."""
-        self._answers[key] = (version_of(before), answer)
+        """The server's `answer` to a write made while the cache showed `before` (or made
+        over the answer to this key's previous write, `latest`)."""
+        prior, version = self._answers.get(key), version_of(before)
+        if prior is not None and version == version_of(prior.answer):
+            self._answers[key] = _Answer(prior.before, answer, (*prior.earlier, version)[-MAX_CHAIN:])
+        else:
+            self._answers[key] = _Answer(version, answer)
 
     def latest(self, key: K, cached: Obj | None) -> Obj | None:
         """The object as last known: the remembered answer while the cache still shows the
-        state the write was made over, else the cache (and the answer is dropped)."""
+        state the writes were made over (or an earlier one of them), else the cache (and
+        the answer is dropped)."""
         remembered = self._answers.get(key)
         if remembered is None:
             return cached
-        before, answer = remembered
-        if version_of(cached) == before:
-            return answer
+        version = version_of(cached)
+        if version == remembered.before or version in remembered.earlier:
+            return remembered.answer
         del self._answers[key]
         return cached
 
     def observed(self, key: K, cached: Obj) -> bool:
-        """The cache now shows `cached`: whether it is exactly the remembered answer (the
-        write's own watch event). The answer is dropped as `latest` would, once the cache
-        shows any state but the one the write was made over."""
+        """The cache now shows `cached`: whether it is one of this controller's own answers
+        (a write's own watch event). The last answer's event drops it; so does any state
+        but the one the writes were made over, as in `latest`."""
         remembered = self._answers.get(key)
         if remembered is None:
             return False
-        before, answer = remembered
         version = version_of(cached)
-        if version == before:
+        if version == remembered.before:
             return False
+        if version in remembered.earlier:
+            return True  # an earlier write of the chain: the last answer still stands
         del self._answers[key]
-        return version == version_of(answer)
+        return version == version_of(remembered.answer)
 
     def forget(self, key: K) -> None:
         self._answers.pop(key, None)

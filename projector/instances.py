@@ -114,7 +114,9 @@ class InstanceProjector:
                 await self._remove(project, current)  # a projection of an earlier WD of the same name
                 return Result()
             written = await self._project(project, source, current)
-            await self._project_status(project, req, source, current, written)
+            if written is not None:
+                self.own_writes.remember(req, current, written)
+            await self._project_status(project, req, source, written or current)
         elif current is not None and complete and not is_deleting(current):
             if await self._beyond_share(project, req, current):
                 return Result()  # its relabel for this shard brings it back
@@ -182,19 +184,15 @@ class InstanceProjector:
         )
         return result.obj if result.changed else None
 
-    async def _project_status(
-        self, project: Cluster, req: Request, source: Source, cached: Obj | None, written: Obj | None
-    ) -> None:
-        """The projection's status, compared with what the metadata write (`written`) left,
-        else the cache; the last answer is remembered for its watch event."""
+    async def _project_status(self, project: Cluster, req: Request, source: Source, cached: Obj | None) -> None:
+        """The projection's status, compared with `cached` (what the metadata write left, or
+        the cache); the answer is remembered for its watch event."""
         result = await controllerutil.apply_if_differs(
-            project.client, INSTANCES, projection_status(source), cached=written or cached,
-            field_manager=FIELD_MANAGER, subresource="status",
+            project.client, INSTANCES, projection_status(source), cached=cached, field_manager=FIELD_MANAGER,
+            subresource="status",
         )  # fmt: skip
         if result.changed:
-            self.own_writes.remember(req, written or cached, result.obj)
-        elif written is not None:
-            self.own_writes.remember(req, cached, written)
+            self.own_writes.remember(req, cached, result.obj)
 
     async def _remove(self, project: Cluster, stale: Obj) -> None:
         await controllerutil.delete_exact(project.client, INSTANCES, stale)

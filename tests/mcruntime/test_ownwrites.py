@@ -84,3 +84,25 @@ class Sink:
 
     def drop(self, reason: str, detail: str) -> None:
         raise AssertionError(f"dropped: {reason} {detail}")
+
+
+def test_a_write_over_the_previous_answer_extends_the_chain() -> None:
+    """Two writes before either event arrives: the second was made over the first's answer.
+    The first write's event (outdated by the second) is an echo and keeps the second answer;
+    the second's event ends the chain; the state before the writes still shows the answer."""
+    writes: OwnWrites[str] = OwnWrites()
+    before, first, second = obj("a", "3"), obj("a", "5", "first"), obj("a", "6", "second")
+    writes.remember("k", before, first)
+    writes.remember("k", writes.latest("k", before), second)  # made over the first answer
+    assert writes.latest("k", before) == second
+    assert writes.observed("k", first) is True, "the first write's own event"
+    assert writes.latest("k", first) == second, "the cache shows the first answer: the second stands"
+    assert writes.observed("k", second) is True and len(writes) == 0
+    assert writes.latest("k", second) == second
+
+    writes.remember("k", before, first)
+    writes.remember("k", writes.latest("k", before), second)
+    assert writes.observed("k", obj("a", "7", "theirs")) is False and len(writes) == 0, "another writer's state"
+    writes.remember("k", obj("a", "7"), first)
+    writes.remember("k", obj("a", "8"), second)  # over a state that is not the previous answer: a new chain
+    assert writes.latest("k", obj("a", "7")) == obj("a", "7") and len(writes) == 0
