@@ -342,7 +342,7 @@ class Federator:
     async def _reconcile(self, project: Cluster, wd: Obj) -> Result:
         # 1-2. the project and the cached WD (`ForObject`: a cluster not engaged is dropped,
         # a WD gone is `gone`); its copies in the cells (caches)
-        copies = await self._copies(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"), wd)
+        copies = await self._copies(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
         # 3. early exit: deleting
         if is_deleting(wd):
             return await self._finalize(project, wd, copies)
@@ -445,10 +445,9 @@ class Federator:
         await self.events.event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
         raise PermanentError(why)
 
-    async def _copies(self, project: str, namespace: str, name: str, wd: Obj | None = None) -> list[Copy]:
-        """Every copy of the project WD in the cells whose caches are synced (`wd`: the
-        cached WD, when the caller holds it)."""
-        return [Copy(cell, obj) for cell, obj in await find_copies(self.mgr, project, namespace, name, wd=wd)]
+    async def _copies(self, project: str, namespace: str, name: str) -> list[Copy]:
+        """Every copy of the project WD in the cells whose caches are synced."""
+        return [Copy(cell, obj) for cell, obj in await find_copies(self.mgr, project, namespace, name)]
 
     # ------------------------------------------------------------------ writing (one write per helper)
     async def _place(

@@ -6,7 +6,7 @@ which cells exist."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from typing import Any
 
 from federation.api.constants import ClusterRole, Finalizer, Label
@@ -134,7 +134,7 @@ def cell_fresh(cell: Cluster) -> bool:
 
 
 async def find_copies(
-    mgr: Manager, project: str, namespace: str, name: str, *, alias: str = "", wd: Mapping[str, Any] | None = None
+    mgr: Manager, project: str, namespace: str, name: str, *, alias: str = ""
 ) -> list[tuple[Cluster, dict[str, Any]]]:
     """Every downstream copy of the project WD (project, namespace, name) in the cells
     whose caches are synced, found through the downstream namespaces' labels (so a copy
@@ -144,21 +144,21 @@ async def find_copies(
     labelled (a hand-over) is not there until this shard's next write relabels it, so a
     copy missing from a shard's cache is read live (a GET; the new owner must see what
     the cells hold, or it would take an autoscaled copy for a new one) — unless the cached
-    WD was never claimed (no federator finalizer: no copy of it was ever written). `wd`:
-    the cached WD, when the caller holds it (not read again)."""
+    WD was never claimed (no federator finalizer: no copy of it was ever written)."""
     found: list[tuple[Cluster, dict[str, Any]]] = []
-    maybe_elsewhere = not alias and (
-        _claimed(wd) if wd is not None else _claimed_or_gone(mgr, project, namespace, name)
-    )
+    # decided on first need only (a narrowed view missing the copy): it decodes the project WD
+    maybe_elsewhere: bool | None = None
     for cell in cell_clusters(mgr):
         if not cell_synced(cell):
             continue
-        partial = maybe_elsewhere and cell.cache.narrows(WORKLOAD_DEPLOYMENTS)
+        partial = not alias and cell.cache.narrows(WORKLOAD_DEPLOYMENTS)
         for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, upstream_key(project, namespace)):
             cell_namespace = get_str(ns, "metadata.name")
             try:
                 obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=cell_namespace, alias=alias)
-                if obj is None and partial:
+                if obj is None and partial and maybe_elsewhere is None:
+                    maybe_elsewhere = _claimed_or_gone(mgr, project, namespace, name)
+                if obj is None and partial and maybe_elsewhere:
                     obj = await cell.client.get_live_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=cell_namespace)
             except ClusterNotReadyError:
                 continue  # the copies' view is still syncing: the cell's READY event comes back here
@@ -174,11 +174,7 @@ def _claimed_or_gone(mgr: Manager, project: str, namespace: str, name: str) -> b
     if cluster is None or cluster.cache.view_of(WORKLOAD_DEPLOYMENTS) is None:
         return True
     wd = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(name, namespace=namespace)
-    return wd is None or _claimed(wd)
-
-
-def _claimed(wd: Mapping[str, Any]) -> bool:
-    return Finalizer.FEDERATOR in (get_mapping(wd, "metadata").get("finalizers") or [])
+    return wd is None or Finalizer.FEDERATOR in (get_mapping(wd, "metadata").get("finalizers") or [])
 
 
 def read_cell_copies(ctrl: Controller, *, alias: str = "") -> None:
