@@ -13,7 +13,6 @@ field path (`spec.template.spec: expected an object, got list`), never a `KeyErr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
 from typing import Any
 
 
@@ -22,24 +21,44 @@ def join(base: str, path: str) -> str:
     return f"{base}.{path}" if base else path
 
 
-@lru_cache(maxsize=512)
+_KEYS: dict[str, tuple[str, ...]] = {}  # a dotted path's keys; paths are literals in the code (a few hundred)
+
+
 def _keys(path: str) -> tuple[str, ...]:
-    return tuple(path.split("."))
+    keys = _KEYS.get(path)
+    if keys is None:
+        keys = tuple(path.split("."))
+        if len(_KEYS) < 4096:  # bounded, should a caller ever build paths at run time
+            _KEYS[path] = keys
+    return keys
 
 
 def _walk(obj: Mapping[str, Any], path: str, base: str) -> Any:
     # on every event of every controller: plain dicts take the fast test, and the walked
     # path is spelled only for an error
     current: Any = obj
-    keys = _keys(path)
-    for index, key in enumerate(keys):
-        if current is None:
-            return None
-        if type(current) is not dict and not isinstance(current, Mapping):
-            walked = ".".join((base, *keys[:index]) if base else keys[:index])
-            raise ValueError(f"{walked}: expected an object, got {type(current).__name__}")
+    keys = _KEYS.get(path) or _keys(path)
+    for key in keys:
+        if type(current) is not dict:
+            if current is None:
+                return None
+            if not isinstance(current, Mapping):
+                raise _not_an_object(obj, keys, base)
         current = current.get(key)
     return current
+
+
+def _not_an_object(obj: Mapping[str, Any], keys: tuple[str, ...], base: str) -> ValueError:
+    """The error for a walk that met a value that is not an object, naming where (found
+    again here: the walk itself does not count its steps)."""
+    current: Any = obj
+    for index, key in enumerate(keys):
+        if not isinstance(current, Mapping):
+            walked = keys[:index]
+            where = ".".join((base, *walked) if base else walked)
+            return ValueError(f"{where}: expected an object, got {type(current).__name__}")
+        current = current.get(key)
+    return ValueError(f"{'.'.join(keys)}: expected an object")  # not reached: the walk met a non-object
 
 
 def get_mapping(obj: Mapping[str, Any], path: str, *, base: str = "", required: bool = False) -> Mapping[str, Any]:

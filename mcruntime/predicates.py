@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .fields import get_int, get_list, get_str, get_str_map
+from .fields import get_int, get_str, get_str_map
 from .informer import EventType, ObjectEvent
 from .selectors import LabelSelector
 
@@ -28,15 +28,20 @@ generation_changed: Predicate = _changed(lambda o: get_int(o, "metadata.generati
 
 resource_version_changed: Predicate = _changed(lambda o: get_str(o, "metadata.resourceVersion", required=False))
 
-not_status_only: Predicate = _changed(
-    lambda o: (
-        get_int(o, "metadata.generation"),
-        get_str_map(o, "metadata.labels"),
-        get_str_map(o, "metadata.annotations"),
-        get_str(o, "metadata.deletionTimestamp", required=False),
-        tuple(get_list(o, "metadata.finalizers") or ()),
-    )
-)
+_NOT_STATUS = ("generation", "labels", "annotations", "deletionTimestamp", "finalizers")
+
+
+def _not_status(o: Mapping[str, Any]) -> tuple[Any, ...]:
+    # every event of the most watched objects passes here: the fields as the cache decoded
+    # them (equal JSON, equal values; absent and empty alike), read once, not validated
+    # field by field (a reconcile reads them through `fields` and names a bad one)
+    meta = o.get("metadata")
+    if not isinstance(meta, Mapping):
+        return ()
+    return tuple(meta.get(k) or None for k in _NOT_STATUS)
+
+
+not_status_only: Predicate = _changed(_not_status)
 """Updates that touch more than the status (spec, labels, annotations, finalizers, deletion):
 for watches of objects whose status another controller writes often."""
 labels_changed: Predicate = _changed(lambda o: get_str_map(o, "metadata.labels"))

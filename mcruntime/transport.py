@@ -172,6 +172,7 @@ class Transport:
         self.max_throttle_retries = max_throttle_retries
         self.user_agent = user_agent
         self._limiter = anyio.CapacityLimiter(max_concurrent_requests)
+        self._timeouts: dict[float, aiohttp.ClientTimeout] = {}
         self.contact = Contact()
         self._session: aiohttp.ClientSession | None = None
         self._base = config.host
@@ -225,6 +226,24 @@ class Transport:
             headers["Content-Type"] = content_type
         return headers
 
+    async def _acquire(self) -> None:
+        """A slot of the request limiter: at once when one is free (no event-loop round
+        trip per request, which `async with limiter` costs even then), else waiting."""
+        try:
+            self._limiter.acquire_nowait()
+        except anyio.WouldBlock:
+            await self._limiter.acquire()
+
+    def _timeout(self, limit: float) -> aiohttp.ClientTimeout:
+        """The request timeout for `limit` seconds (a few distinct limits per transport,
+        each built once)."""
+        timeout = self._timeouts.get(limit)
+        if timeout is None:
+            timeout = self._timeouts[limit] = aiohttp.ClientTimeout(
+                total=limit, sock_connect=min(limit, self.connect_timeout)
+            )
+        return timeout
+
     def _record(self, verb: str, code: int | str, started: float) -> None:
         attrs = {"cluster": self.cluster, "verb": verb}
         self.metrics.request_latency.record(time.monotonic() - started, attrs)
@@ -274,26 +293,23 @@ class Transport:
         within: float | None,
     ) -> bytes:
         url = self.url(path, query)
-        limit = within or self.request_timeout
-        client_timeout = aiohttp.ClientTimeout(total=limit, sock_connect=min(limit, self.connect_timeout))
+        client_timeout = self._timeout(within or self.request_timeout)
         refreshed = False
         attempt = 0
         while True:
             started = time.monotonic()
             headers = await self._headers(content_type if body is not None else None)
+            await self._acquire()
             try:
-                async with (
-                    self._limiter,
-                    session.request(
-                        method,
-                        url,
-                        data=body,
-                        headers=headers,
-                        timeout=client_timeout,
-                        proxy=self.config.proxy,
-                        server_hostname=self.config.tls_server_name,
-                    ) as resp,
-                ):
+                async with session.request(
+                    method,
+                    url,
+                    data=body,
+                    headers=headers,
+                    timeout=client_timeout,
+                    proxy=self.config.proxy,
+                    server_hostname=self.config.tls_server_name,
+                ) as resp:
                     status = resp.status
                     data = await resp.read()
                     retry_after = resp.headers.get("Retry-After")
@@ -303,6 +319,8 @@ class Transport:
                 if isinstance(exc, _UNREACHABLE_ERRORS):
                     self.contact.failed(what)
                 raise TransportError(f"cluster {self.cluster!r}: {method} {path}: {what}") from exc
+            finally:
+                self._limiter.release()
             self.contact.answered()
             self._record(verb, status, started)
             if status < 300:

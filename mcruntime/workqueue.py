@@ -56,9 +56,10 @@ class WorkQueue(Generic[T]):
         self._waiting: list[tuple[float, int, T]] = []
         self._ready_at: dict[T, float] = {}
         self._seq = itertools.count()
-        # set when the queue changes, made only when a getter is about to wait: a burst of
+        # one Event per waiting getter, woken one per change (client-go's cond.Signal), not
+        # every idle worker per add; made only when a getter is about to wait, so a burst of
         # adds while every worker is busy (a cold start's LIST) creates no Event per add
-        self._changed: anyio.Event | None = None
+        self._getters: deque[anyio.Event] = deque()
         self._shutting_down = False
         self._drained = anyio.Event()
 
@@ -81,10 +82,14 @@ class WorkQueue(Generic[T]):
         return len(self._ready_at)
 
     def _notify(self) -> None:
-        changed = self._changed
-        if changed is not None:
-            self._changed = None
-            changed.set()
+        """Wake one waiting getter: it takes what changed, or decides again when to look."""
+        if self._getters:
+            self._getters.popleft().set()
+
+    def _notify_all(self) -> None:
+        getters, self._getters = self._getters, deque()
+        for getter in getters:
+            getter.set()
 
     # ------------------------------------------------------------------ adding
     def add(self, item: T) -> None:
@@ -160,12 +165,24 @@ class WorkQueue(Generic[T]):
                 return item
             if self._shutting_down:
                 raise QueueShutDown(self.name)
-            changed = self._changed
-            if changed is None:
-                changed = self._changed = anyio.Event()
-            due = self._next_due() if not self._shutting_down else None
+            await self._wait(self._next_due())
+
+    async def _wait(self, due: float | None) -> None:
+        """Until this getter is woken (`_notify`) or the earliest delayed item is due. A
+        getter cancelled after its wake-up passes it on, so no change waits for a getter
+        that is gone."""
+        getter = anyio.Event()
+        self._getters.append(getter)
+        returned = False
+        try:
             with anyio.move_on_after(max(due, 0.0) if due is not None else None):
-                await changed.wait()
+                await getter.wait()
+            returned = True
+        finally:
+            if not getter.is_set():
+                self._getters.remove(getter)  # timed out or cancelled: no longer waiting
+            elif not returned:
+                self._notify()
 
     def done(self, item: T) -> None:
         if item not in self._processing:
@@ -188,7 +205,7 @@ class WorkQueue(Generic[T]):
         self._ready_at.clear()
         if not self._processing:
             self._drained.set()
-        self._notify()
+        self._notify_all()
 
     async def shutdown_with_drain(self, within: float | None = None) -> bool:
         """Shut down and wait until no item is being processed; False if `within` ran out."""

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 PREFIX = "cluster-"
 _SEGMENT = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -74,6 +75,8 @@ def parse_upstream_cluster_name(value: str) -> ProjectPath:
     return ProjectPath(segments[0], segments[1])
 
 
+@lru_cache(maxsize=1024)
 def decode_upstream_cluster_name(value: str) -> str:
-    """`cluster-acme_web` → `web` (the bare project name, i.e. the cluster name)."""
+    """`cluster-acme_web` → `web` (the bare project name, i.e. the cluster name).
+    Remembered: every cell event is mapped back through it, and a fleet has few projects."""
     return parse_upstream_cluster_name(value).project

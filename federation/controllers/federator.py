@@ -27,10 +27,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
+import orjson
 from opentelemetry import trace
 
 from federation.api.constants import Annotation, Finalizer, Label
-from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.controllers import copyplacement
 from federation.controllers.deletion import (
@@ -120,11 +120,66 @@ class Outcome:
     failed: dict[str, str] = field(default_factory=dict)
 
 
+class Comparisons:
+    """`_namespace_state` and `_copy_state` remembered per cached object version and
+    intent: the WDs of one project namespace (hundreds) all compare the same intent with
+    the same cached cell namespace, and a reconcile that finds its copies as it left them
+    (their own events, the WD's finalizer) compares each with the same intent again. Only
+    a new version (or another intent) needs the comparison again: an object of one uid and
+    resourceVersion never changes, so the answer is the same. Bounded: the oldest goes first."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._memo: dict[
+            tuple[str, str, str, str, str, bytes], copyplacement.NamespaceState | copyplacement.CopyState
+        ] = {}
+
+    def _key(
+        self, what: str, cell: str, cached: Obj | None, desired: Obj, project: str
+    ) -> tuple[str, str, str, str, str, bytes] | None:
+        uid = get_str(cached, "metadata.uid", required=False) if cached is not None else ""
+        version = get_str(cached, "metadata.resourceVersion", required=False) if cached is not None else ""
+        if not uid or not version:
+            return None
+        return (what, cell, uid, version, project, orjson.dumps(desired, option=orjson.OPT_SORT_KEYS))
+
+    def _remember(
+        self, key: tuple[str, str, str, str, str, bytes], state: copyplacement.NamespaceState | copyplacement.CopyState
+    ) -> None:
+        self._memo[key] = state
+        if len(self._memo) > self._size:
+            del self._memo[next(iter(self._memo))]
+
+    def namespace(self, cell: str, cached: Obj | None, desired: Obj, project: str) -> copyplacement.NamespaceState:
+        key = self._key("namespace", cell, cached, desired, project)
+        found = self._memo.get(key) if key is not None else None
+        if isinstance(found, copyplacement.NamespaceState):
+            return found
+        state = _namespace_state(cached, desired, project)
+        if key is not None:
+            self._remember(key, state)
+        return state
+
+    def copy(self, cell: str, cached: Obj | None, desired: Obj) -> copyplacement.CopyState:
+        key = self._key("copy", cell, cached, desired, "")
+        found = self._memo.get(key) if key is not None else None
+        if isinstance(found, copyplacement.CopyState):
+            return found
+        state = _copy_state(cached, desired)
+        if key is not None:
+            self._remember(key, state)
+        return state
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+
 @dataclass
 class _Seen:
     """One cell's downstream namespace and copy as last seen (cache, then each write's
     answer) beside their apply intents, and whether this pass created the copy:
-    `copyplacement`'s observation."""
+    `copyplacement`'s observation. Each comparison is made once per object seen (the
+    decision looks again after every write, and only what the write returned is new)."""
 
     project: str
     ns: Obj  # the namespace's apply intent
@@ -133,11 +188,26 @@ class _Seen:
     namespace: Obj | None
     copy: Obj | None
     created: bool = False
+    cell: str = ""
+    compare: Comparisons = field(default_factory=Comparisons)  # the federator's, shared by its reconciles
+    _namespace_seen: tuple[Obj | None, copyplacement.NamespaceState] | None = None
+    _copy_seen: tuple[Obj | None, copyplacement.CopyState] | None = None
+
+    def _namespace(self) -> copyplacement.NamespaceState:
+        if self._namespace_seen is None or self._namespace_seen[0] is not self.namespace:
+            state = self.compare.namespace(self.cell, self.namespace, self.ns, self.project)
+            self._namespace_seen = (self.namespace, state)
+        return self._namespace_seen[1]
+
+    def _copy(self) -> copyplacement.CopyState:
+        if self._copy_seen is None or self._copy_seen[0] is not self.copy:
+            self._copy_seen = (self.copy, self.compare.copy(self.cell, self.copy, self.desired))
+        return self._copy_seen[1]
 
     def observe(self) -> copyplacement.Observed:
         return copyplacement.Observed(
-            namespace=_namespace_state(self.namespace, self.ns, self.project),
-            copy=_copy_state(self.copy, self.desired),
+            namespace=self._namespace(),
+            copy=self._copy(),
             autoscaled=self.autoscaled,
             created=self.created,
             replicas_set=self.copy is not None and "replicas" in get_mapping(self.copy, "spec"),
@@ -230,6 +300,7 @@ class Federator:
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
         self.namespace_writes = NamespaceWrites()
+        self.comparisons = Comparisons()
         self.routes = Routes(mgr)
 
     # ------------------------------------------------------------------ reconcile
@@ -316,7 +387,7 @@ class Federator:
         test_a_wd_deleted_before_its_finalizer_leaves_no_copy."""
         try:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(self._claim, project, wd)
+                tg.start_soon(self._claim, project, wd, get_str(ns, "metadata.name"))
                 if target is not None:
                     for share in shares:
                         tg.start_soon(self._place, project, ns, wd, target, share, by_cell.get(share.cell), outcome)
@@ -325,15 +396,10 @@ class Federator:
                 raise group.exceptions[0] from None
             raise
 
-    async def _claim(self, project: Cluster, wd: Obj) -> Obj:
+    async def _claim(self, project: Cluster, wd: Obj, cell_namespace: str) -> Obj:
         """The federator's finalizer and the `federation-namespace` annotation (the cell
-        namespace its copies live in, `ns-<project namespace UID>`) in one write; none when
-        both are there."""
-        namespace = get_str(wd, "metadata.namespace")
-        project_ns = await project.client.get_or_none(NAMESPACES, namespace)
-        if project_ns is None:
-            raise TemporaryError(f"project namespace {namespace} is not cached yet")
-        cell_namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
+        namespace its copies live in, `ns-<project namespace UID>`: the name of the
+        reconcile's `_downstream_namespace` intent) in one write; none when both are there."""
         return await controllerutil.add_finalizer(
             project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR,
             annotations={str(Annotation.FEDERATION_NAMESPACE): cell_namespace},
@@ -411,7 +477,8 @@ class Federator:
         done: list[copyplacement.Action] = []
         try:
             cached = self.namespace_writes.latest((cell.name, name), await cell.client.get_or_none(NAMESPACES, name))
-            seen = _Seen(project.name, ns, desired, autoscaled, cached, existing.obj if existing else None)
+            seen = _Seen(project.name, ns, desired, autoscaled, cached, existing.obj if existing else None,
+                         cell=cell.name, compare=self.comparisons)  # fmt: skip
             while (action := copyplacement.next_action(seen.observe())) not in done:
                 if isinstance(action, copyplacement.Blocked):
                     outcome.failed[share.cell] = f"namespace {name} {action.reason}"
@@ -590,9 +657,9 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     federator = Federator(mgr, unreachable_grace=options.cell_unreachable_grace)
     routes = federator.routes
     ctrl = mgr.new_controller("federator", ForObject(mgr, WORKLOAD_DEPLOYMENTS, federator), workers=options.workers)
-    # a WD's status is the projector's to write and no copy depends on it: its status
-    # writes (every WD's first one at a cold start) cost no reconcile (test_cold_start.py)
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, predicates=[not_status_only], indexers=WD_INDEXERS)
+    # the project WD's status is the projector's (and changes on every cell report): nothing
+    # the federator writes follows from it, so a status-only change costs no reconcile
+    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS, predicates=[not_status_only])
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     # the management cluster's Locations: a WD placed by location re-plans when its Location changes
     ctrl.watch(

@@ -42,6 +42,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from federation.api.clusternames import decode_upstream_cluster_name
 from federation.api.constants import API_VERSION, Annotation, Kind, Label
 from federation.api.naming import downstream_namespace_name
@@ -88,12 +90,27 @@ def _required(obj: Mapping[str, Any], key: str, what: str) -> str:
 
 def _string_at(obj: Mapping[str, Any] | None, section: str, key: str) -> str | None:
     """A non-empty string under metadata.<section>[key], else None (tolerant reading)."""
-    if not isinstance(obj, Mapping):
+    # (on every cell event: read in place, not through a validated copy of the map)
+    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
+    strings = meta.get(section) if isinstance(meta, Mapping) else None
+    if not isinstance(strings, Mapping):
         return None
+    value = strings.get(key)
+    if not value or not isinstance(value, str):
+        return None
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in strings.items()):
+        return None  # a malformed map reads as no value here
+    return value
+
+
+def _json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object (an object read from the API or built like one);
+    anything JSON cannot hold is copied by `copy.deepcopy`, as before."""
     try:
-        return get_str_map(obj, f"metadata.{section}").get(key) or None
-    except ValueError:  # a malformed map reads as no value here
-        return None
+        copied: dict[str, Any] = orjson.loads(orjson.dumps(value))
+    except TypeError:
+        return _copy.deepcopy(dict(value))
+    return copied
 
 
 def _check_cluster(project_cluster: str) -> None:
@@ -185,7 +202,10 @@ def downstream_copy(
     shard = get_str_map(wd, "metadata.labels").get(str(Label.SHARD))
     if shard:  # sharded: the copy follows its WD's shard, whose cell caches select it
         labels[str(Label.SHARD)] = shard
-    spec = {k: _copy.deepcopy(v) for k, v in wd["spec"].items() if k != "replicas"}
+    # the copy owns its spec (no alias of the WD's): copied as the JSON it is, in one C-speed
+    # round trip, which the federator and the projector pay per copy per reconcile (a
+    # `copy.deepcopy` walk was ~5% of the manager's CPU)
+    spec = {k: v for k, v in _json_copy(wd["spec"]).items() if k != "replicas"}
     federated = {k: v for k, v in get_str_map(wd, "metadata.annotations").items() if k not in NOT_FEDERATED_ANNOTATIONS}
     if include_replicas:
         spec["replicas"] = share.replicas

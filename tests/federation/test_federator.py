@@ -478,7 +478,7 @@ async def test_one_wds_copies_are_written_concurrently(tmp_path: Path, monkeypat
     def place(_self: Any, _project: Any, _ns: Any, wd: Any, _target: Any, share: Any, *_: Any) -> str | None:
         return f"copy in {share.cell}" if wd["metadata"]["name"] == "api" else None
 
-    def claim(_self: Any, _project: Any, wd: Any) -> str | None:
+    def claim(_self: Any, _project: Any, wd: Any, *_: Any) -> str | None:
         return "finalizer" if wd["metadata"]["name"] == "api" else None
 
     monkeypatch.setattr(Federator, "_place", tracked(Federator._place, place))
@@ -503,12 +503,12 @@ async def test_a_wd_deleted_before_its_finalizer_leaves_no_copy(
     deleted: list[str] = []
     original = Federator._claim
 
-    async def claim(self: Federator, project: Any, wd: Any) -> Any:
+    async def claim(self: Federator, project: Any, wd: Any, cell_namespace: str) -> Any:
         if wd["metadata"]["name"] == "api" and not deleted:
             await eventually(lambda: len(shares(f, "api")) == 2, "both copies written before the finalizer")
             WDs(f, "web").delete("default", "api")
             deleted.append(wd["metadata"]["uid"])
-        return await original(self, project, wd)
+        return await original(self, project, wd, cell_namespace)
 
     monkeypatch.setattr(Federator, "_claim", claim)
     async with federation(tmp_path) as (f, mgr):
@@ -677,3 +677,106 @@ async def test_a_failed_namespace_write_fails_its_waiters_instead_of_each_trying
         release.set()
     assert cell.applies == 1 and len(failures) == 5, (cell.applies, failures)
     assert federator.namespace_writes.held() == (0, 0)  # the next try is a new flight
+
+
+def test_a_cell_namespace_is_compared_once_per_version_and_intent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The WDs of one project namespace all compare the same namespace intent with the
+    same cached cell namespace: `Comparisons` compares once per (cell, namespace
+    version, project, intent) and answers as the comparison would after (counted by
+    wrapping the comparison; bounded)."""
+    from federation.controllers import copyplacement
+    from federation.controllers import federator as module
+    from federation.fleet.downstream import downstream_namespace
+    from mcruntime.controllerutil import intent_annotation, intent_digest
+
+    intent = downstream_namespace("web", "cluster-acme_web", {"metadata": {"name": "default", "uid": "u1"}})
+    written = {k: v for k, v in intent.items() if k not in ("apiVersion", "kind")}  # as the apply wrote it
+    annotations = {intent_annotation(module.FIELD_MANAGER): intent_digest(written)}
+    cached = {**intent, "metadata": {**intent["metadata"], "annotations": annotations, "uid": "n1",
+                                     "resourceVersion": "7"}}  # fmt: skip
+    compared: list[str] = []
+    real = module._namespace_state
+
+    def counted(obj: Any, desired: Any, project: str) -> copyplacement.NamespaceState:
+        compared.append(project)
+        return real(obj, desired, project)
+
+    monkeypatch.setattr(module, "_namespace_state", counted)
+    comparisons = module.Comparisons(size=3)
+    for _ in range(50):  # a burst of one namespace's WDs: each reads its own decoded copy of the cache
+        state = comparisons.namespace("dfw-1", copy.deepcopy(cached), copy.deepcopy(intent), "web")
+        assert state is copyplacement.NamespaceState.CURRENT
+    assert len(compared) == 1
+    relabelled = copy.deepcopy(cached)
+    relabelled["metadata"]["labels"] = {}
+    relabelled["metadata"]["resourceVersion"] = "8"
+    table = [
+        (("dfw-1", relabelled, intent, "web"), copyplacement.NamespaceState.FOREIGN),  # a new version
+        (("dfw-2", cached, intent, "web"), copyplacement.NamespaceState.CURRENT),  # another cell
+        (("dfw-1", cached, intent, "shop"), copyplacement.NamespaceState.FOREIGN),  # another project
+        (("dfw-1", cached, {**intent, "metadata": {**intent["metadata"], "labels": {"x": "y"}}}, "web"),
+         copyplacement.NamespaceState.DIFFERS),  # another intent
+        (("dfw-1", None, intent, "web"), copyplacement.NamespaceState.MISSING),  # nothing cached: nothing kept
+    ]  # fmt: skip
+    for args, expected in table:
+        assert comparisons.namespace(*args) is expected, args
+    assert len(compared) == 6
+    assert len(comparisons) == 3  # bounded: the oldest went
+
+
+async def test_a_status_only_change_of_the_project_wd_costs_the_federator_no_reconcile(tmp_path: Path) -> None:
+    """The project WD's status is the projector's, written on every cell report: the
+    federator writes nothing that follows from it, so a status-only change is filtered
+    before its queue (`not_status_only`), while a change of anything else still comes.
+    Ordered, not timed: one informer delivers one listener's events in order, so once the
+    later label change of another WD is reconciled, the status change was seen first."""
+    async with federation(tmp_path) as (f, mgr):
+        web = WDs(f, "web")
+        web.create(workload_deployment("api", "DFW", 2))
+        web.create(workload_deployment("marker", "LHR", 1))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "copies")
+        await eventually(lambda: shares(f, "marker") == {"lhr-1": (1, 0)}, "the marker's copy")
+        assert await all_idle(mgr)
+        recording = record(mgr, "federator")
+        api = web.get("default", "api")
+        assert api is not None
+        api["status"] = {**(api.get("status") or {}), "replicas": 7}
+        web.plane.update_status("workloaddeployments", api, group=GROUP, version=VERSION)
+        web.edit("default", "marker", lambda o: o["metadata"].setdefault("labels", {}).update(touched="1"))
+        await eventually(lambda: Request("web", "default", "marker") in recording.requests, "the marker's reconcile")
+        assert Request("web", "default", "api") not in recording.requests, recording.requests
+        web.edit("default", "api", lambda o: o["metadata"].setdefault("labels", {}).update(touched="1"))
+        await eventually(lambda: Request("web", "default", "api") in recording.requests, "a label change reconciles")
+
+
+def test_a_copy_is_compared_once_per_version_and_intent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reconcile that finds a copy as the last one left it (its own events, the WD's
+    finalizer) compares it with the same intent again: `Comparisons` answers from the
+    first comparison until the copy's version or the intent changes."""
+    from federation.controllers import copyplacement
+    from federation.controllers import federator as module
+
+    desired = workload_deployment("api", "DFW", 2)
+    cached = copy.deepcopy(desired)
+    cached["metadata"].update(uid="c1", resourceVersion="5")
+    compared: list[int] = []
+    real = module._copy_state
+
+    def counted(obj: Any, want: Any) -> copyplacement.CopyState:
+        compared.append(1)
+        return real(obj, want)
+
+    monkeypatch.setattr(module, "_copy_state", counted)
+    comparisons = module.Comparisons()
+    first = comparisons.copy("dfw-1", cached, desired)
+    for _ in range(20):
+        assert comparisons.copy("dfw-1", copy.deepcopy(cached), copy.deepcopy(desired)) is first
+    assert len(compared) == 1
+    assert first is real(cached, desired)
+    newer = copy.deepcopy(cached) | {"metadata": {**cached["metadata"], "resourceVersion": "6"}}
+    scaled = copy.deepcopy(desired)
+    scaled["spec"]["replicas"] = 3
+    for args in (("dfw-1", newer, desired), ("dfw-1", cached, scaled), ("dfw-2", cached, desired)):
+        assert comparisons.copy(*args) is real(*args[1:]), args
+    assert comparisons.copy("dfw-1", None, desired) is copyplacement.CopyState.MISSING
+    assert len(compared) == 1 + 3 + 1

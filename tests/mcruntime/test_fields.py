@@ -67,6 +67,10 @@ def test_reads(read: Any, expected: Any) -> None:
             lambda: get_mapping(OBJ["spec"], "nested.flag", base="spec"),
             r"^spec\.nested\.flag: expected an object, got str$",
         ),
+        (
+            lambda: get_str({"spec": {"template": {"spec": 3}}}, "spec.template.spec.x", base="b"),
+            r"^b\.spec\.template\.spec: expected an object, got int$",  # a key repeated in the path
+        ),
         (lambda: get_list(OBJ, "spec.nested"), r"^spec\.nested: expected a list, got dict$"),
         (lambda: get_str(OBJ, "spec.count"), r"^spec\.count: expected a string, got int$"),
         (lambda: get_str(OBJ, "metadata.absent"), r"^metadata\.absent: required$"),

@@ -198,3 +198,49 @@ async def test_shutdown_with_drain_waits_for_in_flight_items() -> None:
         assert drained == [], "drain must wait for the item being processed"
         q.done(item)
     assert drained == [True]
+
+
+async def test_an_add_wakes_one_waiting_worker_not_every_idle_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """client-go's cond.Signal: an add wakes one waiting getter (the idle workers of a
+    controller do not all wake to find one item); a getter cancelled after its wake-up
+    passes it on, and shutdown wakes them all. Counted by the getters' looks at the queue."""
+    q = fast_queue()
+    looks: list[int] = []
+    real = WorkQueue._promote
+    monkeypatch.setattr(WorkQueue, "_promote", lambda self: looks.append(1) or real(self))
+    got: list[str] = []
+    ended: list[str] = []
+
+    async def worker() -> None:
+        try:
+            while True:
+                got.append(await q.get())
+        except QueueShutDown:
+            ended.append("shut down")
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(8):
+            tg.start_soon(worker)
+        await anyio.wait_all_tasks_blocked()
+        looks.clear()
+        q.add("a")
+        await anyio.wait_all_tasks_blocked()
+        assert got == ["a"]
+        assert len(looks) == 2, "one getter woke for the add (and looked again once it had the item back)"
+        # the woken getter cancelled before it ran: its wake-up goes to another
+        scopes: list[anyio.CancelScope] = []
+
+        async def cancelled_getter() -> None:
+            with anyio.CancelScope() as scope:
+                scopes.append(scope)
+                got.append(await q.get())
+
+        tg.start_soon(cancelled_getter)
+        await anyio.wait_all_tasks_blocked()
+        q._getters.rotate(1)  # the cancelled getter's wake-up first...
+        q.add("b")
+        scopes[0].cancel()  # ...and it is cancelled before it runs
+        await anyio.wait_all_tasks_blocked()
+        assert got == ["a", "b"], "the wake-up was passed on"
+        q.shutdown()
+    assert ended == ["shut down"] * 8
