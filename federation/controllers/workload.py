@@ -3,26 +3,21 @@ WorkloadDeployments in the same project namespace.
 
 Request key: (project cluster, project namespace, Workload name), handed over as the
 project `Cluster` and the cached Workload (`ForObject`: a gone Workload gets no call).
-Reads (caches): Workloads and WDs of the project clusters (with `--sharding`, on every
-shard, the Workloads labelled for it and their WDs, which hash with their Workload: DESIGN
-§5; a wanted WD missing from a narrowed cache, as before the sharder labels it or during
-a hand-over, is read live); the registered cells (`fleetview`); the management cluster's
-Locations.
+Reads (caches): Workloads and WDs of the projects (sharded: its shard's, DESIGN §5; a
+wanted WD missing there is read live); the registered cells; the Locations.
 Writes, and alone writes: WorkloadDeployments controlled by a Workload (field manager
 `workload-controller`; never `spec.replicas`, which the scale subresource owns), the
 `compute.datumapis.com/workload-controller` finalizer and the Workload's status.
 Never writes: WorkloadDeployments it does not control, anything in cells.
-
 Invariants (DESIGN §2 Workload), pinned by tests/federation/test_workload_controller.py:
-- one WD per placement target whose city has a registered cell: `<workload>-<placement>-
-  <lowercase city>` (test_wds_follow_placements_and_registered_cells, also for a city whose
-  first cell registers later) or `<lowercase location>` with `spec.locationRef`
+- one WD per placement target with a registered cell: by city
+  (test_wds_follow_placements_and_registered_cells) or Location
   (test_placements_by_location_make_location_deployments);
-- WDs no longer wanted are deleted; the finalizer is released only when they are gone
+- WDs no longer wanted are deleted, the finalizer released once they are gone
   (test_deleting_the_workload_waits_for_its_deployments);
 - status sums the WDs and is written only when it changes (test_zero_writes_when_converged);
-- sharded, a Workload is reconciled by its shard only, its WDs on that shard too
-  (tests/federation/test_sharding.py test_workloads_and_companions_follow_the_shards)."""
+- sharded, a Workload and its WDs are its shard's alone (tests/federation/test_sharding.py
+  test_workloads_and_companions_follow_the_shards)."""
 
 from __future__ import annotations
 
