@@ -596,6 +596,11 @@ async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> Non
             managers = {m["manager"] for m in first["metadata"]["managedFields"]}
             assert {"companions-shard-a", "companions-shard-b"} <= managers, managers
             assert REFERENCED_BY not in first["metadata"]["annotations"]  # per shard when sharded
+            # never fought over: once converged, no shard writes it again
+            assert await shards.idle()
+            written = cell.writes("configmaps")
+            await anyio.sleep(3)
+            assert cell.writes("configmaps") == written, cell.snapshot()
 
             # a source edit reaches the one companion (both co-owners write the same data)
             source = web.get("configmaps", "default", SHARED)
