@@ -3,8 +3,9 @@ project WorkloadDeployment (and, as `sharder-workloads`, each Workload) to a sha
 writing its shard label (DESIGN.md §5).
 
 Request key: (project cluster, project namespace, WD or Workload name).
-Reads (caches): project WDs and Workloads (every one, as `assignment_identity` keeps them: the
-`FLEET` views, next to this replica's own shard's, in full); the shard Leases in the management cluster
+Reads (caches): project WDs and Workloads, every one: its own shard's in its shard's views,
+the others (and the unassigned) in the `FLEET` views, as `assignment_identity` keeps them
+(so it lists and holds each once); the shard Leases in the management cluster
 (`sharding.compute.datumapis.com/ring=<ring>`).
 Writes, and alone writes: the shard label on project WDs and Workloads (assign; reassign
 from a dead shard) and the drain label (ask the owner to hand over), one merge patch per
@@ -36,6 +37,7 @@ from federation.fleet.sharding import (
     wd_hash_key,
     workload_hash_key,
 )
+from mcruntime.cluster import Cluster
 from mcruntime.fields import get_mapping, get_str, get_str_map
 from mcruntime.handlers import ClusterName, EnqueueRequestForObject, EnqueueRequestsFromMapFunc
 from mcruntime.informer import EventType, ObjectEvent
@@ -74,7 +76,7 @@ class Sharder:
     async def reconcile(self, req: Request) -> Result:
         # 1. the project, and its WD or Workload (cache)
         project = self.mgr.get_cluster(req.cluster)
-        obj = await project.client.get_or_none(self.resource, req.name, namespace=req.namespace, alias=FLEET)
+        obj = await self._cached(project, req)
         # 2. early exit: gone (a deleting one still needs its owner to finalize it)
         if obj is None:
             return Result()
@@ -95,13 +97,24 @@ class Sharder:
         await project.client.patch(self.resource, req.name, patch, namespace=req.namespace, field_manager=FIELD_MANAGER)
         return Result()
 
+    async def _cached(self, project: Cluster, req: Request) -> dict[str, Any] | None:
+        """The object from this shard's view, else the others' (it moves between the two as
+        its label does, so it may be in neither for a moment: its arrival brings it back)."""
+        for alias in ("", FLEET):
+            found = await project.client.get_or_none(self.resource, req.name, namespace=req.namespace, alias=alias)
+            if found is not None:
+                return found
+        return None
+
     def every_one(self, _cluster: str, _lease: dict[str, Any]) -> list[Request]:
         """Membership changed: every project WD (Workload) is decided again."""
-        return [
-            Request(project.name, get_str(obj, "metadata.namespace"), get_str(obj, "metadata.name"))
-            for project in project_clusters(self.mgr)
-            for obj in project.cache.informer_of(self.resource, FLEET).store.list()
-        ]
+        found: dict[Request, None] = {}
+        for project in project_clusters(self.mgr):
+            for alias in ("", FLEET):
+                for obj in project.cache.informer_of(self.resource, alias).store.list():
+                    namespace, name = get_str(obj, "metadata.namespace"), get_str(obj, "metadata.name")
+                    found[Request(project.name, namespace, name)] = None
+        return list(found)
 
 
 def _rv(obj: dict[str, Any]) -> str:
@@ -119,9 +132,11 @@ def register(mgr: Manager, options: ShardingOptions) -> None:
     ):
         sharder = Sharder(mgr, options, resource, hash_key)
         ctrl = mgr.new_controller(name, sharder, workers=workers)
-        # every one, but only what the assignment reads of it (`assignment_identity`)
+        # every one: this shard's in its shard's view (in full: its controllers' view), the
+        # others' past it, keeping only what the assignment reads (`assignment_identity`)
+        ctrl.for_(resource, clusters=PROJECTS, predicates=[labels_changed])
         ctrl.watch(resource, EnqueueRequestForObject(), clusters=PROJECTS, predicates=[labels_changed], alias=FLEET,
-                   transform=assignment_identity)  # fmt: skip
+                   label_selector=options.others_selector, transform=assignment_identity)  # fmt: skip
         ctrl.watch(
             LEASES,
             EnqueueRequestsFromMapFunc(sharder.every_one, cluster_name=ClusterName.PRESERVE_MAPPED),

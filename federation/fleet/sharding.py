@@ -38,6 +38,11 @@ class ShardingOptions:
     def lease_selector(self) -> str:
         return f"{Label.SHARD_RING}={self.ring}"
 
+    @property
+    def others_selector(self) -> str:
+        """What is not labelled for this shard: the other shards' objects and the unassigned."""
+        return f"{Label.SHARD}!={self.shard}"
+
     def cache_selectors(self, *, cell: bool) -> dict[Resource, str]:
         """What this shard caches of the sharded resources in a project or a cell
         (`CacheOptions.label_selectors`): the WDs labelled for it (project WDs, and the

@@ -209,8 +209,8 @@ def copies_follow(f: Fleet, shards: list[str]) -> bool:
 
 def share_problems(shards: Shards) -> list[str]:
     """What breaks "each shard caches only the project WDs and cell copies labelled for it,
-    and only the elected replica (the sharder) has a FLEET view of every project WD (for the
-    assignment); no replica has one of the cells' copies"."""
+    and only the elected replica (the sharder) has a FLEET view of the other project WDs
+    (for the assignment, slim); no replica has one of the cells' copies"."""
     problems = []
     for shard, manager in shards.managers.items():
         leading = manager.elector is not None and manager.elector.is_leader
@@ -223,11 +223,14 @@ def share_problems(shards: Shards) -> list[str]:
             if (cache.view_of(WORKLOAD_DEPLOYMENTS, FLEET) is not None) != (leading and cluster == "web"):
                 problems.append(f"{shard} (leading: {leading}) has a FLEET view in {cluster} or lacks it")
             elif leading and cluster == "web":
-                fleet_view = cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).store.list()
-                if len(fleet_view) != N_WDS:
+                # the others' WDs past its narrowing, each held once (its own are in its shard's view)
+                others = cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).store.list()
+                if {(wd["metadata"].get("labels") or {}).get(Label.SHARD) for wd in others} & {shard}:
+                    problems.append(f"the sharder {shard} holds its own WDs twice")
+                if len(others) + len(cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list()) != N_WDS:
                     problems.append(f"the sharder {shard} does not cache every WD of {cluster}")
-                elif any("spec" in wd for wd in fleet_view):  # what the assignment reads, not the WDs in full
-                    problems.append(f"the sharder {shard} caches every WD of {cluster} in full")
+                if any("spec" in wd for wd in others):  # what the assignment reads, not the WDs in full
+                    problems.append(f"the sharder {shard} caches the other shards' WDs in full")
     return problems
 
 
