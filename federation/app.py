@@ -163,8 +163,8 @@ def build_manager(
         tracer_provider=tracer_provider,
         shard_lease=shard_lease,
         # a shard caches the project WDs and Workloads, cell copies and cell Instances
-        # labelled for it, nothing else of them (the sharder reads every WD and Workload
-        # through FLEET views); by the cluster's role
+        # labelled for it, nothing else of them (the sharder reads the other shards' WDs and
+        # Workloads through slim FLEET views); by the cluster's role
         cluster_options_for=partial(sharded_cluster_options, sharding) if sharding is not None else None,
         local_cluster_options=ClusterOptions(),
     )
