@@ -539,9 +539,9 @@ def referencing_owners(f: Fleet, shards: list[str]) -> dict[str, list[str]]:
 
 
 def workload_share_problems(shards: Shards) -> list[str]:
-    """What breaks "each shard caches the Workloads labelled for it, the sharder also every
-    one (its FLEET view, for assignment only), and no shard holds a second view of the cells'
-    copies"."""
+    """What breaks "each shard caches the Workloads labelled for it, the sharder also the
+    others' (its FLEET view, slim, for the assignment), and no shard holds a second view of
+    the cells' copies"."""
     problems = []
     for shard, manager in shards.managers.items():
         leading = manager.elector is not None and manager.elector.is_leader
@@ -551,6 +551,12 @@ def workload_share_problems(shards: Shards) -> list[str]:
             problems.append(f"{shard} caches Workloads of {held}")
         if (web.view_of(WORKLOADS, FLEET) is not None) != leading:
             problems.append(f"{shard} (leading: {leading}) has a FLEET view of Workloads or lacks it")
+        elif leading:  # the sharder: the others' Workloads, slim, besides its own in full
+            others = web.informer_of(WORKLOADS, FLEET).store.list()
+            if any("spec" in w or (w["metadata"].get("labels") or {}).get(Label.SHARD) == shard for w in others):
+                problems.append(f"the sharder {shard} holds its own Workloads twice, or the others' in full")
+            if len(others) + len(web.informer_of(WORKLOADS).store.list()) != N_WORKLOADS:
+                problems.append(f"the sharder {shard} does not see every Workload")
         if manager.get_cluster("cell-dfw").cache.view_of(WORKLOAD_DEPLOYMENTS, FLEET) is not None:
             problems.append(f"{shard} holds a second (FLEET) view of the cell's copies")
     return problems
