@@ -378,6 +378,7 @@ class Phase:
     cpu_servers: float
     project_writes: dict[str, int]
     cell_writes: dict[str, int]
+    reconciles: dict[str, float]  # per controller of the management manager
 
 
 def ideal_writes(phase: str, wds: int, copies: int) -> int:
@@ -392,6 +393,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
     server_pids = [srv.proc.pid for srv in f.servers.values()]
     async with aiohttp.ClientSession() as session:
         sent_before = await mgr.write_requests(session)
+        reconciled_before = await mgr.reconciles(session)
     cpu = (cpu_seconds(mgr.pid), sum(map(cpu_seconds, (c.pid for c in cells))), sum(map(cpu_seconds, server_pids)))
     started = time.perf_counter()
     await gather_limited(s.in_flight, wd_calls(f, s, projects, phase))
@@ -418,6 +420,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
     writes = await f.writes_by_resource()
     async with aiohttp.ClientSession() as session:
         sent = await mgr.write_requests(session) - sent_before
+        reconciled = await mgr.reconciles(session)
     namespaces, events = attributed(writes, projects)
     project_writes: dict[str, int] = {}
     cell_writes: dict[str, int] = {}
@@ -444,6 +447,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
         cpu_after[2] - cpu[2],
         project_writes,
         cell_writes,
+        {name: n - reconciled_before.get(name, 0.0) for name, n in reconciled.items()},
     )
 
 
@@ -472,6 +476,8 @@ def report_phase(rep: Report, p: Phase, wds: int, *, cells_cpu: bool = True) -> 
         writers = "manager + cell managers" if cells_cpu else "manager + echo cells"
         rep.add(f"{p.name}:   cell {short(resource)} per WD", n / wds, "writes", writers)
     rep.add(f"{p.name}: manager CPU per WD", p.cpu_manager / wds * 1000, "ms")
+    for name, n in sorted(p.reconciles.items()):
+        rep.add(f"{p.name}:   {name} reconciles per WD", n / wds, "reconciles", "management manager")
     if cells_cpu:
         rep.add(f"{p.name}: cell managers' CPU per WD", p.cpu_cells / wds * 1000, "ms")
     rep.add(f"{p.name}: API servers' CPU per WD", p.cpu_servers / wds * 1000, "ms")

@@ -32,6 +32,7 @@ from harness import (
     TRACING_MODES,
     VERSION,
     Fleet,
+    cpu_seconds,
     fleet,
     instances_path,
     management,
@@ -250,8 +251,16 @@ async def main(args: argparse.Namespace) -> None:
                 for round_, rate in enumerate(rates):
                     watcher.instance_latency.clear()
                     watcher.wd_latency.clear()
+                    cpu, reconciled = cpu_seconds(mgr.pid), await mgr.reconciles(session)
                     await drive(f, namespace, owners, watcher, rate, args.seconds, round_)
                     await asyncio.sleep(2)  # let the last changes arrive
+                    changes = rate * args.seconds  # per kind: Instance statuses, and as many copy statuses
+                    rep.add(f"{rate:.0f}/s: manager CPU per change", (cpu_seconds(mgr.pid) - cpu) / changes * 1000,
+                            "ms", "", "an Instance's and a copy's status")  # fmt: skip
+                    for name, n in sorted((await mgr.reconciles(session)).items()):
+                        if name.endswith("projector"):
+                            per_change = (n - reconciled.get(name, 0)) / changes
+                            rep.add(f"{rate:.0f}/s: {name} reconciles per change", per_change, "reconciles")
                     for what, values in (
                         ("Instance projection", watcher.instance_latency),
                         ("project WD status", watcher.wd_latency),

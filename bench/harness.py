@@ -376,6 +376,17 @@ class Manager:
             if line.startswith(name + "{") or line.startswith(name + " ")
         )
 
+    async def reconciles(self, session: aiohttp.ClientSession) -> dict[str, float]:
+        """Reconciles so far per controller (its own controller_runtime_reconcile_total)."""
+        async with session.get(f"http://127.0.0.1:{self.metrics_port}/metrics") as resp:
+            text = await resp.text()
+        found: dict[str, float] = {}
+        for line in text.splitlines():
+            if line.startswith("controller_runtime_reconcile_total{") and 'controller="' in line:
+                name = line.split('controller="', 1)[1].split('"', 1)[0]
+                found[name] = found.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+        return found
+
     async def write_requests(self, session: aiohttp.ClientSession) -> int:
         """Write requests this manager has sent (its own rest_client_requests_total)."""
         async with session.get(f"http://127.0.0.1:{self.metrics_port}/metrics") as resp:

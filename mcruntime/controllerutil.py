@@ -181,37 +181,6 @@ def is_subset(desired: Any, actual: Any) -> bool:
     return bool(desired == actual)
 
 
-class SubsetMemo:
-    """`is_subset(desired, actual)` remembered per cached object version, so a controller
-    that compares the same intent with the same object on every event pays one C-speed
-    serialisation of the intent instead of a Python walk. Provably the same answer: an
-    object of one uid and resourceVersion never changes, and equal sorted-key JSON bytes
-    are equal JSON values (a miss, e.g. 1 vs 1.0, only recomputes); `is_subset` stays the
-    one rule. Bounded: the oldest entry goes first."""
-
-    def __init__(self, size: int = 65536) -> None:
-        self._size = size
-        self._memo: dict[tuple[str, str, bytes], bool] = {}
-
-    def __call__(self, desired: Any, actual: Any) -> bool:
-        if not isinstance(actual, Mapping):
-            return is_subset(desired, actual)
-        uid = get_str(actual, "metadata.uid", required=False)
-        version = get_str(actual, "metadata.resourceVersion", required=False)
-        if not uid or not version:
-            return is_subset(desired, actual)
-        try:
-            key = (uid, version, orjson.dumps(desired, option=orjson.OPT_SORT_KEYS))
-        except TypeError:  # not JSON (never from an intent): the rule itself
-            return is_subset(desired, actual)
-        found = self._memo.get(key)
-        if found is None:
-            found = self._memo[key] = is_subset(desired, actual)
-            if len(self._memo) > self._size:
-                del self._memo[next(iter(self._memo))]
-        return found
-
-
 _TYPE_FIELDS = ("apiVersion", "kind")  # absent from LIST items in the cache; the call names the type
 
 # The digest of the last intent a manager applied, on the object itself. Comparing values

@@ -29,7 +29,7 @@ from .errors import ClusterNotEngagedError
 from .events import EventRecorder
 from .health import Check, CheckResult, EndpointServer, parse_bind_address
 from .leaderelection import LeaderElectionConfig, LeaderElectionLost, LeaderElector
-from .metrics import RuntimeMetricReader, RuntimeMetrics
+from .metrics import PullHistogram, RuntimeMetricReader, RuntimeMetrics
 from .providers.base import Provider
 from .ratelimiter import RateLimiter
 from .reconciler import ReconcileFunc, Reconciler
@@ -304,6 +304,12 @@ class Manager:
             raise ValueError(f"a controller named {controller.name!r} is already registered")
         self.controllers.append(controller)
         return controller
+
+    def export_histograms(self, histograms: Iterable[PullHistogram]) -> None:
+        """Export a component's own `PullHistogram`s on /metrics beside the runtime's (with a
+        caller's own meter provider, its reader must `include` them)."""
+        if self._reader is not None:
+            self._reader.include(histograms)
 
     def new_controller(
         self,

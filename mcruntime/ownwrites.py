@@ -6,15 +6,24 @@ write was made over and would make the same write again. `OwnWrites` keeps the s
 answer per key while the cache still shows that earlier state (uid and resourceVersion);
 the moment the cache holds any other state (the write's own event, or a newer one, or the
 object gone), the cache is the truth and the answer is dropped. No I/O, no timers: bounded
-by the writes whose events have not arrived yet."""
+by the writes whose events have not arrived yet.
+
+The write's own watch event changes nothing the controller computed from (the answer *is*
+that state): `EnqueueUnlessOwnWrite` hands every other event of the object to the
+controller, so a status write does not cost a second reconcile that finds nothing to do
+(and that a change arriving meanwhile would wait behind)."""
 
 from __future__ import annotations
 
 from collections.abc import Hashable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from mcruntime.fields import get_str
+from mcruntime.handlers import EventHandler, RequestSink
+from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.objects import Obj
+from mcruntime.request import Request
 
 K = TypeVar("K", bound=Hashable)
 Version = tuple[str, str]
@@ -27,28 +36,83 @@ def version_of(obj: Obj | None) -> Version | None:
     return get_str(obj, "metadata.uid", required=False), get_str(obj, "metadata.resourceVersion", required=False)
 
 
+MAX_CHAIN = 8  # own writes in a row whose events have not arrived yet, per key
+
+
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    before: Version | None  # the state the cache showed when the first write of the chain was made
+    answer: Obj  # the server's answer to the last write
+    earlier: tuple[Version | None, ...] = ()  # the answers to the chain's earlier writes
+
+
 class OwnWrites(Generic[K]):
+    """Per key, the answer to the controller's last write while the cache shows the state it
+    was made over, or an earlier own write of the same chain: a write made over the answer
+    to the previous one (two writes before either event arrived) extends that chain, so the
+    first write's event (already outdated by the second) neither drops the second answer
+    nor wakes the controller."""
+
     def __init__(self) -> None:
-        self._answers: dict[K, tuple[Version | None, Obj]] = {}
+        self._answers: dict[K, _Answer] = {}
 
     def remember(self, key: K, before: Obj | None, answer: Obj) -> None:
-        """The server's `answer` to a write made while the cache showed `before`."""
-        self._answers[key] = (version_of(before), answer)
+        """The server's `answer` to a write made while the cache showed `before` (or made
+        over the answer to this key's previous write, `latest`)."""
+        prior, version = self._answers.get(key), version_of(before)
+        if prior is not None and version == version_of(prior.answer):
+            self._answers[key] = _Answer(prior.before, answer, (*prior.earlier, version)[-MAX_CHAIN:])
+        else:
+            self._answers[key] = _Answer(version, answer)
 
     def latest(self, key: K, cached: Obj | None) -> Obj | None:
         """The object as last known: the remembered answer while the cache still shows the
-        state the write was made over, else the cache (and the answer is dropped)."""
+        state the writes were made over (or an earlier one of them), else the cache (and
+        the answer is dropped)."""
         remembered = self._answers.get(key)
         if remembered is None:
             return cached
-        before, answer = remembered
-        if version_of(cached) == before:
-            return answer
+        version = version_of(cached)
+        if version == remembered.before or version in remembered.earlier:
+            return remembered.answer
         del self._answers[key]
         return cached
+
+    def observed(self, key: K, cached: Obj) -> bool:
+        """The cache now shows `cached`: whether it is one of this controller's own answers
+        (a write's own watch event). The last answer's event drops it; so does any state
+        but the one the writes were made over, as in `latest`."""
+        remembered = self._answers.get(key)
+        if remembered is None:
+            return False
+        version = version_of(cached)
+        if version == remembered.before:
+            return False
+        if version in remembered.earlier:
+            return True  # an earlier write of the chain: the last answer still stands
+        del self._answers[key]
+        return version == version_of(remembered.answer)
 
     def forget(self, key: K) -> None:
         self._answers.pop(key, None)
 
     def __len__(self) -> int:
         return len(self._answers)
+
+
+class EnqueueUnlessOwnWrite(EventHandler):
+    """The object itself, in the cluster it came from (`EnqueueRequestForObject`), except
+    an update that shows exactly the answer `writes` remembers for it: the controller's
+    own write coming back through its watch. Every other state of the object (another
+    writer's, a newer one, a deletion) is enqueued as usual; a deletion forgets the answer."""
+
+    def __init__(self, writes: OwnWrites[Request]) -> None:
+        self.writes = writes
+
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        request = Request.for_object(source_cluster, event.obj)
+        if event.type is EventType.DELETED:
+            self.writes.forget(request)  # no event of that write will come
+        elif event.type is EventType.MODIFIED and self.writes.observed(request, event.obj):
+            return
+        sink.enqueue(request)

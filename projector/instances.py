@@ -1,23 +1,23 @@
 """Instance projector (management mode): every Instance a cell runs for a project WD has a
 read-only projection of the same name in the project namespace.
 
-Request key: (project cluster, project namespace, Instance name): one Instance, so a status
-change in a cell costs one lookup per cell and at most two writes. With `--sharding` it runs on
-every shard, gated by the WD its Instances name (`owned_by`), over the shard's own caches.
-Reads (caches): project WDs and Instance projections; in the cells, the WD copies, downstream
-namespaces (watched) and Instances (views shared with the federator; `fleet.fleetview`).
-Writes, and alone writes: project Instances controlled by a project WD (metadata and spec
-with field manager `projector`, status through the status subresource).
+Request key: (project cluster, project namespace, Instance name): one Instance, so a status change in a cell costs one
+lookup per cell and at most two writes. With `--sharding` it runs on every shard, gated by the WD its Instances name
+(`owned_by`), over the shard's own caches.
+Reads (caches): project WDs and Instance projections; in the cells, the WD copies, downstream namespaces (watched)
+and Instances (views shared with the federator; `fleet.fleetview`).
+Writes, and alone writes: project Instances controlled by a project WD (metadata and spec with field manager
+`projector`, status through the status subresource).
 Never writes: anything in a cell, the project WD, an Instance it does not control.
 
 DESIGN §3 Projector (the choice among same-named Instances is `fleet.projection`), pinned by
 tests/projector/test_projector.py: test_instances_and_status_reach_the_project, test_a_crash_in_one_cell_is_named,
 test_projections_follow_scale_down_and_deletion, test_an_instance_moving_between_cells_keeps_its_projection,
-test_an_instance_without_upstream_labels_is_not_projected,
+test_an_instance_without_upstream_labels_is_not_projected, test_the_own_projection_write_coming_back_costs_no_reconcile,
 test_an_instance_whose_project_wd_is_missing_is_not_projected,
 test_an_instance_seen_before_its_cell_namespace_is_projected_when_the_namespace_arrives; DESIGN §5 by
-tests/federation/test_sharding.py test_instance_projections_are_made_by_the_owning_shard_and_follow_a_hand_over;
-zero writes at steady state (tests/chaos; tests/federation/test_steady_state.py)."""
+tests/federation/test_sharding.py test_instance_projections_are_made_by_the_owning_shard_and_follow_a_hand_over; idle:
+no writes (tests/chaos; tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
@@ -66,6 +66,7 @@ from mcruntime.indexers import CONTROLLER_UID, controller_uid
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -82,6 +83,10 @@ class InstanceProjector:
     def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
+        # per projection: the last write's answer until its own watch event arrives, which
+        # then wakes nothing (`EnqueueUnlessOwnWrite`): a cell's status change costs one
+        # reconcile, not a second one that finds its own write
+        self.own_writes: OwnWrites[Request] = OwnWrites()
 
     async def reconcile(self, project: Cluster, projection: Obj) -> Result:
         """A projection in the project (`ForObject`): kept, corrected or removed."""
@@ -94,7 +99,9 @@ class InstanceProjector:
 
     async def _sync(self, project: Cluster, req: Request, current: Obj | None) -> Result:
         # 1-2. the project and its cached projection, if any (`ForObject`: a cluster not
-        # engaged is dropped); the cell Instances of that name
+        # engaged is dropped), or this projector's last write's answer while the cache does not
+        # show it yet; the cell Instances of that name
+        current = self.own_writes.latest(req, current)
         sources, complete = await self._sources(req, project)
         # 3. early exits: a projection someone else controls is not ours to touch
         if current is not None and controllerutil.controller_of(current) is None:
@@ -106,8 +113,10 @@ class InstanceProjector:
             if current is not None and not controllerutil.is_controlled_by(current, source.wd):
                 await self._remove(project, current)  # a projection of an earlier WD of the same name
                 return Result()
-            await self._project(project, source, current)
-            await self._project_status(project, source, current)
+            written = await self._project(project, source, current)
+            if written is not None:
+                self.own_writes.remember(req, current, written)
+            await self._project_status(project, req, source, written or current)
         elif current is not None and complete and not is_deleting(current):
             if await self._beyond_share(project, req, current):
                 return Result()  # its relabel for this shard brings it back
@@ -168,16 +177,22 @@ class InstanceProjector:
         return False
 
     # ------------------------------------------------------------------ writes (one each)
-    async def _project(self, project: Cluster, source: Source, cached: Obj | None) -> None:
-        await controllerutil.apply_if_differs(
+    async def _project(self, project: Cluster, source: Source, cached: Obj | None) -> Obj | None:
+        """The projection's metadata and spec; the server's answer when a write was made."""
+        result = await controllerutil.apply_if_differs(
             project.client, INSTANCES, projection(source), cached=cached, field_manager=FIELD_MANAGER
         )
+        return result.obj if result.changed else None
 
-    async def _project_status(self, project: Cluster, source: Source, cached: Obj | None) -> None:
-        await controllerutil.apply_if_differs(
+    async def _project_status(self, project: Cluster, req: Request, source: Source, cached: Obj | None) -> None:
+        """The projection's status, compared with `cached` (what the metadata write left, or
+        the cache); the answer is remembered for its watch event."""
+        result = await controllerutil.apply_if_differs(
             project.client, INSTANCES, projection_status(source), cached=cached, field_manager=FIELD_MANAGER,
             subresource="status",
         )  # fmt: skip
+        if result.changed:
+            self.own_writes.remember(req, cached, result.obj)
 
     async def _remove(self, project: Cluster, stale: Obj) -> None:
         await controllerutil.delete_exact(project.client, INSTANCES, stale)
@@ -257,8 +272,10 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     projector = InstanceProjector(mgr)
     routes = Routes(mgr)
     ctrl = mgr.new_controller("instance-projector", ForObject(mgr, INSTANCES, projector), workers=options.workers)
-    ctrl.for_(
-        INSTANCES, clusters=PROJECTS, label_selector=str(Label.WORKLOAD_DEPLOYMENT_NAME),
+    # the projections, but not the projector's own write coming back (`EnqueueUnlessOwnWrite`)
+    ctrl.watch(
+        INSTANCES, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
+        label_selector=str(Label.WORKLOAD_DEPLOYMENT_NAME),
         indexers={CONTROLLER_UID: controller_uid, PROJECTED_FROM_INDEX: projected_from},
     )  # fmt: skip
     # a project WD's status changes all the time (the status projector writes it) and no

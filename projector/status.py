@@ -8,16 +8,16 @@ Writes, and alone writes: the project WD's `status` (status subresource, field m
 `projector`), only when the aggregate differs from what is cached.
 Never writes: the project WD's metadata or spec, anything in a cell.
 
-DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_projector.py: counters
-summed, observedGeneration only when every target cell observed the spec, worst reason wins
-naming the cell (test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back,
-tests/federation/test_version_skew.py); NoMatchingLocation (test_no_cell_for_the_city); a dark cell
-Unknown after `--cell-status-stale-after` (test_a_dark_cell_turns_unknown_and_recovers); one status
-write once the cells observed a spec, else AwaitingPropagation a delay after the copies' write
-(test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
-test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
-Suspended (tests/e2e/test_suspension.py); SourceNotFound (test_a_missing_source_is_named_on_the_project_wd);
-idle: no writes (tests/federation/test_steady_state.py)."""
+DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_projector.py: counters summed,
+observedGeneration only when every target cell observed the spec, worst reason wins naming the cell
+(test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back,
+tests/federation/test_version_skew.py); NoMatchingLocation (test_no_cell_for_the_city); a dark cell Unknown after
+`--cell-status-stale-after` (test_a_dark_cell_turns_unknown_and_recovers); one status write once the cells observed a
+spec, else AwaitingPropagation a delay after the copies' write (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes,
+test_copies_written_late_cost_one_status_write, test_a_slow_cell_shows_awaiting_propagation,
+test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more); its own write's event wakes nothing
+(test_the_own_status_write_coming_back_costs_no_reconcile); Suspended (tests/e2e/test_suspension.py); SourceNotFound
+(test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,14 @@ from typing import Any
 from federation.api.conditionjson import find_condition_json
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.fleet.aggregate import AVAILABLE, NO_MATCHING_LOCATION, CellReport, aggregate, copies_written
+from federation.fleet.aggregate import (
+    AVAILABLE,
+    NO_MATCHING_LOCATION,
+    CellReport,
+    WrittenSpecs,
+    aggregate,
+    copies_written,
+)
 from federation.fleet.changetrace import change_of, stage_attributes
 from federation.fleet.downstream import (
     UnresolvedLocation,
@@ -66,7 +73,7 @@ from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
-from mcruntime.ownwrites import OwnWrites
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -87,11 +94,11 @@ class StatusProjector:
         # when (monotonic)
         self._awaiting: dict[Request, tuple[tuple[str, object, bool], float]] = {}
         # per WD: the last status write's answer until the cache shows it; see `_with_own_write`
-        self._wrote: OwnWrites[Request] = OwnWrites()
+        self.own_writes: OwnWrites[Request] = OwnWrites()
         self.events = ControllerEvents(mgr, FIELD_MANAGER)
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
-        self.matches = controllerutil.SubsetMemo()  # is_subset, remembered per copy version
+        self.written = WrittenSpecs()  # whether a copy carries its desired spec, per copy and spec version
 
     async def reconcile(self, project: Cluster, wd: Obj) -> Result:
         # 1-2. the project and the cached WD (`ForObject`: a cluster not engaged is dropped,
@@ -112,11 +119,9 @@ class StatusProjector:
         city = target.city_code if target is not None else None
         now = datetime.datetime.now(datetime.UTC)
         missing = missing_sources(wd, lambda kind, name: _source_exists(project, kind, name, req.namespace))
-        status = aggregate(
-            wd, reports, now=now, city=city, unplaced=unplaced, subset=self.matches, missing_sources=missing
-        )
+        status = aggregate(wd, reports, now=now, city=city, unplaced=unplaced, missing_sources=missing)
         # 5. write only the difference, once the cells observed this spec (or after a while)
-        if (hold := self._hold(req, wd, status, copies_written(wd, reports, self.matches))) is not None:
+        if (hold := self._hold(req, wd, status, copies_written(wd, reports))) is not None:
             return Result(requeue_after=hold if deadline is None else min(hold, deadline))
         written = status != (wd.get("status") or {})
         if written:
@@ -147,7 +152,7 @@ class StatusProjector:
     def _forget(self, req: Request) -> Result:
         """A WD gone or going: nothing to hold back for it any more."""
         self._awaiting.pop(req, None)
-        self._wrote.forget(req)
+        self.own_writes.forget(req)
         return Result()
 
     def _with_own_write(self, req: Request, wd: Obj) -> Obj:
@@ -156,7 +161,7 @@ class StatusProjector:
         before the write's own event would otherwise aggregate again from the older status,
         and the conditions' lastTransitionTime alone (a second later) would cost another
         write of the same status. Once the cache holds any other version, it is the truth."""
-        return self._wrote.latest(req, wd) or wd
+        return self.own_writes.latest(req, wd) or wd
 
     def _hold(self, req: Request, wd: Obj, status: Obj, written: bool) -> float | None:
         """Seconds to hold back a status that awaits the cells' observation of the WD's
@@ -198,9 +203,16 @@ class StatusProjector:
         for share in shares:
             if target is None:
                 continue
-            desired = downstream_copy(project, wd, share, namespace, include_replicas=include_replicas, target=target)[
-                "spec"
-            ]
+            copy = copies.get(share.cell)
+
+            def desired(share: Share = share, target: CityTarget = target) -> Mapping[str, Any]:
+                made: Mapping[str, Any] = downstream_copy(
+                    project, wd, share, namespace, include_replicas=include_replicas, target=target
+                )["spec"]
+                return made
+
+            # the desired spec is made and compared once per copy version and spec, not per event
+            written = self.written(wd, share, copy, desired) if copy is not None else False
             cell = self.mgr.clusters.get(share.cell)
             stale_since = None
             # unreachable, or re-syncing after it was: not fresh until its views follow it again
@@ -211,7 +223,7 @@ class StatusProjector:
                 else:
                     remaining = self.stale_after - dark
                     deadline = remaining if deadline is None else min(deadline, remaining)
-            reports.append(CellReport(share, copies.get(share.cell), desired, stale_since, _last_seen(cell)))
+            reports.append(CellReport(share, copy, {}, stale_since, _last_seen(cell), spec_written=written))
         return reports, (deadline + 0.05 if deadline is not None else None)
 
     async def _write(self, req: Request, project: Cluster, wd: Obj, status: Obj) -> None:
@@ -233,7 +245,8 @@ class StatusProjector:
                 stored = await controllerutil.write_status(project.client, WORKLOAD_DEPLOYMENTS, wd, status,
                                                            field_manager=FIELD_MANAGER)  # fmt: skip
             self.clock.status_claimed(key, int(generation or 0))
-        self._wrote.remember(req, wd, {**wd, "status": stored.get("status") or dict(status)})
+        # the answer's own metadata (its resourceVersion) tells the write's watch event apart
+        self.own_writes.remember(req, wd, {**wd, **stored, "status": stored.get("status") or dict(status)})
 
     async def _say_unplaced(self, project: Cluster, wd: Obj, status: Obj) -> None:
         """A Warning Event when the WD newly has no cell for its city (as the Workload
@@ -269,7 +282,10 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         workers=options.workers,
         batch_period=options.status_batch_period,
     )
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS)
+    # the WD itself, but not its own status write coming back: that state is what the write
+    # was computed to be, and a second reconcile of it would find nothing to do
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
+               indexers=WD_INDEXERS)  # fmt: skip
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     ctrl.watch(
         LOCATIONS,

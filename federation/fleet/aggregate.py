@@ -58,6 +58,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
 from federation.api.constants import Annotation
 from federation.api.naming import workload_deployment_selector
@@ -126,10 +128,55 @@ class CellReport:
     desired_copy_spec: Mapping[str, Any]  # downstream_copy(...)["spec"]: what the federator writes
     stale_since: datetime | None = None  # set when unreachable beyond the freshness threshold
     last_seen: datetime | None = None
+    # whether `copy` carries that spec, when the caller already knows (`WrittenSpecs`);
+    # None: compared here, and only then is `desired_copy_spec` read
+    spec_written: bool | None = None
 
 
 # the comparison rule: `is_subset` itself, or a memo of it (`controllerutil.SubsetMemo`)
 Subset = Callable[[Any, Any], bool]
+
+
+class WrittenSpecs:
+    """Whether a copy carries the spec the federator writes for its share (the rule of
+    `_unwritten`: `is_subset` of the desired spec, `replicas` left out when the cell's
+    autoscaler owns it), remembered per copy spec version and WD spec version, so the deep
+    walk is made once per new copy spec or new WD spec, not on every event of the WD (a
+    status write, a cell's status report on the copy). Provably the same answer: only the
+    copy's spec is compared, and one uid and generation is one spec (the API server moves
+    the generation with every spec change, never with status or metadata); the desired spec
+    is a function of the WD's spec (one per uid and generation) and the share's size.
+    Without a uid or generation it is not remembered. Bounded: the oldest entry goes first."""
+
+    def __init__(self, size: int = 65536) -> None:
+        self._size = size
+        self._memo: dict[tuple[object, ...], bool] = {}
+
+    def __call__(
+        self, wd: Mapping[str, Any], share: Share, copy: Mapping[str, Any], desired: Callable[[], Mapping[str, Any]]
+    ) -> bool:
+        """`desired()` makes the desired spec (`downstream_copy(...)["spec"]`), called on a miss only."""
+        meta, wd_meta = get_mapping(copy, "metadata"), get_mapping(wd, "metadata")
+        key = (meta.get("uid"), meta.get("generation"), wd_meta.get("uid"), wd_meta.get("generation"),
+               share.replicas)  # fmt: skip
+        if not all(key[:4]):
+            return _spec_written(wd, desired(), copy)
+        found = self._memo.get(key)
+        if found is None:
+            found = self._memo[key] = _spec_written(wd, desired(), copy)
+            if len(self._memo) > self._size:
+                del self._memo[next(iter(self._memo))]
+        return found
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+
+def _spec_written(
+    wd: Mapping[str, Any], desired: Mapping[str, Any], copy: Mapping[str, Any], subset: Subset = is_subset
+) -> bool:
+    owned = cell_owns_replicas(wd)
+    return subset({"spec": {k: v for k, v in desired.items() if not (k == "replicas" and owned)}}, copy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,6 +188,15 @@ class _Contribution:
 
     def rank(self) -> tuple[int, int, str]:
         return (_STATUS_RANK[self.status], _REASON_RANK.get(self.reason, _UNLISTED_RANK), self.cell)
+
+
+def _json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON object, made in C (a status from the API is JSON)."""
+    try:
+        copied: dict[str, Any] = orjson.loads(orjson.dumps(value))
+    except TypeError:  # not JSON (a caller's own values): the general copy
+        return _copy.deepcopy(dict(value))
+    return copied
 
 
 def _rfc3339(when: datetime, what: str) -> str:
@@ -184,8 +240,10 @@ class _CellView:
 def _unwritten(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str | None:
     """Why the copy does not carry what the federator writes yet (None: it does)."""
     copy = report.copy or {}
-    want = {k: v for k, v in report.desired_copy_spec.items() if not (k == "replicas" and cell_owns_replicas(wd))}
-    if not subset({"spec": want}, copy):
+    written = report.spec_written
+    if written is None:
+        written = _spec_written(wd, report.desired_copy_spec, copy, subset)
+    if not written:
         return "copy not yet updated to the current spec"
     annotations = get_str_map(copy, "metadata.annotations")
     if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):
@@ -308,7 +366,7 @@ def aggregate(
         city = city_code(wd)
     stamp = _rfc3339(now, "now")
     previous = get_mapping(wd, "status")
-    status: dict[str, Any] = _copy.deepcopy(dict(previous))
+    status: dict[str, Any] = _json_copy(previous)
     views = [_view(report, wd, subset) for report in reports]
 
     for key in COUNTERS:

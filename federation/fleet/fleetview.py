@@ -146,16 +146,19 @@ async def find_copies(
     the cells hold, or it would take an autoscaled copy for a new one) — unless the cached
     WD was never claimed (no federator finalizer: no copy of it was ever written)."""
     found: list[tuple[Cluster, dict[str, Any]]] = []
-    maybe_elsewhere = not alias and _claimed_or_gone(mgr, project, namespace, name)
+    # decided on first need only (a narrowed view missing the copy): it decodes the project WD
+    maybe_elsewhere: bool | None = None
     for cell in cell_clusters(mgr):
         if not cell_synced(cell):
             continue
-        partial = maybe_elsewhere and cell.cache.narrows(WORKLOAD_DEPLOYMENTS)
+        partial = not alias and cell.cache.narrows(WORKLOAD_DEPLOYMENTS)
         for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, upstream_key(project, namespace)):
             cell_namespace = get_str(ns, "metadata.name")
             try:
                 obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=cell_namespace, alias=alias)
-                if obj is None and partial:
+                if obj is None and partial and maybe_elsewhere is None:
+                    maybe_elsewhere = _claimed_or_gone(mgr, project, namespace, name)
+                if obj is None and partial and maybe_elsewhere:
                     obj = await cell.client.get_live_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=cell_namespace)
             except ClusterNotReadyError:
                 continue  # the copies' view is still syncing: the cell's READY event comes back here

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import time
 import weakref
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from opentelemetry.metrics import MeterProvider
-
 from mcruntime.fields import get_str
 from mcruntime.manager import Manager
+from mcruntime.metrics import PullHistogram
 
 # seconds: a change reaches copies in milliseconds and the project status in seconds, or is stuck for minutes
 PROPAGATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
@@ -43,13 +42,13 @@ class _Change:
 
 
 class PropagationClock:
-    def __init__(self, meter_provider: MeterProvider) -> None:
-        meter = meter_provider.get_meter("federation")
+    def __init__(self, export: Callable[[Iterable[PullHistogram]], None] | None = None) -> None:
+        """`export` puts the histograms on /metrics (`Manager.export_histograms`): they are
+        pull histograms, an int add per observation (a status write records one)."""
 
-        def histogram(name: str, description: str) -> Any:
-            return meter.create_histogram(
-                name, unit="s", description=description, explicit_bucket_boundaries_advisory=PROPAGATION_BUCKETS
-            )
+        def histogram(name: str, description: str) -> PullHistogram:
+            return PullHistogram(name, boundaries=PROPAGATION_BUCKETS, unit="s", description=description,
+                                 scope="federation")  # fmt: skip
 
         self._written = histogram("federation_propagation_copies_written_seconds",
                                   "New project WD generation to every target cell's copy written")  # fmt: skip
@@ -59,6 +58,8 @@ class PropagationClock:
                                   "New project WD generation to the project status claiming it")  # fmt: skip
         self._projection = histogram("federation_cell_write_to_projection_seconds",
                                      "A cell's status write on its copy to the project status write")  # fmt: skip
+        if export is not None:
+            export((self._written, self._observed, self._claimed, self._projection))
         self._changes: dict[Key, _Change] = {}
         self._copy_changes: dict[str, dict[str, float]] = {}  # copy uid -> resourceVersion -> when its event came
 
@@ -129,5 +130,5 @@ def clock_of(mgr: Manager) -> PropagationClock:
     """The one clock of a manager, shared by its federator and status projector."""
     clock = _clocks.get(mgr)
     if clock is None:
-        clock = _clocks[mgr] = PropagationClock(mgr.meter_provider)
+        clock = _clocks[mgr] = PropagationClock(mgr.export_histograms)
     return clock

@@ -9,8 +9,6 @@ from typing import Any
 
 import anyio
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
 from kubeplane import EmbeddedAPIServer
 from mcruntime import (
@@ -168,43 +166,6 @@ def test_owner_references_come_from_live_objects() -> None:
 )
 def test_is_subset_reads_desired_state_as_an_apply_intent(desired: Any, actual: Any, subset: bool) -> None:
     assert controllerutil.is_subset(desired, actual) is subset
-
-
-JSON = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(-2, 2, allow_nan=False) | st.sampled_from("ab"),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from("abc"), inner, max_size=3),
-    max_leaves=8,
-)
-
-
-@given(desired=JSON, actual=JSON, version=st.sampled_from(["1", "2"]))
-def test_the_subset_memo_answers_as_is_subset(desired: Any, actual: Any, version: str) -> None:
-    """The memo is a short cut of the one rule, never a second rule: for any intent and
-    object (asked twice, and with the object's version reused) it answers as is_subset."""
-    memo = controllerutil.SubsetMemo(size=4)
-    obj = {"metadata": {"uid": "u", "resourceVersion": version}, "spec": actual}
-    for _ in range(2):
-        assert memo({"spec": desired}, obj) is controllerutil.is_subset({"spec": desired}, obj)
-
-
-def test_the_subset_memo_walks_an_object_version_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    walked: list[Any] = []
-    rule = controllerutil.is_subset
-
-    def counting(desired: Any, actual: Any) -> bool:
-        if isinstance(desired, dict) and "spec" in desired:  # the walk's top, not its recursion
-            walked.append(desired)
-        return rule(desired, actual)
-
-    monkeypatch.setattr(controllerutil, "is_subset", counting)
-    memo = controllerutil.SubsetMemo()
-    copy_v1 = {"metadata": {"uid": "u", "resourceVersion": "1"}, "spec": {"replicas": 2, "x": {"y": 1}}}
-    assert memo({"spec": {"replicas": 2}}, copy_v1) and memo({"spec": {"replicas": 2}}, copy_v1)
-    assert len(walked) == 1, "the second comparison of the same intent and object version is remembered"
-    assert not memo({"spec": {"replicas": 3}}, copy_v1), "another intent is compared"
-    copy_v2 = {"metadata": {"uid": "u", "resourceVersion": "2"}, "spec": {"replicas": 3}}
-    assert memo({"spec": {"replicas": 3}}, copy_v2), "a new version of the object is compared"
-    assert len(walked) == 3
 
 
 async def test_apply_if_differs_sends_nothing_when_the_cache_already_agrees(

@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from mcruntime.ownwrites import OwnWrites, version_of
+from mcruntime.informer import EventType, ObjectEvent
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, version_of
+from mcruntime.request import Request
 
 
 def obj(uid: str, rv: str, label: str = "") -> dict[str, Any]:
@@ -39,3 +41,68 @@ def test_an_answer_lasts_until_the_cache_moves_on(before: Any, cached: Any, late
 def test_versions_tell_states_apart_by_uid_and_resource_version() -> None:
     assert version_of(None) is None
     assert version_of(obj("a", "3")) == ("a", "3") != version_of(obj("b", "3"))
+
+
+@pytest.mark.parametrize(
+    ("cached", "echo", "kept"),
+    [
+        (obj("a", "3"), False, True),  # the cache still shows the state before the write
+        (obj("a", "5", "mine"), True, False),  # the write's own event: an echo, and the answer goes
+        (obj("a", "9", "theirs"), False, False),  # a newer state: not an echo, the cache is the truth
+        (obj("b", "5"), False, False),  # another object of the name (same resourceVersion, other uid)
+    ],
+)
+def test_the_writes_own_event_is_told_apart(cached: Any, echo: bool, kept: bool) -> None:
+    writes: OwnWrites[str] = OwnWrites()
+    writes.remember("k", obj("a", "3"), obj("a", "5", "mine"))
+    assert writes.observed("k", cached) is echo
+    assert len(writes) == int(kept)
+    assert writes.observed("other", cached) is False
+
+
+async def test_only_other_states_are_enqueued() -> None:
+    writes: OwnWrites[Request] = OwnWrites()
+    mine = {"metadata": {"name": "api", "namespace": "default", "uid": "a", "resourceVersion": "5"}}
+    before = {**mine, "metadata": {**mine["metadata"], "resourceVersion": "3"}}
+    theirs = {**mine, "metadata": {**mine["metadata"], "resourceVersion": "9"}}
+    writes.remember(Request("web", "default", "api"), before, mine)
+    sink = Sink()
+    handler = EnqueueUnlessOwnWrite(writes)
+    await handler.handle("web", ObjectEvent(EventType.MODIFIED, "default/api", obj=mine), sink)
+    assert sink.requests == [], "the write's own event"
+    await handler.handle("web", ObjectEvent(EventType.MODIFIED, "default/api", obj=theirs), sink)
+    await handler.handle("web", ObjectEvent(EventType.ADDED, "default/api", obj=mine), sink)
+    assert sink.requests == [Request("web", "default", "api")] * 2
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+
+    def enqueue(self, request: Request) -> None:
+        self.requests.append(request)
+
+    def drop(self, reason: str, detail: str) -> None:
+        raise AssertionError(f"dropped: {reason} {detail}")
+
+
+def test_a_write_over_the_previous_answer_extends_the_chain() -> None:
+    """Two writes before either event arrives: the second was made over the first's answer.
+    The first write's event (outdated by the second) is an echo and keeps the second answer;
+    the second's event ends the chain; the state before the writes still shows the answer."""
+    writes: OwnWrites[str] = OwnWrites()
+    before, first, second = obj("a", "3"), obj("a", "5", "first"), obj("a", "6", "second")
+    writes.remember("k", before, first)
+    writes.remember("k", writes.latest("k", before), second)  # made over the first answer
+    assert writes.latest("k", before) == second
+    assert writes.observed("k", first) is True, "the first write's own event"
+    assert writes.latest("k", first) == second, "the cache shows the first answer: the second stands"
+    assert writes.observed("k", second) is True and len(writes) == 0
+    assert writes.latest("k", second) == second
+
+    writes.remember("k", before, first)
+    writes.remember("k", writes.latest("k", before), second)
+    assert writes.observed("k", obj("a", "7", "theirs")) is False and len(writes) == 0, "another writer's state"
+    writes.remember("k", obj("a", "7"), first)
+    writes.remember("k", obj("a", "8"), second)  # over a state that is not the previous answer: a new chain
+    assert writes.latest("k", obj("a", "7")) == obj("a", "7") and len(writes) == 0

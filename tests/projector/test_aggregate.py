@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from federation.api.conditions import find_condition_json
-from federation.fleet.aggregate import CELL_UNREACHABLE, CellReport, aggregate, copies_written
+from federation.fleet.aggregate import CELL_UNREACHABLE, CellReport, WrittenSpecs, aggregate, copies_written
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy, target_city
 from federation.fleet.placement import PlacementError, Share
 
@@ -608,3 +608,73 @@ def test_suspended_means_every_cell_and_a_suspended_cell_is_always_seen(
             assert got["reason"] != "Suspended"
     again = aggregate({**wd, "status": status}, reports, now=T1)
     assert again == status  # level-triggered: the same inputs write nothing
+
+
+# ---------------------------------------------------------------------- WrittenSpecs
+def versioned(obj: dict[str, Any], uid: str = "copy-uid", generation: int = 1, rv: str = "7") -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "uid": uid, "generation": generation, "resourceVersion": rv}}
+
+
+def desired_of(wd: dict[str, Any], share: Share, calls: list[int]) -> Any:
+    def desired() -> Any:
+        calls.append(1)
+        return downstream_copy("web", wd, share, "ns-uid", include_replicas=True, target=target_city(wd, ()))["spec"]
+
+    return desired
+
+
+AUTOSCALED = project_wd(maxReplicas=5, metrics=[{"cpu": 50}])
+
+
+def scaled(obj: dict[str, Any], replicas: int) -> dict[str, Any]:
+    return {**obj, "spec": {**obj["spec"], "replicas": replicas}}
+
+
+def edited(obj: dict[str, Any], image: str) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["spec"]["template"]["spec"]["runtime"]["sandbox"]["containers"][0]["image"] = image
+    return out
+
+
+@pytest.mark.parametrize(
+    ("wd", "copy_", "written"),
+    [
+        (project_wd(), versioned(cell_copy(project_wd(), DFW1)), True),
+        (project_wd(), versioned(edited(cell_copy(project_wd(), DFW1), "i:2")), False),  # the old image
+        (edited(project_wd(generation=3), "i:2"), versioned(cell_copy(project_wd(), DFW1)), False),  # a new spec
+        # the cell's autoscaler owns replicas: another count is still the spec
+        (AUTOSCALED, versioned(scaled(cell_copy(AUTOSCALED, DFW1), 5)), True),
+        (project_wd(), versioned(scaled(cell_copy(project_wd(), DFW1), 5)), False),
+    ],
+)  # fmt: skip
+def test_written_specs_give_the_rules_answer(wd: dict[str, Any], copy_: dict[str, Any], written: bool) -> None:
+    memo, calls = WrittenSpecs(), list[int]()
+    assert memo(wd, DFW1, copy_, desired_of(wd, DFW1, calls)) is written
+    assert report(wd, DFW1, copy_).spec_written is None  # without the memo: compared by aggregate
+    assert copies_written(wd, [report(wd, DFW1, copy_)]) is written
+    marked = CellReport(DFW1, copy_, {}, spec_written=written)  # with it: the desired spec is not read
+    assert copies_written(wd, [marked]) is written
+    assert memo(wd, DFW1, copy_, desired_of(wd, DFW1, calls)) is written and len(calls) == 1, "remembered"
+
+
+def test_written_specs_compare_again_when_a_version_moves() -> None:
+    wd, calls = project_wd(), list[int]()
+    memo = WrittenSpecs(size=8)
+    copy_ = versioned(cell_copy(wd, DFW1))
+    for _ in range(3):
+        assert memo(wd, DFW1, copy_, desired_of(wd, DFW1, calls))
+    assert len(calls) == 1
+    memo(wd, DFW1, versioned(copy_, rv="8"), desired_of(wd, DFW1, calls))  # the copy's status changed: the same spec
+    assert len(calls) == 1
+    memo(wd, DFW1, versioned(copy_, generation=2, rv="9"), desired_of(wd, DFW1, calls))  # the copy's spec changed
+    memo(project_wd(generation=3), DFW1, copy_, desired_of(wd, DFW1, calls))  # the spec changed
+    memo(wd, Share("dfw-1", 3, 0), copy_, desired_of(wd, DFW1, calls))  # the share changed
+    memo(wd, DFW1, versioned(copy_, uid="other"), desired_of(wd, DFW1, calls))  # another copy of the name
+    assert len(calls) == 5 and len(memo) == 5
+    unversioned = {**cell_copy(wd, DFW1), "metadata": {"name": "api"}}  # no uid or generation: never remembered
+    memo(wd, DFW1, unversioned, desired_of(wd, DFW1, calls))
+    memo(wd, DFW1, unversioned, desired_of(wd, DFW1, calls))
+    assert len(calls) == 7 and len(memo) == 5
+    for generation in range(3, 23):  # bounded
+        memo(wd, DFW1, versioned(copy_, generation=generation), desired_of(wd, DFW1, calls))
+    assert len(memo) == 8

@@ -412,13 +412,12 @@ async def test_copies_written_late_cost_one_status_write(tmp_path: Path) -> None
         assert web.writes(status_resource) == 1, "one status write, no AwaitingPropagation one before it"
 
 
-async def test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more(tmp_path: Path) -> None:
     """The projector's status write reaches its cache a moment later; a copy event in
     between must not aggregate again from the older status (lastTransitionTime a second
-    later) and write the same status again. The project cache is held at the version
-    before the write for the whole test, the widest such window."""
+    later) and write the same status again. The project's WD watch is dropped and its
+    resumption held back before the write, so the cache shows the version before the write
+    for the whole test, the widest such window."""
     async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, mgr):
         web = f.server("web").plane.counters
         status_resource = f"workloaddeployments.{GROUP}/status"
@@ -427,14 +426,10 @@ async def test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more(
         client = mgr.get_cluster("web").client
         held = await client.get(WORKLOAD_DEPLOYMENTS, "api", namespace="default")
         assert "status" not in held, "held back until the cells observe it"
-        real_get_or_none = client.get_or_none
-
-        async def stale(resource: Any, name: str, *, namespace: str | None = None) -> Any:
-            if resource == WORKLOAD_DEPLOYMENTS and name == "api":
-                return orjson.loads(orjson.dumps(held))
-            return await real_get_or_none(resource, name, namespace=namespace)
-
-        monkeypatch.setattr(client, "get_or_none", stale)
+        await anyio.sleep(1.0)  # the watches have run a while: dropping them is an ordinary end
+        plane = f.server("web").plane
+        plane.faults.configure(latency_seconds=30.0, methods=["GET"], path_contains="/workloaddeployments")
+        plane.drop_watches()  # the project's WD watch resumes, but its answer comes 30 s late
         settle(f, "dfw-1")
         settle(f, "dfw-2")
         await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
@@ -443,7 +438,63 @@ async def test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more(
         copy["metadata"].setdefault("labels", {})["example.com/touched"] = "yes"
         Plane(f.server("dfw-1")).update("workloaddeployments", copy, group=GROUP, version=VERSION)
         await eventually(lambda: all_idle(mgr), "the copy event handled")
+        cached = await client.get(WORKLOAD_DEPLOYMENTS, "api", namespace="default")
+        assert "status" not in cached, "the cache still shows the version before the write"
         assert web.writes(status_resource) == 1, "the status written once"
+        plane.faults.clear()
+
+
+async def test_the_own_status_write_coming_back_costs_no_reconcile(tmp_path: Path) -> None:
+    """A cell's change reaches the project WD's status in one reconcile: the status write's
+    own watch event is not handed back to the projector (it would find nothing to do, and
+    a change arriving meanwhile would wait behind it). Another writer's status is."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, mgr):
+        web = f.server("web").plane.counters
+        status_resource = f"workloaddeployments.{GROUP}/status"
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+        assert await all_idle(mgr)
+        recording = record(mgr, "status-projector")
+        api = Request("web", "default", "api")
+        settle(f, "dfw-1", broken={0: ("ImageUnavailable", "no such image")})
+        named = lambda: cond(status(f), "ReplicasReady").get("reason") == "ImageUnavailable"  # noqa: E731
+        await eventually(named, "the crash named")
+        await eventually(lambda: all_idle(mgr), "the status write's event handled")
+        assert web.writes(status_resource) == 2
+        assert recording.requests.count(api) == 1, f"one reconcile for the cell's change: {recording.requests}"
+
+        # someone else's status write is not the projector's own: it is corrected
+        edited = WDs(f, "web").get("default", "api")
+        assert edited is not None
+        edited["status"]["readyReplicas"] = 99
+        Plane(f.server("web")).update_status("workloaddeployments", edited, group=GROUP, version=VERSION)
+        await eventually(lambda: status(f).get("readyReplicas") == 3, "the status restored")
+        assert recording.requests.count(api) >= 2
+
+
+async def test_the_own_projection_write_coming_back_costs_no_reconcile(tmp_path: Path) -> None:
+    """A cell Instance's status change reaches its projection in one reconcile: the
+    projection's status write coming back through the watch wakes nothing."""
+    async with federation(tmp_path) as (f, mgr):
+        web = f.server("web").plane.counters
+        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
+        settle(f, "dfw-1")
+        settle(f, "dfw-2")
+        await eventually(lambda: len(projections(f)) == 4, "4 projections")
+        assert await all_idle(mgr)
+        before = web.writes(f"instances.{GROUP}/status")
+        recording = record(mgr, "instance-projector")
+        settle(f, "dfw-1", broken={0: ("ImageUnavailable", "no such image")})
+        crashed = lambda: cond(projections(f)["api-0"]["status"], "Ready").get("reason") == "ImageUnavailable"  # noqa: E731
+        await eventually(crashed, "the crash projected")
+        await eventually(lambda: all_idle(mgr), "the projection's write handled")
+        assert web.writes(f"instances.{GROUP}/status") == before + 1
+        api_0 = Request("web", "default", "api-0")
+        assert recording.requests.count(api_0) == 1, f"one reconcile for the cell's change: {recording.requests}"
 
 
 async def test_a_slow_cell_shows_awaiting_propagation(tmp_path: Path) -> None:
