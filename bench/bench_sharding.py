@@ -12,8 +12,9 @@ Targets (issue 23): per-shard CPU and memory <= 1.2/N of one replica's; a dead s
 handed over within 2x the lease duration; writes per WD unchanged but for the label writes.
 On a 2-core machine the API servers share the cores with the replicas, so wall time cannot
 scale with N here; the per-replica CPU ratio is what predicts more cores. Each shard caches
-the project WDs and copies labelled for it; the sharder replica also every WD and copy (its
-FLEET views, for the controllers that run there only), so its RSS does not divide.
+the project WDs, Workloads and copies labelled for it and runs every controller for them;
+the sharder replica also the other shards' WDs and Workloads, slim (its FLEET views: name,
+labels, owner references), for the assignment. The notes name the sharder replica.
 
 With --cold N: a cold start per shard count instead of (before) the fan-out: N project WDs
 over --projects projects, created before any replica starts, already labelled as the ring
@@ -136,11 +137,13 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             cpu = {m.name: cpu_seconds(m.pid) - cpu0[m.name] for m in managers}
             await asyncio.sleep(args.settle)  # statuses and the last label writes
             writes = await federation_writes(f, projects) - writes0 - total
+            sharder = await _sharder(f) if n else ""
             rep.add(f"{label}: fan-out wall time ({total} WDs)", wall, "s")
-            rep.add(f"{label}: CPU-seconds, busiest replica", max(cpu.values()), "CPU-s", "", _each(cpu, "{:.1f}"))
+            rep.add(f"{label}: CPU-seconds, busiest replica", max(cpu.values()), "CPU-s", "",
+                    _each(cpu, "{:.1f}") + sharder)  # fmt: skip
             rep.add(f"{label}: CPU-seconds, all replicas", sum(cpu.values()), "CPU-s")
             rep.add(f"{label}: peak RSS, largest replica", max(peaks.values(), default=0) / 2**20, "MiB", "",
-                    _each({k: v / 2**20 for k, v in peaks.items()}, "{:.0f}"))  # fmt: skip
+                    _each({k: v / 2**20 for k, v in peaks.items()}, "{:.0f}") + sharder)  # fmt: skip
             rep.add(f"{label}: manager writes per WD (projects and cell)", writes / total, "writes/WD", "",
                     "sharded: +1 label write per WD assigned")  # fmt: skip
             if n == 2:
@@ -204,15 +207,16 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
                 ready = time.monotonic() - started
                 cpu = {m.name: cpu_seconds(m.pid) for m in managers}
                 rss = {m.name: rss_bytes(m.pid) / 2**20 for m in managers}
+                sharder = await _sharder(f) if n else ""
             finally:
                 for m in managers:
                     m.proc.stop()
             total = per * len(projects)
             rep.add(f"cold start {total:,} WDs, {label}: until every replica ready", ready, "s")
             rep.add(f"cold start {total:,} WDs, {label}: CPU-seconds until ready, busiest", max(cpu.values()), "CPU-s",
-                    "", _each(cpu, "{:.1f}"))  # fmt: skip
+                    "", _each(cpu, "{:.1f}") + sharder)  # fmt: skip
             rep.add(f"cold start {total:,} WDs, {label}: RSS when ready, largest replica", max(rss.values()), "MiB",
-                    "", _each(rss, "{:.0f}"))  # fmt: skip
+                    "", _each(rss, "{:.0f}") + sharder)  # fmt: skip
 
 
 async def _synced(m: Manager, session: aiohttp.ClientSession, clusters: int, within: float) -> None:
@@ -225,6 +229,14 @@ async def _synced(m: Manager, session: aiohttp.ClientSession, clusters: int, wit
                 return
         await asyncio.sleep(0.05)
     raise RuntimeError(f"{m.name}: its clusters not synced within {within}s")
+
+
+async def _sharder(f: Fleet) -> str:
+    """The note "; sharder <shard>": who holds the sharder Lease (its identity is `<shard>_<uuid>`)."""
+    items = await f.list("management", "/apis/coordination.k8s.io/v1/namespaces/default/leases")
+    holders = [(i.get("spec") or {}).get("holderIdentity") or "" for i in items
+               if i["metadata"]["name"] == "federation-manager"]  # fmt: skip
+    return f"; sharder {holders[0].split('_')[0]}" if holders and holders[0] else ""
 
 
 async def _acquired(f: Fleet, name: str) -> bool:

@@ -62,9 +62,9 @@ def management_controllers() -> list[tuple[str, ManagementRegistrar]]:
     ]
 
 
-# with --sharding, the controllers each shard runs for the project WDs it owns (the others
-# run on the elected replica, as without sharding)
-SHARDED_CONTROLLERS = ("federator", "status-projector", "instance-projector")
+# with --sharding, the controllers each shard runs for the project WDs (Workloads, project
+# namespaces) it owns (the others run on the elected replica, as without sharding)
+SHARDED_CONTROLLERS = ("federator", "status-projector", "instance-projector", "workload-controller", "companions")
 
 
 def cell_controllers(options: CellOptions) -> list[tuple[str, CellRegistrar]]:
@@ -163,9 +163,9 @@ def build_manager(
         graceful_shutdown_timeout=settings.graceful_shutdown_timeout,
         tracer_provider=tracer_provider,
         shard_lease=shard_lease,
-        # a shard caches the project WDs, cell copies and cell Instances labelled for it,
-        # nothing else of them (the elected replica's own controllers read every WD and copy
-        # through FLEET views); by the cluster's role
+        # a shard caches the project WDs and Workloads, cell copies and cell Instances
+        # labelled for it, nothing else of them (the sharder reads the other shards' WDs and
+        # Workloads through slim FLEET views); by the cluster's role
         cluster_options_for=partial(sharded_cluster_options, sharding) if sharding is not None else None,
         local_cluster_options=ClusterOptions(),
     )
@@ -223,23 +223,27 @@ def sharding_options(settings: ManagerSettings) -> ShardingOptions | None:
 def shard_management_controllers(manager: Manager, options: ShardingOptions) -> list[str]:
     """Gate the sharded controllers by this replica's shard, and add the sharder, the
     shard-lease controller (both on the elected replica) and the drain acknowledger."""
-    from federation.controllers import shardacks, sharder, shardleases
+    from federation.api.resources import WORKLOADS
+    from federation.controllers import companions, shardacks, sharder, shardleases
 
     gate, election = manager.shard_gate, manager.leader_election
     assert gate is not None and election is not None, "build_manager gives a sharded manager both Leases"
     from projector import instances as instance_projector
 
     owner = shardacks.owned_by(manager, options.shard)
-    # an Instance projection is owned with the project WD its Instances name
+    # an Instance projection is owned with the project WD its Instances name; a Workload is
+    # owned as labelled; a project namespace's companions by every shard, each for its own WDs
     owners = dict.fromkeys(SHARDED_CONTROLLERS, owner)
     owners["instance-projector"] = instance_projector.owned_by(manager, owner)
+    owners["workload-controller"] = shardacks.owned_by(manager, options.shard, WORKLOADS)
+    owners[companions.NAME] = companions.shard(manager, options.shard)
     for controller in manager.controllers:
         if controller.name in owners:
             controller.shard(gate, owners[controller.name])
     sharder.register(manager, options)
     shardleases.register(manager, options, election.identity)
     shardacks.register(manager, options)
-    return [sharder.NAME, shardleases.NAME, shardacks.NAME]
+    return [sharder.NAME, sharder.WORKLOADS_NAME, shardleases.NAME, shardacks.NAME, shardacks.WORKLOADS_NAME]
 
 
 def management_options(settings: ManagerSettings) -> ManagementOptions:

@@ -37,6 +37,7 @@ from .request import Request
 from .source import ClusterEvent, ClusterEventType, disjoint
 
 if TYPE_CHECKING:
+    from .resources import Resource
     from .sharding.gate import ShardGate
 
 log = logging.getLogger(__name__)
@@ -93,6 +94,7 @@ class Manager:
         # an engaged cluster's options by its labels (default: `cluster_options` for every one),
         # e.g. a sharded manager narrows one role's caches and not another's
         self._options_for = cluster_options_for or (lambda _labels: self.cluster_options)
+        self._per_cluster_options = cluster_options_for is not None
         if isinstance(local, ConnectionConfig):
             # the local cluster's own options (default: the engaged clusters'): a sharded
             # manager narrows the fleet's caches, not its own cluster's
@@ -338,10 +340,17 @@ class Manager:
                 same = replace(wa.view, alias="") == replace(wb.view, alias="")
                 if wa.resource != wb.resource or same or disjoint(wa.clusters, wb.clusters):
                     continue
+                if wa.view.alias != wb.view.alias and self._may_narrow(wa.resource):
+                    continue  # apart where a cache narrows it; a cache that does not refuses it when engaged
                 raise ValueError(
                     f"controllers {ca.name!r} and {cb.name!r} declare different cache views of {wa.resource} for "
                     f"clusters that may overlap: [{wa.view}] and [{wb.view}]; use one view (or disjoint clusters)"
                 )
+
+    def _may_narrow(self, resource: Resource) -> bool:
+        """Whether an engaged cluster's cache may narrow the resource (per-cluster options,
+        or the default options' selector), so that an aliased view of it lives apart."""
+        return self._per_cluster_options or resource in self.cluster_options.cache.label_selectors
 
     def add_provider(self, provider: Provider) -> Provider:
         if self.running:

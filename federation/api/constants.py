@@ -192,7 +192,9 @@ class Annotation(DocumentedStr):
     REFERENCED_BY = (
         "compute.datumapis.com/referenced-by",
         'On a companion ConfigMap/Secret in a cell: JSON array (sorted) of `"<namespace>/<name>"` of the '
-        "project WorkloadDeployments whose copies in that cell reference it.",
+        "project WorkloadDeployments whose copies in that cell reference it. With `--sharding`, each shard lists "
+        "its own WDs under `referenced-by.sharding.compute.datumapis.com/<shard>` instead (shards co-own the "
+        "companion; docs/DESIGN.md §5).",
     )
     KUBECONFIG_SECRET = (
         "compute.datumapis.com/kubeconfig-secret",

@@ -9,6 +9,11 @@ Writes, and alone writes: companions in the cell namespaces of the request's pro
 (manager `companions`) and their deletion; Warning Events on a project WD whose source is missing
 or too large (once per transition, names only). Never writes: a project object, a copy, a namespace, anything
 in another project's namespace; never logs or reports a Secret's data.
+Sharded (`--sharding`, every shard): each shard copies what its own WDs reference (manager
+`companions-<shard>`, its WDs under `referenced_by_key(shard)`), so shards sharing a companion
+co-own one object; one not referenced by its WDs it withdraws from, and deletes (resourceVersion
+precondition) only when a live LIST finds no copy in that namespace referencing it
+(test_workloads_and_companions_follow_the_shards).
 
 DESIGN §3 Companions 1-5, pinned by tests/federation/test_companions.py:
 1 test_each_reference_form_reaches_every_cell_of_the_copies; 2, 3 test_source_changes_deletion_and_reclaim;
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import logging
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +34,6 @@ from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, upstream_identi
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELLS,
-    FLEET,
     PROJECTS,
     UPSTREAM_INDEX,
     WD_INDEXERS,
@@ -47,12 +51,14 @@ from federation.fleet.references import (
     SourceTooLarge,
     companion_for,
     data_size,
+    referenced_by_key,
     references,
     referencing,
     referencing_namespace,
     source_identity,
 )
 from mcruntime import controllerutil
+from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError, is_not_found
 from mcruntime.fields import get_str, get_str_map, is_deleting
@@ -64,6 +70,7 @@ from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.resources import Resource
+from mcruntime.sharding.gate import Owner
 from mcruntime.source import ClusterEvent, ClusterEventType
 
 log = logging.getLogger(__name__)
@@ -96,6 +103,15 @@ class Companions:
         self.events = ControllerEvents(mgr, NAME)
         # problems already reported (Event keys), so a namespace's unrelated changes do not repeat them
         self.reported: set[tuple[str, str, str]] = set()
+        self.shard: str | None = None  # with --sharding (`shard`): this replica's shard
+        self.field_manager = FIELD_MANAGER
+        self.referenced_by = referenced_by_key(None)
+
+    def for_shard(self, shard: str) -> None:
+        """Copy what this shard's WDs reference, as a co-owner of each companion."""
+        self.shard = shard
+        self.field_manager = f"{FIELD_MANAGER}-{shard}"
+        self.referenced_by = referenced_by_key(shard)
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
@@ -103,7 +119,7 @@ class Companions:
         namespace = req.name
         # 2. fetch (caches): the namespace's WDs that reference anything, and each one's
         # copies in the cells
-        wds = await project.client.list(WORKLOAD_DEPLOYMENTS, index=(REFERENCING_INDEX, namespace), alias=FLEET)
+        wds = await project.client.list(WORKLOAD_DEPLOYMENTS, index=(REFERENCING_INDEX, namespace))
         # 3. desired state: the companions each cell namespace of a copy needs
         desired = await self._desired(project, namespace, wds)
         # 4. compare with the cells' companions and write only the difference
@@ -128,7 +144,7 @@ class Companions:
             if not refs or is_deleting(wd):
                 continue  # a deleting WD's copies are on their way out: nothing of it is needed
             name, uid = get_str(wd, "metadata.name"), get_str(wd, "metadata.uid", required=False)
-            copies = await find_copies(self.mgr, project.name, namespace, name, alias=FLEET)
+            copies = await find_copies(self.mgr, project.name, namespace, name)
             own = [(cell, copy) for cell, copy in copies if _upstream_uid(copy) == uid]
             for ref in refs:
                 source = await self._read_source(project, namespace, ref.kind, ref.name, desired.sources)
@@ -181,6 +197,7 @@ class Companions:
         self, cell: Cluster, cell_namespace: str, namespace: str, wanted: dict[Key, set[str]],
         sources: dict[Key, Obj | None],
     ) -> None:  # fmt: skip
+        in_use = InUse(cell, cell_namespace)
         for kind, resource in RESOURCES.items():
             present = {
                 get_str(o, "metadata.name"): o for o in await cell.client.list(resource, namespace=cell_namespace)
@@ -194,7 +211,10 @@ class Companions:
                 await self._apply(cell, resource, source, cell_namespace, namespace, referenced_by, present.get(name))
             for name, obj in sorted(present.items()):
                 if (kind, name) not in wanted and not is_deleting(obj):
-                    await self._delete(cell, resource, obj)
+                    if self.shard is None:
+                        await self._delete(cell, resource, obj)
+                    else:
+                        await self._release(cell, resource, obj, await in_use.referenced(kind, name))
 
     async def _apply(
         self,
@@ -207,11 +227,13 @@ class Companions:
         cached: Obj | None,
     ) -> None:
         try:
-            desired = companion_for(source, cell_namespace, namespace, referenced_by)
+            desired = companion_for(
+                source, cell_namespace, namespace, referenced_by, referenced_by_annotation=self.referenced_by
+            )
         except SourceTooLarge:
             return  # grew since `_desired` looked: its event brings the namespace back, and `_report` says it
         result = await controllerutil.apply_if_differs(
-            cell.client, resource, desired, cached=cached, field_manager=FIELD_MANAGER
+            cell.client, resource, desired, cached=cached, field_manager=self.field_manager
         )
         if result.operation is not controllerutil.Operation.UNCHANGED:
             # names only: a companion's data never reaches a log
@@ -222,6 +244,27 @@ class Companions:
         await controllerutil.delete_exact(cell.client, resource, obj)
         log.info("cell %s: %s %s/%s reclaimed (no longer referenced)", cell.name, resource.kind,
                  get_str(obj, "metadata.namespace", required=False), get_str(obj, "metadata.name"))  # fmt: skip
+
+    async def _release(self, cell: Cluster, resource: Resource, obj: Obj, referenced: bool) -> None:
+        """Sharded: a companion none of this shard's WDs reference. Still referenced by a
+        copy (another shard's WD, or one being handed over): withdraw this shard's
+        annotations, if it has any; else delete it, unless it changed since read (a
+        shard writing it meanwhile keeps it: the precondition fails and this retries)."""
+        name, namespace = get_str(obj, "metadata.name"), get_str(obj, "metadata.namespace", required=False)
+        if not referenced:
+            preconditions = Preconditions(
+                uid=get_str(obj, "metadata.uid"), resource_version=get_str(obj, "metadata.resourceVersion")
+            )
+            await cell.client.delete(resource, name, namespace=namespace, preconditions=preconditions,
+                                     ignore_not_found=True)  # fmt: skip
+            log.info("cell %s: %s %s/%s reclaimed (no copy references it)", cell.name, resource.kind, namespace, name)
+            return
+        mine = [self.referenced_by, controllerutil.intent_annotation(self.field_manager)]
+        if not set(mine) & set(get_str_map(obj, "metadata.annotations")):
+            return
+        rv = get_str(obj, "metadata.resourceVersion")
+        patch = {"metadata": {"annotations": dict.fromkeys(mine), "resourceVersion": rv}}
+        await cell.client.patch(resource, name, patch, namespace=namespace, field_manager=self.field_manager)
 
     # ------------------------------------------------------------------ events
     async def _report(self, project: Cluster, namespace: str, problems: dict[str, tuple[Obj, str, str]]) -> None:
@@ -235,6 +278,24 @@ class Companions:
                 continue
             await self.events.event(project, _typed(wd), "Warning", reason, message)
             self.reported.add((scope, key, reason))
+
+
+class InUse:
+    """Whether any copy in a cell namespace references a companion: read live, once per
+    reconcile and cell namespace, and only when a shard has a companion to release (its
+    own cache holds its own copies only)."""
+
+    def __init__(self, cell: Cluster, cell_namespace: str) -> None:
+        self.cell, self.cell_namespace = cell, cell_namespace
+        self._refs: set[Key] | None = None
+
+    async def referenced(self, kind: str, name: str) -> bool:
+        if self._refs is None:
+            copies = await self.cell.client.list_live(
+                WORKLOAD_DEPLOYMENTS, namespace=self.cell_namespace, label_selector=CELL_COPIES_SELECTOR
+            )
+            self._refs = {(ref.kind, ref.name) for copy in copies if not is_deleting(copy) for ref in references(copy)}
+        return (kind, name) in self._refs
 
 
 def _typed(wd: Obj) -> Obj:
@@ -269,7 +330,7 @@ class CompanionRoutes:
             name = get_str(obj, "metadata.name", required=False)
             if cluster is None or not namespace:
                 return []
-            wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).store.by_index(REFERENCING_INDEX, namespace)
+            wds = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).store.by_index(REFERENCING_INDEX, namespace)
             return [Request(project, "", namespace)] if referencing(wds, kind, name) else []
 
         return mapped
@@ -310,15 +371,31 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     ctrl = mgr.new_controller(NAME, Companions(mgr), workers=options.workers)
     to_namespace = EnqueueRequestsFromMapFunc(routes.of_project_object, cluster_name=ClusterName.INJECT_SOURCE)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, to_namespace, clusters=PROJECTS, predicates=[not_status_only],
-               indexers={**WD_INDEXERS, REFERENCING_INDEX: referencing_namespace}, alias=FLEET)  # fmt: skip
+               indexers={**WD_INDEXERS, REFERENCING_INDEX: referencing_namespace})  # fmt: skip
     for kind, resource in RESOURCES.items():
         to_referencing = EnqueueRequestsFromMapFunc(routes.of_source(kind), cluster_name=ClusterName.INJECT_SOURCE)
         ctrl.watch(resource, to_referencing, clusters=PROJECTS, transform=source_identity)
-    read_cell_copies(ctrl, alias=FLEET)
+    read_cell_copies(ctrl)
     to_project = EnqueueRequestsFromMapFunc(routes.of_cell_object, cluster_name=ClusterName.PRESERVE_MAPPED)
     of_copy = EnqueueRequestsFromMapFunc(routes.of_copy, cluster_name=ClusterName.PRESERVE_MAPPED)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, of_copy, clusters=CELLS, label_selector=CELL_COPIES_SELECTOR,
-               predicates=[not_status_only], alias=FLEET)  # fmt: skip
+               predicates=[not_status_only])  # fmt: skip
     for resource in RESOURCES.values():
         ctrl.watch(resource, to_project, clusters=CELLS, label_selector=COMPANIONS_SELECTOR)
     ctrl.watch_clusters(routes.of_cell, clusters=CELLS)
+
+
+def shard(mgr: Manager, shard_id: str) -> Owner:
+    """With --sharding: the registered controller copies for this shard's WDs (`for_shard`);
+    the owner it is gated with (every project namespace, as each shard has its own part of
+    it: the gate fences its writes on the shard's Lease)."""
+    controller = next(c for c in mgr.controllers if c.name == NAME)
+    reconciler = controller.reconciler
+    if not isinstance(reconciler, Companions):
+        raise TypeError(f"controller {NAME!r} reconciles with {reconciler!r}, not Companions")
+    reconciler.for_shard(shard_id)
+
+    def owner(req: Request) -> Hashable | None:
+        return (NAME, req.cluster, req.namespace, req.name)
+
+    return owner

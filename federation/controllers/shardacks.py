@@ -1,13 +1,13 @@
-"""Drain acknowledger (management mode with `--sharding`, on every shard): hands a WD the
-sharder drains back (DESIGN.md §5).
+"""Drain acknowledger (management mode with `--sharding`, on every shard): hands a WD (and,
+as `drain-acknowledger-workloads`, a Workload) the sharder drains back (DESIGN.md §5).
 
-Request key: (project cluster, project namespace, WD name), for WDs labelled for this shard.
-Reads (cache): project WDs.
-Writes, and alone writes: the removal of the shard and drain labels from a WD labelled
-for this shard and drained — one merge patch guarded by the WD's resourceVersion, made
-only once no reconcile of the WD is in flight on this shard (the other controllers
-refuse a drained WD from the moment its drain label is cached). Never writes: any other
-label, a WD's spec or status, anything in cells.
+Request key: (project cluster, project namespace, name), for objects labelled for this shard.
+Reads (cache): project WDs (Workloads).
+Writes, and alone writes: the removal of the shard and drain labels from an object labelled
+for this shard and drained — one merge patch guarded by its resourceVersion, made only
+once no reconcile of it is in flight on this shard (the other controllers refuse a
+drained object from the moment its drain label is cached). Never writes: any other
+label, a spec or status, anything in cells.
 
 Invariants: no WD reconciled by two shards at once, every reconcile's shard and time
 recorded (test_shards_share_the_wds_and_hand_them_over_without_double_work,
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 
-from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from federation.api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.fleet.fleetview import PROJECTS
 from federation.fleet.sharding import (
     DRAIN_INDEX,
@@ -34,72 +34,85 @@ from mcruntime.objects import make_key
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
+from mcruntime.resources import Resource
 from mcruntime.sharding import Action, ShardGate, shard_decision
 from mcruntime.sharding.gate import Owner
 
 NAME = "drain-acknowledger"
+WORKLOADS_NAME = "drain-acknowledger-workloads"
 FIELD_MANAGER = "drain-acknowledger"
 
 
+def owned_key(resource: Resource, req: Request) -> Hashable:
+    """The gate's key of a sharded object: a WD's is (cluster, namespace, name), as the WD
+    controllers' owners say; a Workload's is told apart by its kind."""
+    if resource == WORKLOAD_DEPLOYMENTS:
+        return (req.cluster, req.namespace, req.name)
+    return (resource.kind, req.cluster, req.namespace, req.name)
+
+
 class DrainAcknowledger:
-    def __init__(self, mgr: Manager, gate: ShardGate, options: ShardingOptions) -> None:
+    def __init__(self, mgr: Manager, gate: ShardGate, options: ShardingOptions, resource: Resource) -> None:
         self.mgr = mgr
         self.gate = gate
         self.shard = options.shard
+        self.resource = resource
 
     async def reconcile(self, req: Request) -> Result:
         # 1. fetch (cache)
         project = self.mgr.get_cluster(req.cluster)
-        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
+        obj = await project.client.get_or_none(self.resource, req.name, namespace=req.namespace)
         # 2. early exit: gone
-        if wd is None:
+        if obj is None:
             return Result()
         # 3. desired, from the pure decision
-        decision = shard_decision(get_str_map(wd, "metadata.labels"), SHARD_LABELS, self.shard)
+        decision = shard_decision(get_str_map(obj, "metadata.labels"), SHARD_LABELS, self.shard)
         # 4. compare: not drained, nothing to do
         if decision.action is not Action.ACKNOWLEDGE_DRAIN:
             return Result()
         # 5. once no reconcile of it runs here, hand it back: one label patch
-        await self.gate.wait_quiet((req.cluster, req.namespace, req.name))
+        await self.gate.wait_quiet(owned_key(self.resource, req))
         patch = {
             "metadata": {
                 "labels": decision.labels_patch(SHARD_LABELS),
-                "resourceVersion": get_str(wd, "metadata.resourceVersion"),
+                "resourceVersion": get_str(obj, "metadata.resourceVersion"),
             }
         }
-        await project.client.patch(
-            WORKLOAD_DEPLOYMENTS, req.name, patch, namespace=req.namespace, field_manager=FIELD_MANAGER
-        )
+        await project.client.patch(self.resource, req.name, patch, namespace=req.namespace, field_manager=FIELD_MANAGER)
         return Result()
 
 
-def owned_by(mgr: Manager, shard: str) -> Owner:
-    """The owner function a shard's WD controllers are gated with (`Controller.shard`):
-    a WD cached labelled for `shard` and not drained."""
+def owned_by(mgr: Manager, shard: str, resource: Resource = WORKLOAD_DEPLOYMENTS) -> Owner:
+    """The owner function a shard's controllers of `resource` are gated with
+    (`Controller.shard`): an object cached labelled for `shard` and not drained."""
 
     def owner(req: Request) -> Hashable | None:
-        store = mgr.get_cluster(req.cluster).cache.informer_of(WORKLOAD_DEPLOYMENTS).store
+        store = mgr.get_cluster(req.cluster).cache.informer_of(resource).store
         key = make_key(req.namespace, req.name)
         if store.indexed(SHARD_INDEX, shard, key) and not store.indexed(DRAIN_INDEX, DRAINING, key):
-            return (req.cluster, req.namespace, req.name)
+            return owned_key(resource, req)
         return None
 
     return owner
 
 
 def register(mgr: Manager, options: ShardingOptions) -> None:
-    """Wire the watch: project WDs (their labels)."""
+    """Wire the watches: project WDs and Workloads (their labels)."""
     gate = mgr.shard_gate
     if gate is None:
         raise ValueError("the drain acknowledger runs on a shard: the manager needs a shard Lease")
-    ctrl = mgr.new_controller(NAME, DrainAcknowledger(mgr, gate, options), workers=4)
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, predicates=[labels_changed], indexers=SHARD_INDEXERS)
+    for name, resource in ((NAME, WORKLOAD_DEPLOYMENTS), (WORKLOADS_NAME, WORKLOADS)):
+        ctrl = mgr.new_controller(name, DrainAcknowledger(mgr, gate, options, resource), workers=4)
+        ctrl.for_(resource, clusters=PROJECTS, predicates=[labels_changed], indexers=SHARD_INDEXERS)
+        ctrl.shard(gate, _acknowledging(mgr, options.shard, resource))
 
+
+def _acknowledging(mgr: Manager, shard: str, resource: Resource) -> Owner:
     def acknowledging(req: Request) -> Hashable | None:
         """Labelled for this shard, drained or not (its own key: it waits for the others')."""
-        store = mgr.get_cluster(req.cluster).cache.informer_of(WORKLOAD_DEPLOYMENTS).store
-        if store.indexed(SHARD_INDEX, options.shard, make_key(req.namespace, req.name)):
-            return ("drain", req.cluster, req.namespace, req.name)
+        store = mgr.get_cluster(req.cluster).cache.informer_of(resource).store
+        if store.indexed(SHARD_INDEX, shard, make_key(req.namespace, req.name)):
+            return ("drain", owned_key(resource, req))
         return None
 
-    ctrl.shard(gate, acknowledging)
+    return acknowledging

@@ -1,13 +1,16 @@
 """Sharder (management mode with `--sharding`, on the elected replica only): assigns each
-project WorkloadDeployment to a shard by writing its shard label (DESIGN.md §5).
+project WorkloadDeployment (and, as `sharder-workloads`, each Workload) to a shard by
+writing its shard label (DESIGN.md §5).
 
-Request key: (project cluster, project namespace, WD name).
-Reads (caches): project WDs (every one: the `FLEET` view the elected replica's controllers
-share, next to this replica's own shard's); the shard Leases in the management cluster
+Request key: (project cluster, project namespace, WD or Workload name).
+Reads (caches): project WDs and Workloads, every one: its own shard's in its shard's views,
+the others (and the unassigned) in the `FLEET` views, as `assignment_identity` keeps them
+(so it lists and holds each once); the shard Leases in the management cluster
 (`sharding.compute.datumapis.com/ring=<ring>`).
-Writes, and alone writes: the shard label on project WDs (assign; reassign from a dead
-shard) and the drain label (ask the owner to hand over), one merge patch per decision,
-guarded by the WD's resourceVersion. Never writes: a WD's spec, status or other labels,
+Writes, and alone writes: the shard label on project WDs and Workloads (assign; reassign
+from a dead shard) and the drain label (ask the owner to hand over), one merge patch per
+decision, guarded by the resourceVersion. A WD a Workload controls hashes with its
+Workload, so both land on one shard. Never writes: a spec, a status or other labels,
 anything in cells, the Leases (the shard-lease controller acquires uncertain ones).
 
 Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_decision):
@@ -19,24 +22,37 @@ Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_d
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from federation.api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.fleet.fleetview import FLEET, PROJECTS, project_clusters
-from federation.fleet.sharding import SHARD_LABELS, Rings, ShardingOptions, available, shard_states, wd_hash_key
+from federation.fleet.sharding import (
+    SHARD_LABELS,
+    Rings,
+    ShardingOptions,
+    assignment_identity,
+    available,
+    shard_states,
+    wd_hash_key,
+    workload_hash_key,
+)
+from mcruntime.cluster import Cluster
 from mcruntime.fields import get_mapping, get_str, get_str_map
-from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.handlers import ClusterName, EnqueueRequestForObject, EnqueueRequestsFromMapFunc
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
-from mcruntime.resources import LEASES
+from mcruntime.resources import LEASES, Resource
 from mcruntime.sharding import Action, sharder_decision
 from mcruntime.source import LOCAL
 
 NAME = "sharder"
+WORKLOADS_NAME = "sharder-workloads"
 FIELD_MANAGER = "sharder"
+HashKey = Callable[[str, Mapping[str, Any]], str]
 
 
 def membership_changed(event: ObjectEvent) -> bool:
@@ -50,17 +66,19 @@ def membership_changed(event: ObjectEvent) -> bool:
 
 
 class Sharder:
-    def __init__(self, mgr: Manager, options: ShardingOptions) -> None:
+    def __init__(self, mgr: Manager, options: ShardingOptions, resource: Resource, hash_key: HashKey) -> None:
         self.mgr = mgr
         self.options = options
+        self.resource = resource
+        self.hash_key = hash_key
         self.rings = Rings()
 
     async def reconcile(self, req: Request) -> Result:
-        # 1. the project, and its WD (cache)
+        # 1. the project, and its WD or Workload (cache)
         project = self.mgr.get_cluster(req.cluster)
-        wd = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace, alias=FLEET)
-        # 2. early exit: gone (a deleting WD still needs its owner to finalize it)
-        if wd is None:
+        obj = await self._cached(project, req)
+        # 2. early exit: gone (a deleting one still needs its owner to finalize it)
+        if obj is None:
             return Result()
         # 3. desired: the pure decision over the ring of available shards
         leases = await self.mgr.local.client.list(
@@ -69,25 +87,34 @@ class Sharder:
         states = shard_states(leases, time.time())
         ring = self.rings.of(available(states))
         decision = sharder_decision(
-            get_str_map(wd, "metadata.labels"), SHARD_LABELS, wd_hash_key(req.cluster, wd), ring, states
+            get_str_map(obj, "metadata.labels"), SHARD_LABELS, self.hash_key(req.cluster, obj), ring, states
         )
         # 4. compare: nothing to do at steady state
         if decision.action is Action.NOTHING:
             return Result()
         # 5. write the difference: one label patch, only onto the version decided on
-        patch = {"metadata": {"labels": decision.labels_patch(SHARD_LABELS), "resourceVersion": _rv(wd)}}
-        await project.client.patch(
-            WORKLOAD_DEPLOYMENTS, req.name, patch, namespace=req.namespace, field_manager=FIELD_MANAGER
-        )
+        patch = {"metadata": {"labels": decision.labels_patch(SHARD_LABELS), "resourceVersion": _rv(obj)}}
+        await project.client.patch(self.resource, req.name, patch, namespace=req.namespace, field_manager=FIELD_MANAGER)
         return Result()
 
-    def every_wd(self, _cluster: str, _lease: dict[str, Any]) -> list[Request]:
-        """Membership changed: every project WD is decided again."""
-        return [
-            Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
-            for project in project_clusters(self.mgr)
-            for wd in project.cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).store.list()
-        ]
+    async def _cached(self, project: Cluster, req: Request) -> dict[str, Any] | None:
+        """The object from this shard's view, else the others' (it moves between the two as
+        its label does, so it may be in neither for a moment: its arrival brings it back)."""
+        for alias in ("", FLEET):
+            found = await project.client.get_or_none(self.resource, req.name, namespace=req.namespace, alias=alias)
+            if found is not None:
+                return found
+        return None
+
+    def every_one(self, _cluster: str, _lease: dict[str, Any]) -> list[Request]:
+        """Membership changed: every project WD (Workload) is decided again."""
+        found: dict[Request, None] = {}
+        for project in project_clusters(self.mgr):
+            for alias in ("", FLEET):
+                for obj in project.cache.informer_of(self.resource, alias).store.list():
+                    namespace, name = get_str(obj, "metadata.namespace"), get_str(obj, "metadata.name")
+                    found[Request(project.name, namespace, name)] = None
+        return list(found)
 
 
 def _rv(obj: dict[str, Any]) -> str:
@@ -95,18 +122,26 @@ def _rv(obj: dict[str, Any]) -> str:
 
 
 def register(mgr: Manager, options: ShardingOptions) -> None:
-    """Wire the watches: project WDs (their coming and their labels), the shard Leases."""
-    sharder = Sharder(mgr, options)
-    # a membership change re-decides every WD and relabels a dead shard's share at once: one
-    # small patch each, so their pace is the project servers' (4 workers took ~5 s for 200
-    # WDs on the contended bench machine, 40% of the hand-over budget)
-    ctrl = mgr.new_controller(NAME, sharder, workers=16)
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, predicates=[labels_changed], alias=FLEET)
-    ctrl.watch(
-        LEASES,
-        EnqueueRequestsFromMapFunc(sharder.every_wd, cluster_name=ClusterName.PRESERVE_MAPPED),
-        clusters=LOCAL,
-        namespace=options.lease_namespace,
-        label_selector=options.lease_selector,
-        predicates=[membership_changed],
-    )
+    """Wire the watches: project WDs and Workloads (their coming and their labels), the shard Leases."""
+    for name, resource, hash_key, workers in (
+        # a membership change re-decides every WD and relabels a dead shard's share at once: one
+        # small patch each, so their pace is the project servers' (4 workers took ~5 s for 200
+        # WDs on the contended bench machine, 40% of the hand-over budget)
+        (NAME, WORKLOAD_DEPLOYMENTS, wd_hash_key, 16),
+        (WORKLOADS_NAME, WORKLOADS, workload_hash_key, 4),
+    ):
+        sharder = Sharder(mgr, options, resource, hash_key)
+        ctrl = mgr.new_controller(name, sharder, workers=workers)
+        # every one: this shard's in its shard's view (in full: its controllers' view), the
+        # others' past it, keeping only what the assignment reads (`assignment_identity`)
+        ctrl.for_(resource, clusters=PROJECTS, predicates=[labels_changed])
+        ctrl.watch(resource, EnqueueRequestForObject(), clusters=PROJECTS, predicates=[labels_changed], alias=FLEET,
+                   label_selector=options.others_selector, transform=assignment_identity)  # fmt: skip
+        ctrl.watch(
+            LEASES,
+            EnqueueRequestsFromMapFunc(sharder.every_one, cluster_name=ClusterName.PRESERVE_MAPPED),
+            clusters=LOCAL,
+            namespace=options.lease_namespace,
+            label_selector=options.lease_selector,
+            predicates=[membership_changed],
+        )

@@ -3,21 +3,21 @@ WorkloadDeployments in the same project namespace.
 
 Request key: (project cluster, project namespace, Workload name), handed over as the
 project `Cluster` and the cached Workload (`ForObject`: a gone Workload gets no call).
-Reads (caches): Workloads, and every WD of the project clusters (the `FLEET` view, not a
-shard's own); the registered cells (`fleetview`); the management cluster's Locations.
+Reads (caches): Workloads and WDs of the projects (sharded: its shard's, DESIGN §5; a
+wanted WD missing there is read live); the registered cells; the Locations.
 Writes, and alone writes: WorkloadDeployments controlled by a Workload (field manager
 `workload-controller`; never `spec.replicas`, which the scale subresource owns), the
 `compute.datumapis.com/workload-controller` finalizer and the Workload's status.
 Never writes: WorkloadDeployments it does not control, anything in cells.
-
 Invariants (DESIGN §2 Workload), pinned by tests/federation/test_workload_controller.py:
-- one WD per placement target whose city has a registered cell: `<workload>-<placement>-
-  <lowercase city>` (test_wds_follow_placements_and_registered_cells, also for a city whose
-  first cell registers later) or `<lowercase location>` with `spec.locationRef`
+- one WD per placement target with a registered cell: by city
+  (test_wds_follow_placements_and_registered_cells) or Location
   (test_placements_by_location_make_location_deployments);
-- WDs no longer wanted are deleted; the finalizer is released only when they are gone
+- WDs no longer wanted are deleted, the finalizer released once they are gone
   (test_deleting_the_workload_waits_for_its_deployments);
-- status sums the WDs and is written only when it changes (test_zero_writes_when_converged)."""
+- status sums the WDs and is written only when it changes (test_zero_writes_when_converged);
+- sharded, a Workload and its WDs are its shard's alone (tests/federation/test_sharding.py
+  test_workloads_and_companions_follow_the_shards)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from federation.api.constants import Finalizer
 from federation.api.reasons import WorkloadDeploymentAvailableReason
 from federation.api.resources import LOCATIONS, WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.controllers.deployments import desired_deployments, newly_unplaced, workload_status
-from federation.fleet.fleetview import CELLS, FLEET, PROJECTS, known_locations, registered_cells
+from federation.fleet.fleetview import CELLS, PROJECTS, known_locations, registered_cells
 from federation.fleet.locations import KnownLocation
 from federation.fleet.options import ManagementOptions
 from federation.fleet.routing import WORKLOAD_INDEXERS, Routes
@@ -78,13 +78,15 @@ class WorkloadController:
             await self.events.event(project.name, workload, "Warning", "InvalidWorkload", str(exc))
             return Result()
         # 6. write only the difference
+        remaining: list[dict[str, Any]] = []
         for wd in wanted.values():
-            await self._ensure(project, workload, wd, owned.get(get_str(wd, "metadata.name")))
+            current = await self._ensure(project, workload, wd, owned.get(get_str(wd, "metadata.name")))
+            if current is not None:
+                remaining.append(current)
         for name, wd in owned.items():
             if name not in wanted:
                 await self._delete(project, wd)
         # 7. status
-        remaining = [wd for name, wd in owned.items() if name in wanted]
         await self._status(project, workload, remaining, cities, locations)
         return Result()
 
@@ -94,31 +96,38 @@ class WorkloadController:
             WORKLOAD_DEPLOYMENTS,
             namespace=get_str(workload, "metadata.namespace", required=False),
             index=(CONTROLLER_UID, uid),
-            alias=FLEET,  # every WD of the project, not this shard's only
         )
         return {get_str(wd, "metadata.name", required=False): wd for wd in found}
 
     async def _ensure(
         self, project: Cluster, workload: dict[str, Any], desired: dict[str, Any], current: dict[str, Any] | None
-    ) -> None:
-        """One apply when the WD is missing or differs; none otherwise."""
+    ) -> dict[str, Any] | None:
+        """One apply when the WD is missing or differs; none otherwise. Returns the WD as
+        read (None when it was missing or is not this Workload's)."""
         controllerutil.set_controller_reference(workload, desired)
         if current is None:
-            existing = await project.client.get_or_none(
-                WORKLOAD_DEPLOYMENTS,
-                get_str(desired, "metadata.name"),
-                namespace=get_str(desired, "metadata.namespace"),
-                alias=FLEET,
-            )
+            name, namespace = get_str(desired, "metadata.name"), get_str(desired, "metadata.namespace")
+            existing = await self._read(project, name, namespace)
             if existing is not None and not controllerutil.is_controlled_by(existing, workload):
                 await self.events.event(project.name, workload, "Warning", "DeploymentNameTaken",
                                   f"WorkloadDeployment {get_str(desired, 'metadata.name')} exists and is not "
                                   "controlled by this Workload; it is left alone")  # fmt: skip
-                return
+                return None
             current = existing
         await controllerutil.apply_if_differs(
             project.client, WORKLOAD_DEPLOYMENTS, desired, cached=current, field_manager=FIELD_MANAGER
         )
+        return current
+
+    @staticmethod
+    async def _read(project: Cluster, name: str, namespace: str) -> dict[str, Any] | None:
+        """A WD not among the Workload's cached ones: from the cache, or, where the cache
+        holds only this shard's WDs (`--sharding`), live (the sharder has not labelled it
+        yet, or it is being handed over with its Workload; never taken for missing)."""
+        found = await project.client.get_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=namespace)
+        if found is None and project.cache.narrows(WORKLOAD_DEPLOYMENTS):
+            found = await project.client.get_live_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=namespace)
+        return found
 
     async def _delete(self, project: Cluster, wd: dict[str, Any]) -> None:
         if is_deleting(wd):
@@ -157,8 +166,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     controller = WorkloadController(mgr)
     ctrl = mgr.new_controller("workload-controller", ForObject(mgr, WORKLOADS, controller), workers=options.workers)
     ctrl.for_(WORKLOADS, clusters=PROJECTS, indexers=WORKLOAD_INDEXERS)
-    ctrl.owns(WORKLOAD_DEPLOYMENTS, owner=WORKLOADS, clusters=PROJECTS, indexers={CONTROLLER_UID: controller_uid},
-              alias=FLEET)  # fmt: skip
+    ctrl.owns(WORKLOAD_DEPLOYMENTS, owner=WORKLOADS, clusters=PROJECTS, indexers={CONTROLLER_UID: controller_uid})
     routes = Routes(mgr)
     ctrl.watch_clusters(routes.workloads_of_cell, clusters=CELLS)
     # a Location added, relabelled or moved to another city: the Workloads placing by location

@@ -30,10 +30,10 @@ CELL_COPIES_SELECTOR = str(Label.UPSTREAM_NAMESPACE)  # present
 CELL_NAMESPACES_SELECTOR = str(Label.UPSTREAM_CLUSTER_NAME)  # present
 UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project namespace>"
 
-# With --sharding, each shard's caches hold only the project WDs, cell copies and cell
-# Instances labelled for it (`ShardingOptions.cache_selectors`); the controllers of the
-# elected replica that still read every WD and copy (the sharder, the workload controller
-# and the companions) read them through views of this alias. Unsharded, it is the one view.
+# With --sharding, each shard's caches hold only the project WDs and Workloads, cell copies
+# and cell Instances labelled for it (`ShardingOptions.cache_selectors`); the sharder (on the
+# elected replica) reads the rest of the project WDs and Workloads, those not labelled for
+# its own shard, through views of this alias. Unsharded, it is the one view.
 FLEET = "fleet"
 
 

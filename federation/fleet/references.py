@@ -23,7 +23,8 @@ Contract
   (apply intent) of a source ConfigMap or Secret: same kind and name, in the cell
   namespace, labelled `compute.datumapis.com/referenced-data: "true"` and with the
   project namespace (like the copy), annotated `compute.datumapis.com/referenced-by`
-  (sorted JSON array of `"<namespace>/<name>"` of the referencing WDs); `data`,
+  (sorted JSON array of `"<namespace>/<name>"` of the referencing WDs; with `--sharding`
+  each shard writes its own WDs under `referenced_by_key(shard)`); `data`,
   `binaryData`, and a Secret's `type` copied. Nothing else of the source travels:
   not `immutable` (a source deleted and recreated must still update its companion),
   not its labels or annotations (kubectl's last-applied annotation
@@ -52,6 +53,14 @@ MAX_COMPANION_BYTES = 256 * 1024
 REFERENCED_DATA_LABEL = str(Label.REFERENCED_DATA)
 EXPECTED_ANNOTATION = str(Annotation.EXPECTED_REFERENCED_DATA)
 REFERENCED_BY_ANNOTATION = str(Annotation.REFERENCED_BY)
+# with --sharding, the referencing WDs each shard owns, one annotation per shard (a shard id is
+# a DNS label, a valid annotation name): shards whose WDs share a companion each write their own
+SHARD_REFERENCED_BY_PREFIX = "referenced-by.sharding.compute.datumapis.com/"
+
+
+def referenced_by_key(shard: str | None) -> str:
+    """The annotation a companion lists its referencing WDs under: one per shard with sharding."""
+    return REFERENCED_BY_ANNOTATION if shard is None else SHARD_REFERENCED_BY_PREFIX + shard
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -186,7 +195,12 @@ def data_size(source: Mapping[str, Any]) -> int:
 
 
 def companion_for(
-    source: Mapping[str, Any], namespace: str, project_namespace: str, referenced_by: Iterable[str]
+    source: Mapping[str, Any],
+    namespace: str,
+    project_namespace: str,
+    referenced_by: Iterable[str],
+    *,
+    referenced_by_annotation: str = REFERENCED_BY_ANNOTATION,
 ) -> dict[str, Any]:
     """The companion of `source` in cell namespace `namespace` (see the module docstring)."""
     kind = source.get("kind")
@@ -205,7 +219,7 @@ def companion_for(
             "name": name,
             "namespace": namespace,
             "labels": {REFERENCED_DATA_LABEL: "true", str(Label.UPSTREAM_NAMESPACE): project_namespace},
-            "annotations": {REFERENCED_BY_ANNOTATION: json.dumps(sorted(set(referenced_by)), separators=(",", ":"))},
+            "annotations": {referenced_by_annotation: json.dumps(sorted(set(referenced_by)), separators=(",", ":"))},
         },
     }
     for section in ("data", "binaryData"):

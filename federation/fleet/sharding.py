@@ -5,8 +5,10 @@ Label keys: `sharding.compute.datumapis.com/shard` (the owning shard, on project
 `sharding.compute.datumapis.com/drain` (the sharder asks the owner to hand it over) and
 `sharding.compute.datumapis.com/ring` (on each shard's Lease: the ring's name, the
 sharder Lease name). A WD hashes by `<project cluster>/<group>/<Kind>/<namespace>/<name>`,
-so two projects' `default/api` land apart; what the federation writes for a WD (copies,
-projections, status) follows the WD's shard, since only its owner reconciles it."""
+so two projects' `default/api` land apart; a Workload too, and a WD a Workload controls
+hashes by its Workload's key (both land on one shard: the Workload's shard caches the WDs
+it reconciles). What the federation writes for a WD (copies, projections, status) follows
+the WD's shard, since only its owner reconciles it."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.api.constants import Label
-from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS
+from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS, WORKLOADS
 from mcruntime.fields import get_str, get_str_map
 from mcruntime.indexers import IndexFunc, label_index_name, label_value
 from mcruntime.resources import Resource
@@ -36,19 +38,69 @@ class ShardingOptions:
     def lease_selector(self) -> str:
         return f"{Label.SHARD_RING}={self.ring}"
 
+    @property
+    def others_selector(self) -> str:
+        """What is not labelled for this shard: the other shards' objects and the unassigned."""
+        return f"{Label.SHARD}!={self.shard}"
+
     def cache_selectors(self, *, cell: bool) -> dict[Resource, str]:
         """What this shard caches of the sharded resources in a project or a cell
         (`CacheOptions.label_selectors`): the WDs labelled for it (project WDs, and the
-        copies the federator labels after their WD); in a cell also the Instances (the
-        cell WD controller labels them after their copy). A project's Instances are the
-        projections, which carry no shard label: never narrowed."""
+        copies the federator labels after their WD); in a project the Workloads labelled
+        for it, in a cell the Instances (the cell WD controller labels them after their
+        copy). A project's Instances are the projections, which carry no shard label:
+        never narrowed."""
         mine = f"{Label.SHARD}={self.shard}"
-        return {WORKLOAD_DEPLOYMENTS: mine, INSTANCES: mine} if cell else {WORKLOAD_DEPLOYMENTS: mine}
+        return {WORKLOAD_DEPLOYMENTS: mine, INSTANCES: mine} if cell else {WORKLOAD_DEPLOYMENTS: mine, WORKLOADS: mine}
+
+
+def assignment_identity(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """What the sharder caches of every project WD and Workload (its FLEET views): what the
+    assignment reads (name, namespace, the shard and drain labels, the controller owner
+    reference a WD hashes by) and the resourceVersion its patch is guarded by, nothing of
+    the spec or status, so the sharder does not hold its own share a second time in full."""
+    m = obj.get("metadata") or {}
+    kept = {k: m[k] for k in ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp") if k in m}
+    labels = {k: v for k, v in (m.get("labels") or {}).items() if k in (SHARD_LABELS.shard, SHARD_LABELS.drain)}
+    if labels:
+        kept["labels"] = labels
+    refs = [ref for ref in m.get("ownerReferences") or [] if isinstance(ref, Mapping) and ref.get("controller")]
+    if refs:
+        kept["ownerReferences"] = refs
+    return {"metadata": kept}
+
+
+def hash_key(project: str, resource: Resource, namespace: str, name: str) -> str:
+    return f"{project}/{resource.group}/{resource.kind}/{namespace}/{name}"
+
+
+def workload_hash_key(project: str, workload: Mapping[str, Any]) -> str:
+    namespace, name = get_str(workload, "metadata.namespace", required=False), get_str(workload, "metadata.name")
+    return hash_key(project, WORKLOADS, namespace, name)
 
 
 def wd_hash_key(project: str, wd: Mapping[str, Any]) -> str:
+    """A WD's ring key: its own, or its controlling Workload's (so the two share a shard)."""
     namespace, name = get_str(wd, "metadata.namespace", required=False), get_str(wd, "metadata.name")
-    return f"{project}/{WORKLOAD_DEPLOYMENTS.group}/{WORKLOAD_DEPLOYMENTS.kind}/{namespace}/{name}"
+    workload = controlling_workload(wd)
+    if workload is not None:
+        return hash_key(project, WORKLOADS, namespace, workload)
+    return hash_key(project, WORKLOAD_DEPLOYMENTS, namespace, name)
+
+
+def controlling_workload(wd: Mapping[str, Any]) -> str | None:
+    """The name of the Workload that controls the WD (its controller owner reference), if any."""
+    refs = (wd.get("metadata") or {}).get("ownerReferences") or []
+    for ref in refs:
+        if (
+            isinstance(ref, Mapping)
+            and ref.get("controller") is True
+            and ref.get("kind") == WORKLOADS.kind
+            and str(ref.get("apiVersion", "")).split("/")[0] == WORKLOADS.group
+        ):
+            name = ref.get("name")
+            return name if isinstance(name, str) and name else None
+    return None
 
 
 def shard_states(leases: Iterable[Mapping[str, Any]], now: float) -> dict[str, ShardState]:

@@ -2,8 +2,9 @@
 --enable-management-controllers --sharding --shard-id NAME` processes. Every reconcile
 is recorded from each shard's span file (`--tracing --traces-file`); the servers enforce
 RBAC and every identity holds only the shipped roles (the management-sharded overlay's): assignment by the
-ring, hand-over to a shard that joins, a SIGKILLed shard's WDs reassigned once its Lease
-is dead, and no WD reconciled by two shards at once."""
+ring (Workloads too, each with its WDs), hand-over to a shard that joins, a SIGKILLed
+shard's WDs reassigned once its Lease is dead, and no WD or Workload reconciled by two
+shards at once."""
 
 from __future__ import annotations
 
@@ -17,20 +18,22 @@ from typing import Any
 import pytest
 
 from federation.api.constants import Label
-from federation.fleet.sharding import wd_hash_key
+from federation.fleet.sharding import wd_hash_key, workload_hash_key
 from kubeplane.testing import kubectl_path
 from mcruntime.sharding import HashRing
 from tests.support import eventually
 from tests.support.processes import DeployedFleet, Process, deployed_fleet, spawn
 
 from .test_federator import workload_deployment
+from .test_workload_controller import workload
 
 pytestmark = [pytest.mark.kubectl, pytest.mark.slow]
 
-N_WDS = 18
+N_WORKLOADS = 4  # each makes one WD (DFW)
+N_WDS = 18 + N_WORKLOADS
 LEASE = ("--leader-election-lease-duration=3", "--leader-election-renew-deadline=2",
          "--leader-election-retry-period=0.5", "--leader-election-namespace=federation-system")  # fmt: skip
-WORK = {"reconcile federator", "reconcile status-projector"}
+WORK = {"reconcile federator", "reconcile status-projector", "reconcile workload-controller"}
 
 
 async def start_shard(f: DeployedFleet, shard: str) -> Process:
@@ -50,11 +53,22 @@ async def wds(f: DeployedFleet) -> list[dict[str, Any]]:
 
 
 async def assigned_as_the_ring_says(f: DeployedFleet, shards: list[str]) -> bool:
+    """Every WD and Workload labelled as the ring says (a Workload's WDs hash with it)."""
     ring, items = HashRing(shards), await wds(f)
-    return len(items) == N_WDS and all(
-        (wd["metadata"].get("labels") or {}).get(Label.SHARD) == ring.owner(wd_hash_key("web", wd))
-        and Label.DRAIN not in (wd["metadata"].get("labels") or {})
-        for wd in items
+    out = await f.kubectl("web")("get", "workloads", "-n", "default", "-o", "json")
+    workloads = list(json.loads(out)["items"])
+    return (
+        len(items) == N_WDS
+        and len(workloads) == N_WORKLOADS
+        and all(
+            (wd["metadata"].get("labels") or {}).get(Label.SHARD) == ring.owner(wd_hash_key("web", wd))
+            and Label.DRAIN not in (wd["metadata"].get("labels") or {})
+            for wd in items
+        )
+        and all(
+            (w["metadata"].get("labels") or {}).get(Label.SHARD) == ring.owner(workload_hash_key("web", w))
+            for w in workloads
+        )
     )
 
 
@@ -108,7 +122,8 @@ async def test_three_shard_processes_share_hand_over_and_survive_a_sigkill(tmp_p
             return set(out.split())
 
         await eventually(lambda: _contains(leases(), {"shard-a", "shard-b"}), "both shards hold their Leases", 30)
-        docs = [workload_deployment(f"api-{i:02d}", "DFW", 1) for i in range(N_WDS)]
+        docs = [workload_deployment(f"api-{i:02d}", "DFW", 1) for i in range(N_WDS - N_WORKLOADS)]
+        docs += [workload(f"app-{i}", ["DFW"]) for i in range(N_WORKLOADS)]
         await f.kubectl("web")(
             "apply", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": docs})
         )

@@ -6,20 +6,23 @@ not fresh refusing to write, and zero sharder writes at steady state."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections import defaultdict
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.abc
 import pytest
 
 from federation.api.constants import Label
-from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS
+from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.fleet.fleetview import FLEET
-from federation.fleet.sharding import wd_hash_key
+from federation.fleet.references import SHARD_REFERENCED_BY_PREFIX
+from federation.fleet.sharding import wd_hash_key, workload_hash_key
 from mcruntime import Manager, Request, Result
 from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.reconciler import Reconciler
@@ -30,7 +33,9 @@ from tests.support import Fleet, Plane, eventually, fleet, management_settings, 
 from tests.support.manager import controller
 
 from ..projector.cellsim import GROUP, VERSION, settle
+from .test_companions import REFERENCED_BY, cell_namespace, configmap, referencing
 from .test_federator import WDs, workload_deployment
+from .test_workload_controller import workload
 
 pytestmark = pytest.mark.slow
 
@@ -121,7 +126,7 @@ class Shards:
         self.stops[shard], self.stopped[shard] = anyio.Event(), anyio.Event()
         try:
             async with running(settings) as manager:
-                for name in ("federator", "status-projector", "instance-projector"):
+                for name in ("federator", "status-projector", "instance-projector", "workload-controller"):
                     self.recorder.wrap(manager, shard, name)
                 self.managers[shard] = manager
                 task_status.started(manager)
@@ -204,7 +209,8 @@ def copies_follow(f: Fleet, shards: list[str]) -> bool:
 
 def share_problems(shards: Shards) -> list[str]:
     """What breaks "each shard caches only the project WDs and cell copies labelled for it,
-    and only the elected replica (the sharder) has the FLEET views of every WD and copy"."""
+    and only the elected replica (the sharder) has a FLEET view of the other project WDs
+    (for the assignment, slim); no replica has one of the cells' copies"."""
     problems = []
     for shard, manager in shards.managers.items():
         leading = manager.elector is not None and manager.elector.is_leader
@@ -214,10 +220,17 @@ def share_problems(shards: Shards) -> list[str]:
                 WORKLOAD_DEPLOYMENTS).store.list()}  # fmt: skip
             if not held <= {shard}:
                 problems.append(f"{shard} caches {cluster} WDs of {held}")
-            if (cache.view_of(WORKLOAD_DEPLOYMENTS, FLEET) is not None) != leading:
+            if (cache.view_of(WORKLOAD_DEPLOYMENTS, FLEET) is not None) != (leading and cluster == "web"):
                 problems.append(f"{shard} (leading: {leading}) has a FLEET view in {cluster} or lacks it")
-            elif leading and len(cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).store.list()) != N_WDS:
-                problems.append(f"the sharder {shard} does not cache every WD of {cluster}")
+            elif leading and cluster == "web":
+                # the others' WDs past its narrowing, each held once (its own are in its shard's view)
+                others = cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).store.list()
+                if {(wd["metadata"].get("labels") or {}).get(Label.SHARD) for wd in others} & {shard}:
+                    problems.append(f"the sharder {shard} holds its own WDs twice")
+                if len(others) + len(cache.informer_of(WORKLOAD_DEPLOYMENTS).store.list()) != N_WDS:
+                    problems.append(f"the sharder {shard} does not cache every WD of {cluster}")
+                if any("spec" in wd for wd in others):  # what the assignment reads, not the WDs in full
+                    problems.append(f"the sharder {shard} caches the other shards' WDs in full")
     return problems
 
 
@@ -474,5 +487,154 @@ async def test_instance_projections_are_made_by_the_owning_shard_and_follow_a_ha
             for wd in moved:  # before the hand-over, its old owner; after, shard-c only
                 assert recorder.shards_of(Request("web", "default", f"{wd}-0")) == {owners[wd], "shard-c"}, wd
             assert recorder.overlaps() == [], "an Instance projected by two shards at once"
+        finally:
+            await shards.stop_all()
+
+
+N_WORKLOADS = 6
+N_REFERENCING = 8
+SHARED = "shared"  # the ConfigMap every referencing WD names
+
+
+def workload_owners(f: Fleet, shards: list[str]) -> dict[str, str]:
+    ring = HashRing(shards)
+    found = Plane(f.server("web")).list("workloads", "default", group=GROUP, version=VERSION)
+    return {w["metadata"]["name"]: ring.owner(workload_hash_key("web", w)) or "" for w in found}
+
+
+def workloads_follow(f: Fleet, shards: list[str]) -> bool:
+    """Every Workload labelled as the ring says, and each of its WDs labelled for the same shard."""
+    found = Plane(f.server("web")).list("workloads", "default", group=GROUP, version=VERSION)
+    got = {w["metadata"]["name"]: (w["metadata"].get("labels") or {}).get(Label.SHARD, "") for w in found}
+    if len(got) != N_WORKLOADS or got != workload_owners(f, shards):
+        return False
+    wds = {name: ls.get(Label.SHARD, "") for name, ls in labels(f).items() if name.endswith("-edge-dfw")}
+    return len(wds) == N_WORKLOADS and all(wds[f"{w}-edge-dfw"] == shard for w, shard in got.items())
+
+
+def shared_companion(f: Fleet) -> dict[str, Any] | None:
+    ns = cell_namespace(f, "web")
+    found = [cm for cm in Plane(f.server("cell-dfw")).list("configmaps", ns) if cm["metadata"]["name"] == SHARED]
+    return found[0] if found else None
+
+
+def referenced_by_shard(f: Fleet) -> dict[str, list[str]]:
+    """The companion's per-shard lists of the referencing WDs (empty lists left out)."""
+    cm = shared_companion(f)
+    annotations = (cm or {}).get("metadata", {}).get("annotations") or {}
+    return {
+        key.removeprefix(SHARD_REFERENCED_BY_PREFIX): json.loads(value)
+        for key, value in annotations.items()
+        if key.startswith(SHARD_REFERENCED_BY_PREFIX) and json.loads(value)
+    }
+
+
+def referencing_owners(f: Fleet, shards: list[str]) -> dict[str, list[str]]:
+    """What the companion's per-shard lists should say: each shard's referencing WDs."""
+    want: dict[str, list[str]] = defaultdict(list)
+    for name, shard in sorted(ring_owners(f, shards).items()):
+        if name.startswith("ref-"):
+            want[shard].append(f"default/{name}")
+    return dict(want)
+
+
+def workload_share_problems(shards: Shards) -> list[str]:
+    """What breaks "each shard caches the Workloads labelled for it, the sharder also the
+    others' (its FLEET view, slim, for the assignment), and no shard holds a second view of
+    the cells' copies"."""
+    problems = []
+    for shard, manager in shards.managers.items():
+        leading = manager.elector is not None and manager.elector.is_leader
+        web = manager.get_cluster("web").cache
+        held = {(w["metadata"].get("labels") or {}).get(Label.SHARD) for w in web.informer_of(WORKLOADS).store.list()}
+        if not held <= {shard}:
+            problems.append(f"{shard} caches Workloads of {held}")
+        if (web.view_of(WORKLOADS, FLEET) is not None) != leading:
+            problems.append(f"{shard} (leading: {leading}) has a FLEET view of Workloads or lacks it")
+        elif leading:  # the sharder: the others' Workloads, slim, besides its own in full
+            others = web.informer_of(WORKLOADS, FLEET).store.list()
+            if any("spec" in w or (w["metadata"].get("labels") or {}).get(Label.SHARD) == shard for w in others):
+                problems.append(f"the sharder {shard} holds its own Workloads twice, or the others' in full")
+            if len(others) + len(web.informer_of(WORKLOADS).store.list()) != N_WORKLOADS:
+                problems.append(f"the sharder {shard} does not see every Workload")
+        if manager.get_cluster("cell-dfw").cache.view_of(WORKLOAD_DEPLOYMENTS, FLEET) is not None:
+            problems.append(f"{shard} holds a second (FLEET) view of the cell's copies")
+    return problems
+
+
+async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> None:
+    """The workload controller and the companions run on every shard for its own share: a
+    Workload and its WDs land on one shard (the WDs hash with their Workload), which alone
+    reconciles the Workload and caches it; a ConfigMap referenced by WDs of two shards is
+    copied once into the cell namespace, each shard listing its own WDs under its own
+    annotation; after a hand-over the lists follow the WDs, the companion kept (never
+    deleted and made again); once nothing references it, it is deleted."""
+    recorder = Recorder()
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        shards = Shards(tg, tmp_path, recorder)
+        web, cell = Plane(f.server("web")), f.server("cell-dfw").plane.counters
+        try:
+            for shard in ("shard-a", "shard-b"):
+                await shards.start(shard)
+            await shards.joined("shard-a", "shard-b")
+            web.create("configmaps", configmap(SHARED, mode="fast"))
+            for i in range(N_WORKLOADS):
+                web.create("workloads", workload(f"app-{i}", ["DFW"]), group=GROUP, version=VERSION)
+            for i in range(N_REFERENCING):
+                WDs(f, "web").create(referencing(f"ref-{i}", env_from=[{"configMapRef": {"name": SHARED}}]))
+            two = ["shard-a", "shard-b"]
+            total = N_WORKLOADS + N_REFERENCING
+
+            # Workloads: labelled as the ring says, their WDs with them, reconciled by their shard only
+            await eventually(lambda: workloads_follow(f, two), "Workloads and their WDs assigned", within=30)
+            await eventually(lambda: assigned_as_the_ring_says_of(f, two, total), "every WD assigned", within=30)
+            owners = workload_owners(f, two)
+            assert set(owners.values()) == set(two), owners  # balance: both shards own some
+            for name, owner in owners.items():
+                assert recorder.shards_of(Request("web", "default", name)) == {owner}, name
+            await eventually(lambda: workload_share_problems(shards) == [], "each shard caches its Workloads", 10)
+
+            # companions: one ConfigMap, each shard listing its own referencing WDs
+            await eventually(lambda: copies_in_cell(f) == total, "every WD federated", within=30)
+            refs = referencing_owners(f, two)
+            assert set(refs) == set(two), refs  # both shards' WDs reference the ConfigMap
+            await eventually(lambda: referenced_by_shard(f) == refs, "each shard lists its WDs", within=30)
+            first = shared_companion(f)
+            assert first is not None and first["data"] == {"mode": "fast"}
+            managers = {m["manager"] for m in first["metadata"]["managedFields"]}
+            assert {"companions-shard-a", "companions-shard-b"} <= managers, managers
+            assert REFERENCED_BY not in first["metadata"]["annotations"]  # per shard when sharded
+            # never fought over: once converged, no shard writes it again
+            assert await shards.idle()
+            written = cell.writes("configmaps")
+            await anyio.sleep(3)
+            assert cell.writes("configmaps") == written, cell.snapshot()
+
+            # a source edit reaches the one companion (both co-owners write the same data)
+            source = web.get("configmaps", "default", SHARED)
+            web.update("configmaps", {**source, "data": {"mode": "slow"}})
+            await eventually(lambda: (shared_companion(f) or {}).get("data") == {"mode": "slow"}, "edited", 30)
+
+            # join: shard-c takes its share; the lists follow the WDs, the companion is kept
+            await shards.start("shard-c")
+            three = ["shard-a", "shard-b", "shard-c"]
+            await eventually(lambda: assigned_as_the_ring_says_of(f, three, total), "rebalanced", within=30)
+            await eventually(lambda: workloads_follow(f, three), "Workloads rebalanced", within=30)
+            await eventually(lambda: referenced_by_shard(f) == referencing_owners(f, three), "lists follow", 30)
+            await eventually(lambda: workload_share_problems(shards) == [], "each shard caches its Workloads", 10)
+            assert (shared_companion(f) or {})["metadata"]["uid"] == first["metadata"]["uid"]
+            assert cell.get("delete", "configmaps") == 0
+            for name, owner in workload_owners(f, three).items():  # before and after: the owners only
+                assert recorder.shards_of(Request("web", "default", name)) <= {owners[name], owner}, name
+
+            # nothing references it any more: deleted (once), and the Workloads' WDs go with them
+            for i in range(N_REFERENCING):
+                web.delete("workloaddeployments", "default", f"ref-{i}", group=GROUP, version=VERSION)
+            await eventually(lambda: shared_companion(f) is None, "the companion reclaimed", within=30)
+            for i in range(N_WORKLOADS):
+                web.delete("workloads", "default", f"app-{i}", group=GROUP, version=VERSION)
+            await eventually(lambda: labels(f) == {}, "every WD gone", within=30)
+            assert recorder.overlaps() == [], "a Workload or WD reconciled by two shards at once"
         finally:
             await shards.stop_all()

@@ -27,6 +27,7 @@ from mcruntime import (
     ViewConflictError,
 )
 from mcruntime.cluster import ClusterOptions
+from mcruntime.handlers import EnqueueRequestForObject
 from mcruntime.resources import CONFIGMAPS, NAMESPACES, SECRETS
 from mcruntime.source import ENGAGED, LOCAL, engaged
 from tests.support import Background, Plane, cluster_for, config_for, configmap, eventually
@@ -109,6 +110,31 @@ def test_the_manager_refuses_two_views_of_one_resource_for_overlapping_clusters(
     mgr.new_controller("d", reconcile).for_(CONFIGMAPS, clusters=engaged("zone=eu"), label_selector="app=web")
     with pytest.raises(ValueError, match="controllers 'a' and 'd' declare different cache views of configmaps"):
         mgr.check_views()
+
+
+def test_an_aliased_view_may_differ_where_a_cache_may_narrow_the_resource() -> None:
+    """A second (aliased) view with a transform of its own, as the sharder's slim FLEET
+    views: refused where no cache narrows the resource (it would be the one view there),
+    allowed when the manager's caches may narrow it (then it lives apart)."""
+
+    async def reconcile(_req: Request) -> Result:
+        return Result()
+
+    def slim(obj: dict[str, Any]) -> dict[str, Any]:
+        return {"metadata": obj.get("metadata", {})}
+
+    def wire(mgr: Manager) -> Manager:
+        mgr.new_controller("own", reconcile).for_(CONFIGMAPS, clusters=ENGAGED)
+        mgr.new_controller("fleet", reconcile).watch(
+            CONFIGMAPS, EnqueueRequestForObject(), clusters=ENGAGED, alias="fleet", transform=slim
+        )
+        return mgr
+
+    with pytest.raises(ValueError, match="controllers 'own' and 'fleet' declare different cache views"):
+        wire(Manager(None)).check_views()
+    narrowing = ClusterOptions(cache=CacheOptions(label_selectors={CONFIGMAPS: "shard=a"}))
+    wire(Manager(None, cluster_options=narrowing)).check_views()
+    wire(Manager(None, cluster_options_for=lambda _labels: narrowing)).check_views()
 
 
 class RefusingServer:
