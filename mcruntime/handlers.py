@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from .fields import get_objects, get_str
 from .informer import EventType, ObjectEvent
-from .objects import Obj, group_of
+from .objects import Obj, group_of, split_key
 from .request import Request
 from .resources import Resource
 
@@ -50,7 +50,9 @@ class EnqueueRequestForObject(EventHandler):
     """The object itself, in the cluster it came from."""
 
     async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
-        sink.enqueue(Request.for_object(source_cluster, event.obj))
+        # from the event's key: the object itself is not decoded (a cold start's 100k events)
+        namespace, name = split_key(event.key)
+        sink.enqueue(Request(source_cluster, namespace, name))
 
 
 class EnqueueRequestForOwner(EventHandler):

@@ -16,6 +16,12 @@ LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 def key_of(obj: Mapping[str, Any]) -> str:
     """client-go's MetaNamespaceKeyFunc: `namespace/name`, or `name` when cluster-scoped."""
+    meta = obj.get("metadata")
+    if type(meta) is dict:  # every object from a server: read directly (once per listed object)
+        name, ns = meta.get("name"), meta.get("namespace")
+        if type(name) is str and (ns is None or type(ns) is str):
+            return f"{ns}/{name}" if ns else name
+    # anything else: the typed reader, which names a malformed field
     name, ns = get_str(obj, "metadata.name", required=False), get_str(obj, "metadata.namespace", required=False)
     return f"{ns}/{name}" if ns else name
 

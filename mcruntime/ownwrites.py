@@ -22,7 +22,7 @@ from typing import Generic, TypeVar
 from mcruntime.fields import get_str
 from mcruntime.handlers import EventHandler, RequestSink
 from mcruntime.informer import EventType, ObjectEvent
-from mcruntime.objects import Obj
+from mcruntime.objects import Obj, split_key
 from mcruntime.request import Request
 
 K = TypeVar("K", bound=Hashable)
@@ -110,7 +110,9 @@ class EnqueueUnlessOwnWrite(EventHandler):
         self.writes = writes
 
     async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
-        request = Request.for_object(source_cluster, event.obj)
+        # from the event's key: only an update's object is read (a cold start's adds are not decoded)
+        namespace, name = split_key(event.key)
+        request = Request(source_cluster, namespace, name)
         if event.type is EventType.DELETED:
             self.writes.forget(request)  # no event of that write will come
         elif event.type is EventType.MODIFIED and self.writes.observed(request, event.obj):

@@ -71,7 +71,10 @@ class Store:
     @staticmethod
     def _values_of(name: str, func: IndexFunc, key: str, obj: Obj) -> tuple[str, ...]:
         try:
-            return tuple(dict.fromkeys(func(obj)))
+            values = func(obj)
+            if type(values) is list and len(values) < 2:
+                return tuple(values)  # the usual one value (or none): nothing to deduplicate
+            return tuple(dict.fromkeys(values))
         except Exception:
             # a faulty custom index must not take the informer down; the object stays
             # readable by key and simply is not found through this index

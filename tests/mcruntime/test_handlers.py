@@ -15,6 +15,7 @@ from mcruntime import (
     Resource,
     predicates,
 )
+from mcruntime.objects import key_of
 
 OWNERS = Resource("example.com", "v1", "owners", "Owner")
 
@@ -46,13 +47,23 @@ def ref(name: str, *, controller: bool = True, kind: str = "Owner", api: str = "
 def event(obj: dict[str, Any], type_: EventType = EventType.ADDED, old: dict[str, Any] | None = None) -> ObjectEvent:
     import orjson
 
-    return ObjectEvent(type_, "ns/x", obj=obj, old_raw=orjson.dumps(old) if old is not None else None)
+    # as an informer makes it: the key is the object's own (`EnqueueRequestForObject` reads only the key)
+    return ObjectEvent(type_, key_of(obj), obj=obj, old_raw=orjson.dumps(old) if old is not None else None)
 
 
 async def test_enqueue_for_object_injects_the_source_cluster() -> None:
     sink = Sink()
     await EnqueueRequestForObject().handle("cell-a", event(pod("p")), sink)
     assert sink.requests == [Request("cell-a", "ns", "p")]
+
+
+async def test_enqueue_for_object_reads_only_the_event_key() -> None:
+    """A cold start hands every `for_` listener one event per cached object: the object's
+    own request is its key, so the object is never decoded for it (the JSON here is not)."""
+    sink = Sink()
+    for key in ("ns/p", "cluster-scoped"):
+        await EnqueueRequestForObject().handle("c", ObjectEvent(EventType.ADDED, key, raw=b"not JSON"), sink)
+    assert sink.requests == [Request("c", "ns", "p"), Request("c", "", "cluster-scoped")]
 
 
 async def test_enqueue_for_owner_takes_the_controller_owner_of_the_right_kind() -> None:

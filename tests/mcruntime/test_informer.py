@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import anyio
 import pytest
 
@@ -196,6 +198,33 @@ async def test_pages_through_large_lists(apiserver: EmbeddedAPIServer, plane: Pl
         assert apiserver.plane.counters.get("list", "configmaps") == 3
 
     await run_informer(apiserver, {"page_size": 10}, body)
+
+
+async def test_a_listed_object_is_decoded_for_one_handler_at_a_time(apiserver: EmbeddedAPIServer, plane: Plane) -> None:
+    """A LIST's events reach each listener in turn: what a handler decoded is released when
+    it returns, not kept for the next listener (a cold start would hold a whole cluster's
+    objects decoded at once, for the collector to walk). Within one handler it is shared."""
+    for i in range(3):
+        plane.create("configmaps", configmap(f"cm-{i}"))
+    seen: dict[str, list[dict[str, object]]] = {"first": [], "second": []}
+
+    def reader(name: str) -> Callable[[ObjectEvent], None]:
+        def read(event: ObjectEvent) -> None:
+            assert event.obj is event.obj, "one decode per handler"
+            seen[name].append(event.obj)
+
+        return read
+
+    async with Transport(config_for(apiserver), cluster="t") as transport:
+        informer = Informer(transport, CONFIGMAPS, cluster="t")
+        informer.add_listener(reader("first"))
+        informer.add_listener(reader("second"))
+        async with anyio.create_task_group() as tg:
+            await tg.start(informer.run)
+            await eventually(lambda: len(seen["second"]) == 3, what="both listeners handed the LIST")
+            tg.cancel_scope.cancel()
+    for first, second in zip(seen["first"], seen["second"], strict=True):
+        assert first == second and first is not second, "each handler decodes its own"
 
 
 async def test_a_failing_listener_does_not_stop_the_informer_or_other_listeners(

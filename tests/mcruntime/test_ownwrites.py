@@ -75,6 +75,17 @@ async def test_only_other_states_are_enqueued() -> None:
     assert sink.requests == [Request("web", "default", "api")] * 2
 
 
+async def test_an_add_or_delete_is_enqueued_from_its_key_without_decoding() -> None:
+    """A cold start hands the handler one ADDED event per cached object: only an update's
+    object is read (to tell the write's own event apart), so the JSON here is never decoded."""
+    writes: OwnWrites[Request] = OwnWrites()
+    sink = Sink()
+    handler = EnqueueUnlessOwnWrite(writes)
+    for type_ in (EventType.ADDED, EventType.DELETED):
+        await handler.handle("web", ObjectEvent(type_, "default/api", raw=b"not JSON"), sink)
+    assert sink.requests == [Request("web", "default", "api")] * 2
+
+
 class Sink:
     def __init__(self) -> None:
         self.requests: list[Request] = []

@@ -129,3 +129,20 @@ def test_index_values_taken_from_the_dict_in_hand_spare_decoding_the_json() -> N
     assert store.index_keys("app", "web") == ["ns/a"]
     assert store.index_keys("tier", "front") == ["ns/a"], "an indexer the values lack is computed"
     assert Store().index_values("ns/a", obj) is None
+
+
+@pytest.mark.parametrize(
+    ("func", "values"),
+    [
+        (lambda _o: [], ()),
+        (lambda _o: ["a"], ("a",)),
+        (lambda _o: ["a", "b", "a"], ("a", "b")),
+        (lambda _o: ("b", "b"), ("b",)),
+        (lambda _o: (v for v in ["c", "c", "d"]), ("c", "d")),
+    ],
+)
+def test_index_values_are_the_functions_values_once_each_in_order(func: Any, values: tuple[str, ...]) -> None:
+    store = Store({"f": func})
+    assert store.index_values("ns/a", obj("a", "ns")) == {"f": values}
+    store.put("ns/a", obj("a", "ns"))
+    assert [v for v in ("a", "b", "c", "d") if store.index_keys("f", v)] == list(values)
