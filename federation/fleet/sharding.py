@@ -18,6 +18,7 @@ from typing import Any
 
 from federation.api.constants import Label
 from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS, WORKLOADS
+from mcruntime.controllerutil import controller_of
 from mcruntime.fields import get_str, get_str_map
 from mcruntime.indexers import IndexFunc, label_index_name, label_value
 from mcruntime.resources import Resource
@@ -90,17 +91,13 @@ def wd_hash_key(project: str, wd: Mapping[str, Any]) -> str:
 
 def controlling_workload(wd: Mapping[str, Any]) -> str | None:
     """The name of the Workload that controls the WD (its controller owner reference), if any."""
-    refs = (wd.get("metadata") or {}).get("ownerReferences") or []
-    for ref in refs:
-        if (
-            isinstance(ref, Mapping)
-            and ref.get("controller") is True
-            and ref.get("kind") == WORKLOADS.kind
-            and str(ref.get("apiVersion", "")).split("/")[0] == WORKLOADS.group
-        ):
-            name = ref.get("name")
-            return name if isinstance(name, str) and name else None
-    return None
+    ref = controller_of(wd)
+    if ref is None or ref.get("kind") != WORKLOADS.kind:
+        return None
+    if str(ref.get("apiVersion", "")).split("/")[0] != WORKLOADS.group:
+        return None
+    name = ref.get("name")
+    return name if isinstance(name, str) and name else None
 
 
 def shard_states(leases: Iterable[Mapping[str, Any]], now: float) -> dict[str, ShardState]:
