@@ -133,7 +133,7 @@ class CellReport:
     spec_written: bool | None = None
 
 
-# the comparison rule: `is_subset` itself, or a memo of it (`controllerutil.SubsetMemo`)
+# the comparison rule: `is_subset`; a parameter so tests can count or replace it
 Subset = Callable[[Any, Any], bool]
 
 
