@@ -133,7 +133,7 @@ class CellReport:
     spec_written: bool | None = None
 
 
-# the comparison rule: `is_subset`; a parameter so tests can count or replace it
+# the comparison rule: `is_subset` unless a caller passes another
 Subset = Callable[[Any, Any], bool]
 
 
