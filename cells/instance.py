@@ -39,7 +39,7 @@ from federation.fleet.references import REFERENCED_DATA_LABEL
 from mcruntime import controllerutil
 from mcruntime.client import Client
 from mcruntime.cluster import Cluster
-from mcruntime.errors import APIError, is_already_exists, is_conflict, is_not_found
+from mcruntime.errors import APIError, is_already_exists, is_conflict
 from mcruntime.fields import get_list, get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
 from mcruntime.manager import Manager
@@ -140,19 +140,12 @@ class InstanceController:
             except APIError as exc:
                 if not is_already_exists(exc):
                     raise
-                claim = await self._live(client, name, namespace)  # the cache has not seen it yet
+                claim = await client.get_live_or_none(
+                    RESOURCE_CLAIMS, name, namespace=namespace
+                )  # the cache has not seen it yet
         elif is_claim_of(claim, instance) and not is_granted(claim):
-            claim = await self._live(client, name, namespace)
+            claim = await client.get_live_or_none(RESOURCE_CLAIMS, name, namespace=namespace)
         return quota_granted(claim, instance)
-
-    @staticmethod
-    async def _live(client: Client, name: str, namespace: str) -> Obj | None:
-        try:
-            return await client.get_live(RESOURCE_CLAIMS, name, namespace=namespace)
-        except APIError as exc:
-            if is_not_found(exc):
-                return None
-            raise
 
     # ------------------------------------------------------------------ writes (one per helper)
     async def _write_status(self, client: Client, instance: Obj, owned: list[dict[str, Any]]) -> Obj:

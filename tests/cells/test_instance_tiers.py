@@ -13,7 +13,7 @@ from typing import Any, cast
 import pytest
 
 from cells.instance import InstanceController
-from federation.api.resources import INSTANCES, RESOURCE_CLAIMS
+from federation.api.resources import INSTANCES
 from mcruntime import Manager, Request, Resource, TemporaryError
 from mcruntime.errors import APIError
 from mcruntime.objectreconciler import ForObject
@@ -65,10 +65,8 @@ class FakeClient:
     async def get_or_none(self, resource: Resource, name: str, *, namespace: str | None = None) -> Any:
         return copy.deepcopy(self.instance if resource == INSTANCES else self.claim)
 
-    async def get_live(self, resource: Resource, name: str, *, namespace: str | None = None) -> Any:
-        self._call("get_live")
-        if self.claim is None:
-            raise APIError.not_found(RESOURCE_CLAIMS.qualified, name)
+    async def get_live_or_none(self, resource: Resource, name: str, *, namespace: str | None = None) -> Any:
+        self._call("get_live")  # an uncached GET (a 404 answered as None)
         return copy.deepcopy(self.claim)
 
     async def create(self, resource: Resource, obj: dict[str, Any], **_: Any) -> dict[str, Any]:

@@ -145,6 +145,12 @@ class Shards:
                 return {meta["metadata"]["name"] for meta in manager.local.cache.informer_of(LEASES).store.list()}
         return set()
 
+    async def start_joined(self, *shards: str) -> None:
+        """Start each shard, then wait until the sharder knows them all."""
+        for shard in shards:
+            await self.start(shard)
+        await self.joined(*shards)
+
     async def joined(self, *shards: str) -> None:
         """Wait until the sharder knows every shard's Lease (so new WDs go straight to the ring's shard)."""
         await eventually(lambda: set(shards) <= self.members_seen(), f"{shards} in the sharder's view", within=20)
@@ -240,9 +246,7 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
         tg = await stack.enter_async_context(anyio.create_task_group())
         shards = Shards(tg, tmp_path, recorder)
         try:
-            for shard in ("shard-a", "shard-b"):
-                await shards.start(shard)
-            await shards.joined("shard-a", "shard-b")
+            await shards.start_joined("shard-a", "shard-b")
             for i in range(N_WDS):
                 WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 1))
 
@@ -435,9 +439,7 @@ async def test_instance_projections_are_made_by_the_owning_shard_and_follow_a_ha
         shards = Shards(tg, tmp_path, recorder)
         web = f.server("web").plane.counters
         try:
-            for shard in ("shard-a", "shard-b"):
-                await shards.start(shard)
-            await shards.joined("shard-a", "shard-b")
+            await shards.start_joined("shard-a", "shard-b")
             for i in range(N_PROJECTED):
                 WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 1))
             two = ["shard-a", "shard-b"]
@@ -575,9 +577,7 @@ async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> Non
         shards = Shards(tg, tmp_path, recorder)
         web, cell = Plane(f.server("web")), f.server("cell-dfw").plane.counters
         try:
-            for shard in ("shard-a", "shard-b"):
-                await shards.start(shard)
-            await shards.joined("shard-a", "shard-b")
+            await shards.start_joined("shard-a", "shard-b")
             web.create("configmaps", configmap(SHARED, mode="fast"))
             for i in range(N_WORKLOADS):
                 web.create("workloads", workload(f"app-{i}", ["DFW"]), group=GROUP, version=VERSION)

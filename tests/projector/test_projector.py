@@ -359,6 +359,16 @@ async def test_a_wd_finds_its_instances_through_an_index(tmp_path: Path, monkeyp
         assert decoded, "the spy saw the namespaces decoded: it was in place"
 
 
+async def converged_api(f: Fleet, within: float = 10.0) -> None:
+    """WD `api` (4 replicas, DFW) created, its 2 + 2 copies in dfw-1 and dfw-2, both cells'
+    pods ready, and its converged status written."""
+    WDs(f, "web").create(workload_deployment("api", "DFW", 4))
+    await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2", within=within)
+    settle(f, "dfw-1")
+    settle(f, "dfw-2")
+    await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+
+
 async def test_a_wd_whose_cells_observe_it_costs_the_ideal_writes(tmp_path: Path) -> None:
     """Create: the finalizer, one copy per target cell, one status write (the converged
     one, written when the copies are observed), no Event. Update: one write per changed
@@ -367,11 +377,7 @@ async def test_a_wd_whose_cells_observe_it_costs_the_ideal_writes(tmp_path: Path
         web = f.server("web").plane.counters
         cells = [f.server(c).plane.counters for c in ("dfw-1", "dfw-2", "lhr-1")]
         wd_resource = f"workloaddeployments.{GROUP}"
-        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
-        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
-        settle(f, "dfw-1")
-        settle(f, "dfw-2")
-        await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+        await converged_api(f)
         assert web.writes(wd_resource) - web.writes(f"{wd_resource}/status") == 1, f"the finalizer: {web.snapshot()}"
         assert web.writes(f"{wd_resource}/status") == 1, "one status write"
         assert web.writes("events") == 0, "no Event for a first placement"
@@ -404,11 +410,7 @@ async def test_copies_written_late_cost_one_status_write(tmp_path: Path) -> None
             f.server(cell).plane.faults.configure(
                 latency_seconds=4.0, methods=["POST", "PATCH", "PUT"], path_contains="/workloaddeployments"
             )
-        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
-        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2", within=30.0)
-        settle(f, "dfw-1")
-        settle(f, "dfw-2")
-        await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+        await converged_api(f, within=30.0)
         assert web.writes(status_resource) == 1, "one status write, no AwaitingPropagation one before it"
 
 
@@ -451,11 +453,7 @@ async def test_the_own_status_write_coming_back_costs_no_reconcile(tmp_path: Pat
     async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, mgr):
         web = f.server("web").plane.counters
         status_resource = f"workloaddeployments.{GROUP}/status"
-        WDs(f, "web").create(workload_deployment("api", "DFW", 4))
-        await eventually(lambda: shares(f, "api") == {"dfw-1": (2, 0), "dfw-2": (2, 2)}, "2 + 2")
-        settle(f, "dfw-1")
-        settle(f, "dfw-2")
-        await eventually(lambda: status(f).get("observedGeneration") == 1, "the converged status")
+        await converged_api(f)
         assert await all_idle(mgr)
         recording = record(mgr, "status-projector")
         api = Request("web", "default", "api")
