@@ -3,7 +3,9 @@ read-only projection of the same name in the project namespace.
 
 Request key: (project cluster, project namespace, Instance name): one Instance, so a status change in a cell costs one
 lookup per cell and at most two writes. With `--sharding` it runs on every shard, gated by the WD its Instances name
-(`owned_by`), over the shard's own caches.
+(`owned_by`), over the shard's own caches; a projection carries its WD's shard label, which the
+shard's project caches select, and a WD handed to the shard has its projections read once live and
+relabelled or removed (`handed_over`, `adopting`).
 Reads (caches): project WDs and Instance projections; in the cells, the WD copies, downstream namespaces (watched)
 and Instances (views shared with the federator; `fleet.fleetview`).
 Writes, and alone writes: project Instances controlled by a project WD (metadata and spec with field manager
@@ -22,7 +24,7 @@ no writes (tests/chaos; tests/federation/test_steady_state.py)."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import NoReturn
 
 from federation.api.constants import Label
@@ -59,15 +61,16 @@ from federation.fleet.routing import (
 )
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
-from mcruntime.errors import APIError, is_not_found
-from mcruntime.fields import get_str, get_str_map, is_deleting
+from mcruntime.errors import APIError, TransportError, is_not_found
+from mcruntime.fields import get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, MapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
+from mcruntime.informer import EventType
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
 from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites
-from mcruntime.predicates import not_status_only
+from mcruntime.predicates import event_types, not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -75,6 +78,7 @@ from mcruntime.sharding.gate import Owner
 
 log = logging.getLogger(__name__)
 
+NAME = "instance-projector"
 FIELD_MANAGER = "projector"
 UPSTREAM_LABELS = (str(Label.UPSTREAM_CLUSTER_NAME), str(Label.UPSTREAM_NAMESPACE))
 
@@ -87,6 +91,9 @@ class InstanceProjector:
         # then wakes nothing (`EnqueueUnlessOwnWrite`): a cell's status change costs one
         # reconcile, not a second one that finds its own write
         self.own_writes: OwnWrites[Request] = OwnWrites()
+        # sharded: projections of a WD handed to this shard, read live while still labelled
+        # for its previous shard (outside this shard's cache), until reconciled once
+        self.adopting: dict[Request, Obj] = {}
 
     async def reconcile(self, project: Cluster, projection: Obj) -> Result:
         """A projection in the project (`ForObject`): kept, corrected or removed."""
@@ -101,7 +108,7 @@ class InstanceProjector:
         # 1-2. the project and its cached projection, if any (`ForObject`: a cluster not
         # engaged is dropped), or this projector's last write's answer while the cache does not
         # show it yet; the cell Instances of that name
-        current = self.own_writes.latest(req, current)
+        current = self.own_writes.latest(req, current) or self.adopting.get(req)
         sources, complete = await self._sources(req, project)
         # 3. early exits: a projection someone else controls is not ours to touch
         if current is not None and controllerutil.controller_of(current) is None:
@@ -121,6 +128,7 @@ class InstanceProjector:
             if await self._beyond_share(project, req, current):
                 return Result()  # its relabel for this shard brings it back
             await self._remove(project, current)
+        self.adopting.pop(req, None)  # relabelled or removed: from now on in this shard's cache, or gone
         return Result()
 
     async def _sources(self, req: Request, project: Cluster) -> tuple[list[Source], bool]:
@@ -230,13 +238,49 @@ def projections_of_namespace(mgr: Manager) -> MapFunc:
     return mapped
 
 
-def wd_names(mgr: Manager, req: Request) -> list[str]:
+def handed_over(mgr: Manager, projector: InstanceProjector) -> MapFunc:
+    """Sharded: a project WD arriving in this shard's cache with a status (so federated
+    before: handed over from another shard, not new) and none of its projections cached.
+    Its projections, still labelled for the previous shard, are read with one live LIST
+    and reconciled (`adopting`): relabelled, or removed when their Instance went during
+    the hand-over (nothing else would bring those back). A failed read is logged: the
+    Instances still running are brought back by their cell's relabel."""
+
+    async def mapped(project_name: str, wd: Obj) -> list[Request]:
+        project = mgr.clusters.get(project_name)
+        uid = get_str(wd, "metadata.uid", required=False)
+        if project is None or not project.cache.narrows(INSTANCES) or not get_mapping(wd, "status") or not uid:
+            return []
+        if project.cache.informer_of(INSTANCES).store.index_keys(CONTROLLER_UID, uid):
+            return []  # its projections are this shard's already (a restart, not a hand-over)
+        namespace, name = get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name")
+        try:
+            found = await project.client.list_live(
+                INSTANCES, namespace=namespace, label_selector=f"{Label.WORKLOAD_DEPLOYMENT_NAME}={name}"
+            )
+        except (APIError, TransportError) as exc:
+            log.warning("project %s: projections of WD %s/%s not read after its hand-over: %s",
+                        project_name, namespace, name, exc)  # fmt: skip
+            return []
+        requests = []
+        for found_projection in found:
+            if controller_uid(found_projection) == [uid]:
+                req = Request(project_name, namespace, get_str(found_projection, "metadata.name"))
+                projector.adopting[req] = found_projection
+                requests.append(req)
+        return requests
+
+    return mapped
+
+
+def wd_names(mgr: Manager, req: Request, adopting: Mapping[Request, Obj] | None = None) -> list[str]:
     """The project WDs an Instance request may belong to, as the Instances' labels and
-    controllers name them: the cached projection's, then the cell Instances' of that name
-    in the project namespace's downstream namespaces."""
+    controllers name them: the cached (or adopted) projection's, then the cell Instances'
+    of that name in the project namespace's downstream namespaces."""
     names: dict[str, None] = {}
     project = mgr.get_cluster(req.cluster)
     cached = project.cache.informer_of(INSTANCES).get(req.name, namespace=req.namespace)
+    cached = cached or (adopting or {}).get(req)
     labelled = get_str_map(cached, "metadata.labels").get(str(Label.WORKLOAD_DEPLOYMENT_NAME)) if cached else None
     if labelled:
         names[labelled] = None
@@ -255,9 +299,12 @@ def owned_by(mgr: Manager, wd_owner: Owner) -> Owner:
     """The owner function the projector is gated with on a shard (`Controller.shard`): an
     Instance request is this shard's when the project WD its Instances name is (`wd_owner`,
     the federator's); the key is that WD's, so a drain of the WD waits for its projections."""
+    reconciler = next(c for c in mgr.controllers if c.name == NAME).reconciler
+    projector = reconciler.inner if isinstance(reconciler, ForObject) else None
+    adopting = projector.adopting if isinstance(projector, InstanceProjector) else {}
 
     def owner(req: Request) -> Hashable | None:
-        for name in wd_names(mgr, req):
+        for name in wd_names(mgr, req, adopting):
             key = wd_owner(Request(req.cluster, req.namespace, name))
             if key is not None:
                 return key
@@ -271,7 +318,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     projection), cell registrations."""
     projector = InstanceProjector(mgr)
     routes = Routes(mgr)
-    ctrl = mgr.new_controller("instance-projector", ForObject(mgr, INSTANCES, projector), workers=options.workers)
+    ctrl = mgr.new_controller(NAME, ForObject(mgr, INSTANCES, projector), workers=options.workers)
     # the projections, but not the projector's own write coming back (`EnqueueUnlessOwnWrite`)
     ctrl.watch(
         INSTANCES, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
@@ -286,6 +333,13 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         EnqueueRequestsFromMapFunc(routes.projections_of_wd, cluster_name=ClusterName.INJECT_SOURCE),
         clusters=PROJECTS,
         predicates=[not_status_only],
+    )
+    # sharded: a WD handed to this shard brings its projections (still labelled for the old one)
+    ctrl.watch(
+        WORKLOAD_DEPLOYMENTS,
+        EnqueueRequestsFromMapFunc(handed_over(mgr, projector), cluster_name=ClusterName.INJECT_SOURCE),
+        clusters=PROJECTS,
+        predicates=[event_types(EventType.ADDED)],
     )
     # every cell Instance, so one that lacks its upstream labels is seen (and reported)
     ctrl.watch(
