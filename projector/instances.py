@@ -31,6 +31,7 @@ from federation.api.constants import Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, upstream_identity
 from federation.fleet.fleetview import (
+    CELL_COPIES_SELECTOR,
     CELL_NAMESPACES_SELECTOR,
     CELLS,
     PROJECTS,
@@ -126,7 +127,9 @@ class InstanceProjector:
             await self._project_status(project, req, source, written or current)
         elif current is not None and complete and not is_deleting(current):
             if await self._beyond_share(project, req, current):
-                return Result()  # its relabel for this shard brings it back
+                # its relabel for this shard brings it back; adopted, so does its copy's next
+                # change (`adopted_of_copy`: the cell may delete it before relabelling it)
+                return Result()
             await self._remove(project, current)
         self.adopting.pop(req, None)  # relabelled or removed: from now on in this shard's cache, or gone
         return Result()
@@ -273,6 +276,26 @@ def handed_over(mgr: Manager, projector: InstanceProjector) -> MapFunc:
     return mapped
 
 
+def adopted_of_copy(mgr: Manager, projector: InstanceProjector) -> MapFunc:
+    """Sharded: a cell copy changed (the cell reports on it after relabelling or removing
+    its Instances): the projections of its WD adopted and not yet settled, again."""
+
+    async def mapped(cell_name: str, copy: Obj) -> list[Request]:
+        cell = mgr.clusters.get(cell_name)
+        ns = cell.cache.informer_of(NAMESPACES).get(get_str(copy, "metadata.namespace")) if cell else None
+        ref = upstream_identity(copy, ns)
+        if ref is None:
+            return []
+        return [
+            req
+            for req, adopted in list(projector.adopting.items())
+            if (req.cluster, req.namespace) == (ref.project, ref.namespace)
+            and get_str_map(adopted, "metadata.labels").get(str(Label.WORKLOAD_DEPLOYMENT_NAME)) == ref.name
+        ]
+
+    return mapped
+
+
 def wd_names(mgr: Manager, req: Request, adopting: Mapping[Request, Obj] | None = None) -> list[str]:
     """The project WDs an Instance request may belong to, as the Instances' labels and
     controllers name them: the cached (or adopted) projection's, then the cell Instances'
@@ -359,3 +382,11 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     )
     ctrl.watch_clusters(routes.projections_of_cell, clusters=CELLS)
     read_cell_copies(ctrl)
+    # sharded, while projections are adopted (none at steady state: nothing decoded)
+    ctrl.watch(
+        WORKLOAD_DEPLOYMENTS,
+        EnqueueRequestsFromMapFunc(adopted_of_copy(mgr, projector), cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=CELLS,
+        label_selector=CELL_COPIES_SELECTOR,
+        predicates=[lambda _event: bool(projector.adopting)],
+    )

@@ -417,6 +417,23 @@ def instance_share_problems(shards: Shards) -> list[str]:
     return problems
 
 
+def projection_shards(f: Fleet) -> dict[str, str]:
+    """The shard label of each projection, by name."""
+    found = Plane(f.server("web")).list("instances", "default", group=GROUP, version=VERSION)
+    return {i["metadata"]["name"]: (i["metadata"].get("labels") or {}).get(Label.SHARD, "") for i in found}
+
+
+def projection_share_problems(shards: Shards, owners: dict[str, str]) -> list[str]:
+    """What breaks "each shard caches the projections of its own WDs, no other"."""
+    problems = []
+    for shard, manager in shards.managers.items():
+        held = {i["metadata"]["name"] for i in manager.get_cluster("web").cache.informer_of(INSTANCES).store.list()}
+        want = {f"{wd}-0" for wd, owner in owners.items() if owner == shard}
+        if held != want:
+            problems.append(f"{shard} caches projections {sorted(held)}, its own are {sorted(want)}")
+    return problems
+
+
 def projected_by_the_owner_only(recorder: Recorder, owners: dict[str, str]) -> list[str]:
     return [
         f"{wd}-0 projected by {recorder.shards_of(Request('web', 'default', f'{wd}-0'))}, owner {owner}"
@@ -451,14 +468,9 @@ async def test_instance_projections_are_made_by_the_owning_shard_and_follow_a_ha
             assert set(owners.values()) == set(two)
             assert projected_by_the_owner_only(recorder, owners) == []
             await eventually(lambda: instance_share_problems(shards) == [], "each shard caches its Instances", 10)
-            await eventually(  # the projections carry no shard label: never narrowed
-                lambda: all(
-                    len(m.get_cluster("web").cache.informer_of(INSTANCES).store.list()) == N_PROJECTED
-                    for m in shards.managers.values()
-                ),
-                "every shard caches every projection",
-                10,
-            )
+            # each projection is labelled for its WD's shard, and each shard caches its own only
+            assert projection_shards(f) == {f"{wd}-0": shard for wd, shard in owners.items()}
+            await eventually(lambda: projection_share_problems(shards, owners) == [], "each caches its share", 10)
             first = projections(f)
 
             # join: shard-c takes its share; the cell relabels the moved Instances after their copies
@@ -485,9 +497,58 @@ async def test_instance_projections_are_made_by_the_owning_shard_and_follow_a_ha
 
             await eventually(crash_projected, "the new status projected", within=30)
             assert projections(f) == first, "the projections were kept through the hand-over"
+            after = ring_owners(f, three)
+            await eventually(
+                lambda: projection_shards(f) == {f"{wd}-0": s for wd, s in after.items()}, "relabelled", 30
+            )
+            await eventually(lambda: projection_share_problems(shards, after) == [], "each caches its share", 10)
             assert web.get("delete", "instances.compute.datumapis.com") == 0
             for wd in moved:  # before the hand-over, its old owner; after, shard-c only
                 assert recorder.shards_of(Request("web", "default", f"{wd}-0")) == {owners[wd], "shard-c"}, wd
+            assert recorder.overlaps() == [], "an Instance projected by two shards at once"
+        finally:
+            await shards.stop_all()
+
+
+def copy_replicas(f: Fleet) -> dict[str, int]:
+    return {wd["metadata"]["name"]: int(wd["spec"].get("replicas") or 0) for wd in WDs(f, "cell-dfw").list()}
+
+
+async def test_a_projection_whose_instance_went_during_a_hand_over_is_removed_by_the_new_owner(tmp_path: Path) -> None:
+    """A WD handed to a new shard is scaled down before the cell relabels its Instances:
+    the surplus Instance goes while still labelled for the old shard (so the new one never
+    caches it, and the old one no longer reconciles the WD). The new owner reads the WD's
+    projections once when the WD arrives (`handed_over`): it relabels the one still backed
+    and removes the other, none reconciled by two shards at once."""
+    recorder = Recorder()
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        shards = Shards(tg, tmp_path, recorder)
+        try:
+            await shards.start_joined("shard-a", "shard-b")
+            for i in range(N_PROJECTED):
+                WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 2))
+            two = ["shard-a", "shard-b"]
+            await eventually(lambda: copies_in_cell(f) == N_PROJECTED and copies_follow(f, two), "copies", within=30)
+            settle(f, "cell-dfw")
+            await eventually(lambda: len(projections(f)) == 2 * N_PROJECTED, "every Instance projected", within=30)
+            await eventually(lambda: all(wd.get("status") for wd in WDs(f, "web").list()), "WD status", within=30)
+
+            await shards.start("shard-c")
+            three = ["shard-a", "shard-b", "shard-c"]
+            await eventually(lambda: assigned_as_the_ring_says_of(f, three, N_PROJECTED), "rebalanced", within=30)
+            moved = sorted(wd for wd, shard in ring_owners(f, three).items() if shard == "shard-c")
+            assert moved, "shard-c owns some WDs"
+            for wd in moved:  # scaled down before the cell relabels the moved Instances
+                WDs(f, "web").edit("default", wd, lambda o: o["spec"].update(replicas=1))
+            await eventually(lambda: copies_follow(f, three) and all(copy_replicas(f)[wd] == 1 for wd in moved),
+                             "the new owner applied the moved copies", within=30)  # fmt: skip
+            settle(f, "cell-dfw")  # the surplus Instances go, labelled for the old shard; the rest relabelled
+            want = {f"{wd}-{i}" for wd in ring_owners(f, three) for i in ((0,) if wd in moved else (0, 1))}
+            await eventually(lambda: set(projections(f)) == want, "the surplus projections removed", within=30)
+            owners = ring_owners(f, three)
+            await eventually(lambda: all(projection_shards(f)[name] == owners[name.rsplit("-", 1)[0]] for name in want),
+                             "the kept projections relabelled", within=30)  # fmt: skip
             assert recorder.overlaps() == [], "an Instance projected by two shards at once"
         finally:
             await shards.stop_all()
