@@ -3,23 +3,21 @@ read-only projection of the same name in the project namespace.
 
 Request key: (project cluster, project namespace, Instance name): one Instance, so a status change in a cell costs one
 lookup per cell and at most two writes. With `--sharding` it runs on every shard, gated by the WD its Instances name
-(`owned_by`), over the shard's own caches; a projection carries its WD's shard label, which the
-shard's project caches select, and a WD handed to the shard has its projections read once live and
-relabelled or removed (`handed_over`, `adopting`).
+(`owned_by`); a projection carries its WD's shard label, which the shard's project caches select, and a WD handed to
+the shard has its projections read once live, then relabelled or removed (`handed_over`, `adopting`).
 Reads (caches): project WDs and Instance projections; in the cells, the WD copies, downstream namespaces (watched)
 and Instances (views shared with the federator; `fleet.fleetview`).
 Writes, and alone writes: project Instances controlled by a project WD (metadata and spec with field manager
-`projector`, status through the status subresource).
-Never writes: anything in a cell, the project WD, an Instance it does not control.
+`projector`, status through the status subresource). Never: anything in a cell, the project WD, another's Instance.
 
 DESIGN §3 Projector (the choice among same-named Instances is `fleet.projection`), pinned by
 tests/projector/test_projector.py: test_instances_and_status_reach_the_project, test_a_crash_in_one_cell_is_named,
 test_projections_follow_scale_down_and_deletion, test_an_instance_moving_between_cells_keeps_its_projection,
 test_an_instance_without_upstream_labels_is_not_projected, test_the_own_projection_write_coming_back_costs_no_reconcile,
 test_an_instance_whose_project_wd_is_missing_is_not_projected,
-test_an_instance_seen_before_its_cell_namespace_is_projected_when_the_namespace_arrives; DESIGN §5 by
-tests/federation/test_sharding.py test_instance_projections_are_made_by_the_owning_shard_and_follow_a_hand_over; idle:
-no writes (tests/chaos; tests/federation/test_steady_state.py)."""
+test_an_instance_seen_before_its_cell_namespace_is_projected_when_the_namespace_arrives; DESIGN §5 by test_sharding.py
+test_instance_projections_are_made_by_the_owning_shard_and_follow_a_hand_over,
+test_a_projection_whose_instance_went_during_a_hand_over_is_removed_by_the_new_owner; idle: no writes (tests/chaos)."""
 
 from __future__ import annotations
 

@@ -2,25 +2,21 @@
 copied into the cell namespace of their copies in every cell holding one (DESIGN §3 Companions).
 
 Request key: (project cluster, "", project namespace): a companion is shared by the namespace's WDs.
-Reads (caches): project WDs, which ConfigMaps and Secrets exist (`source_identity`: no data), and
-the cells' copies, downstream namespaces (`fleet.fleetview`) and companions; live: one GET per
-referenced source per reconcile (its data, for the companion; held for that reconcile only).
-Writes, and alone writes: companions in the cell namespaces of the request's project namespace
-(manager `companions`) and their deletion; Warning Events on a project WD whose source is missing
-or too large (once per transition, names only). Never writes: a project object, a copy, a namespace, anything
-in another project's namespace; never logs or reports a Secret's data.
-Sharded (`--sharding`, every shard): each shard copies what its own WDs reference (manager
-`companions-<shard>`, its WDs under `referenced_by_key(shard)`, labelled with that key, which its
-cell caches select), so shards sharing a companion co-own one object and each caches its share; one
-not referenced by its WDs it withdraws from while another live shard holds it, and deletes
-(resourceVersion precondition) once a live LIST finds no copy there referencing it; it strips a dead
-shard's share (`ShardLeases`) from what it holds (test_workloads_and_companions_follow_the_shards,
-test_a_dead_shards_companion_share_is_withdrawn_by_the_survivors).
-
-DESIGN §3 Companions 1-5, pinned by tests/federation/test_companions.py:
-1 test_each_reference_form_reaches_every_cell_of_the_copies; 2, 3 test_source_changes_deletion_and_reclaim;
-4 and 5 test_a_missing_source_is_an_event_and_secret_data_never_leaks; 6 test_companions_never_cross_projects;
-a cell joining later test_a_cell_joining_later_gets_its_companions_before_its_instances_start;
+Reads (caches): project WDs, which ConfigMaps and Secrets exist (`source_identity`: no data), and the cells' copies,
+downstream namespaces (`fleet.fleetview`) and companions; live: one GET per referenced source per reconcile (its data,
+held for that reconcile only). Writes, and alone writes: companions in the cell namespaces of the request's project
+namespace (manager `companions`) and their deletion; Warning Events on a project WD whose source is missing or too
+large (once per transition, names only). Never writes: a project object, a copy, a namespace, anything in another
+project's namespace; never logs or reports a Secret's data.
+Sharded (every shard, DESIGN §5): each shard copies what its WDs reference (manager `companions-<shard>`, its WDs
+under `referenced_by_key(shard)`, labelled with that key, which its cell caches select), so shards co-own a companion
+and each caches its share; it withdraws from one its WDs no longer reference while another live shard holds it,
+deletes it (resourceVersion precondition) once a live LIST finds no copy referencing it, and strips a dead shard's
+share (`ShardLeases`): test_workloads_and_companions_follow_the_shards,
+test_a_dead_shards_companion_share_is_withdrawn_by_the_survivors. DESIGN §3 Companions 1-5 (tests/federation/
+test_companions.py): 1 test_each_reference_form_reaches_every_cell_of_the_copies; 2, 3
+test_source_changes_deletion_and_reclaim; 4, 5 test_a_missing_source_is_an_event_and_secret_data_never_leaks; 6
+test_companions_never_cross_projects; test_a_cell_joining_later_gets_its_companions_before_its_instances_start;
 the cell side tests/cells/test_referenced_data.py."""
 
 from __future__ import annotations
