@@ -79,6 +79,7 @@ log = logging.getLogger(__name__)
 
 NAME = "instance-projector"
 FIELD_MANAGER = "projector"
+WD_NAME_LABEL = str(Label.WORKLOAD_DEPLOYMENT_NAME)
 UPSTREAM_LABELS = (str(Label.UPSTREAM_CLUSTER_NAME), str(Label.UPSTREAM_NAMESPACE))
 
 
@@ -284,14 +285,24 @@ def adopted_of_copy(mgr: Manager, projector: InstanceProjector) -> MapFunc:
         ref = upstream_identity(copy, ns)
         if ref is None:
             return []
+        for req in [r for r, adopted in projector.adopting.items() if not _wd_cached(mgr, r, adopted)]:
+            del projector.adopting[req]  # its WD left this shard (or went) before it was settled: not ours
         return [
             req
             for req, adopted in list(projector.adopting.items())
             if (req.cluster, req.namespace) == (ref.project, ref.namespace)
-            and get_str_map(adopted, "metadata.labels").get(str(Label.WORKLOAD_DEPLOYMENT_NAME)) == ref.name
+            and get_str_map(adopted, "metadata.labels").get(WD_NAME_LABEL) == ref.name
         ]
 
     return mapped
+
+
+def _wd_cached(mgr: Manager, req: Request, projection: Obj) -> bool:
+    project, name = mgr.clusters.get(req.cluster), get_str_map(projection, "metadata.labels").get(WD_NAME_LABEL, "")
+    return (
+        project is not None
+        and project.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(name, namespace=req.namespace) is not None
+    )
 
 
 def wd_names(mgr: Manager, req: Request, adopting: Mapping[Request, Obj] | None = None) -> list[str]:
