@@ -245,16 +245,20 @@ def handed_over(mgr: Manager, projector: InstanceProjector) -> MapFunc:
     before: handed over from another shard, not new) and none of its projections cached.
     Its projections, still labelled for the previous shard, are read with one live LIST
     and reconciled (`adopting`): relabelled, or removed when their Instance went during
-    the hand-over (nothing else would bring those back). A failed read is logged: the
-    Instances still running are brought back by their cell's relabel."""
+    the hand-over (nothing else would bring those back). Not read: a WD arriving before
+    the shard's projections are listed (a start would read them once per WD); a failed
+    read is logged. Either way the Instances still running come back by their relabel."""
 
     async def mapped(project_name: str, wd: Obj) -> list[Request]:
         project = mgr.clusters.get(project_name)
         uid = get_str(wd, "metadata.uid", required=False)
         if project is None or not project.cache.narrows(INSTANCES) or not get_mapping(wd, "status") or not uid:
             return []
-        if project.cache.informer_of(INSTANCES).store.index_keys(CONTROLLER_UID, uid):
-            return []  # its projections are this shard's already (a restart, not a hand-over)
+        projections = project.cache.informer_of(INSTANCES)
+        if not projections.has_synced or projections.store.index_keys(CONTROLLER_UID, uid):
+            # its projections are this shard's already; or a (re)start, which would read
+            # them once per WD: only WDs arriving once the shard's projections are listed
+            return []
         namespace, name = get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name")
         try:
             found = await project.client.list_live(
