@@ -334,10 +334,28 @@ def wd_names(mgr: Manager, req: Request, adopting: Mapping[Request, Obj] | None 
 def owned_by(mgr: Manager, wd_owner: Owner) -> Owner:
     """The owner function the projector is gated with on a shard (`Controller.shard`): an
     Instance request is this shard's when the project WD its Instances name is (`wd_owner`,
-    the federator's); the key is that WD's, so a drain of the WD waits for its projections."""
-    reconciler = next(c for c in mgr.controllers if c.name == NAME).reconciler
-    projector = reconciler.inner if isinstance(reconciler, ForObject) else None
-    adopting = projector.adopting if isinstance(projector, InstanceProjector) else {}
+    the federator's); the key is that WD's, so a drain of the WD waits for its projections.
+    It also wires the hand-over's watches (`handed_over`, `adopted_of_copy`): sharded only."""
+    ctrl = next(c for c in mgr.controllers if c.name == NAME)
+    projector = ctrl.reconciler.inner if isinstance(ctrl.reconciler, ForObject) else None
+    if not isinstance(projector, InstanceProjector):
+        raise TypeError(f"controller {NAME!r} reconciles with {ctrl.reconciler!r}, not an InstanceProjector")
+    adopting = projector.adopting
+    # a WD handed to this shard brings its projections (still labelled for the old shard)
+    ctrl.watch(
+        WORKLOAD_DEPLOYMENTS,
+        EnqueueRequestsFromMapFunc(handed_over(mgr, projector), cluster_name=ClusterName.INJECT_SOURCE),
+        clusters=PROJECTS,
+        predicates=[event_types(EventType.ADDED)],
+    )
+    # while projections are adopted (none at steady state: nothing decoded)
+    ctrl.watch(
+        WORKLOAD_DEPLOYMENTS,
+        EnqueueRequestsFromMapFunc(adopted_of_copy(mgr, projector), cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=CELLS,
+        label_selector=CELL_COPIES_SELECTOR,
+        predicates=[lambda _event: bool(adopting)],
+    )
 
     def owner(req: Request) -> Hashable | None:
         for name in wd_names(mgr, req, adopting):
@@ -370,13 +388,6 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         clusters=PROJECTS,
         predicates=[not_status_only],
     )
-    # sharded: a WD handed to this shard brings its projections (still labelled for the old one)
-    ctrl.watch(
-        WORKLOAD_DEPLOYMENTS,
-        EnqueueRequestsFromMapFunc(handed_over(mgr, projector), cluster_name=ClusterName.INJECT_SOURCE),
-        clusters=PROJECTS,
-        predicates=[event_types(EventType.ADDED)],
-    )
     # every cell Instance, so one that lacks its upstream labels is seen (and reported)
     ctrl.watch(
         INSTANCES,
@@ -395,11 +406,3 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     )
     ctrl.watch_clusters(routes.projections_of_cell, clusters=CELLS)
     read_cell_copies(ctrl)
-    # sharded, while projections are adopted (none at steady state: nothing decoded)
-    ctrl.watch(
-        WORKLOAD_DEPLOYMENTS,
-        EnqueueRequestsFromMapFunc(adopted_of_copy(mgr, projector), cluster_name=ClusterName.PRESERVE_MAPPED),
-        clusters=CELLS,
-        label_selector=CELL_COPIES_SELECTOR,
-        predicates=[lambda _event: bool(projector.adopting)],
-    )
