@@ -15,7 +15,7 @@ controller, so a status write does not cost a second reconcile that finds nothin
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -96,6 +96,9 @@ class OwnWrites(Generic[K]):
     def forget(self, key: K) -> None:
         self._answers.pop(key, None)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._answers
+
     def __len__(self) -> int:
         return len(self._answers)
 
@@ -118,3 +121,36 @@ class EnqueueUnlessOwnWrite(EventHandler):
         elif event.type is EventType.MODIFIED and self.writes.observed(request, event.obj):
             return
         sink.enqueue(request)
+
+
+def request_key(source_cluster: str, event: ObjectEvent) -> Request:
+    """An event's object as a request: the cluster it came from, its namespace and name."""
+    namespace, name = split_key(event.key)
+    return Request(source_cluster, namespace, name)
+
+
+class UnlessOwnWrite(EventHandler, Generic[K]):
+    """`inner` for every event of an object but its controller's own write coming back: an
+    add or update that shows exactly the answer `writes` remembers under `key(cluster,
+    event)` (a copy the controller created in another cluster, an object it changed) is
+    dropped. Any other state (another writer's, a newer one) goes to `inner` as usual; a
+    deletion forgets the answer and goes too. An object with no answer remembered is not
+    decoded here (a cold start's adds)."""
+
+    def __init__(
+        self,
+        writes: OwnWrites[K],
+        inner: EventHandler,
+        key: Callable[[str, ObjectEvent], K],
+    ) -> None:
+        self.writes = writes
+        self.inner = inner
+        self.key = key
+
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        key = self.key(source_cluster, event)
+        if event.type is EventType.DELETED:
+            self.writes.forget(key)  # no event of that write will come
+        elif key in self.writes and self.writes.observed(key, event.obj):
+            return
+        await self.inner.handle(source_cluster, event, sink)
