@@ -1,12 +1,11 @@
 """Federator (management mode): a project WorkloadDeployment's spec flows down to every
 cell of its city (its `spec.cityCode`, or its `spec.locationRef` Location's), replicas divided.
 
-Request key: (project cluster = the bare project name, project namespace, WD name).
-Reads (caches only): project WDs and namespaces; Locations; in every cell, the WD copies and downstream
-namespaces (`fleet.fleetview`); cluster states. Writes, and alone writes: the `federator` finalizer with the
-`federation-namespace` annotation (one write) and Events on the project WD; downstream namespaces and WD
-copies in cells (managers `federator`, `federator-initial-replicas`). Never writes: the project WD's spec
-or status, another project's downstream namespace.
+Request key: (project cluster = the bare project name, project namespace, WD name). Reads (caches only): project
+WDs and namespaces; Locations; in every cell, the WD copies and downstream namespaces (`fleet.fleetview`); cluster
+states. Writes, and alone writes: the `federator` finalizer with the `federation-namespace` annotation (one write)
+and Events on the project WD; downstream namespaces and WD copies in cells (managers `federator`,
+`federator-initial-replicas`). Never writes: the project WD's spec or status, another project's downstream namespace.
 
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 1, 7 test_downstream_events_map_back_to_the_bare_project_name, test_a_copy_edited_or_deleted_by_hand_is_restored;
@@ -15,9 +14,10 @@ test_zero_writes_when_converged, test_location_placement.py, test_a_pass_converg
 a cell namespace once per burst (`NamespaceWrites`) test_a_burst_of_wds_writes_each_cell_namespace_once;
 6 (`deletion.next_step`, test_deletion.py) test_deletion_and_the_orphan_sweep, test_deletion_without_operator.py,
 test_a_cell_that_never_synced_holds_a_deletion_for_the_grace; finalizer beside copies (`_claim_and_place`):
-test_one_wds_copies_are_written_concurrently, test_a_wd_deleted_before_its_finalizer_leaves_no_copy;
-8 test_forged_labels_and_colliding_names_stay_in_their_project, test_tenant_isolation.py,
-test_a_registration_naming_another_project_writes_nothing; 9 test_the_federator_never_writes_project_status."""
+test_one_wds_copies_are_written_concurrently, test_a_wd_deleted_before_its_finalizer_leaves_no_copy; its own
+writes' events wake nothing (`UnlessOwnWrite`) test_own_write_echoes_cost_no_reconcile; 8 test_tenant_isolation.py,
+test_forged_labels_and_colliding_names_stay_in_their_project, test_a_registration_naming_another_project_writes_nothing;
+9 test_the_federator_never_writes_project_status."""
 
 from __future__ import annotations
 

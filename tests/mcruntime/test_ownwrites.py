@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from mcruntime.handlers import EnqueueRequestForObject
 from mcruntime.informer import EventType, ObjectEvent
-from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, version_of
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, UnlessOwnWrite, request_key, version_of
 from mcruntime.request import Request
 
 
@@ -117,3 +118,31 @@ def test_a_write_over_the_previous_answer_extends_the_chain() -> None:
     writes.remember("k", obj("a", "7"), first)
     writes.remember("k", obj("a", "8"), second)  # over a state that is not the previous answer: a new chain
     assert writes.latest("k", obj("a", "7")) == obj("a", "7") and len(writes) == 0
+
+
+async def test_unless_own_write_drops_only_the_writes_own_add_or_update() -> None:
+    """`UnlessOwnWrite` in front of any handler: the add of an object the controller
+    created, and the update its write made, are dropped (and the answer goes); another
+    state, a deletion (which forgets the answer), or an object never written pass."""
+    writes: OwnWrites[Request] = OwnWrites()
+    sink = Sink()
+    handler = UnlessOwnWrite(writes, EnqueueRequestForObject(), request_key)
+    created = {"metadata": {"name": "api", "namespace": "ns", "uid": "a", "resourceVersion": "5"}}
+    updated = {**created, "metadata": {**created["metadata"], "resourceVersion": "6"}}
+    theirs = {**created, "metadata": {**created["metadata"], "resourceVersion": "9"}}
+    key = Request("dfw-1", "ns", "api")
+    writes.remember(key, None, created)
+    writes.remember(key, created, updated)  # a second write over the first's answer
+    await handler.handle("dfw-1", ObjectEvent(EventType.ADDED, "ns/api", obj=created), sink)
+    await handler.handle("dfw-1", ObjectEvent(EventType.MODIFIED, "ns/api", obj=updated), sink)
+    assert sink.requests == [] and len(writes) == 0, "the writes' own events"
+    await handler.handle("dfw-2", ObjectEvent(EventType.ADDED, "ns/api", obj=created), sink)
+    assert sink.requests == [Request("dfw-2", "ns", "api")], "the same object in another cluster is not the write"
+    writes.remember(key, created, updated)
+    await handler.handle("dfw-1", ObjectEvent(EventType.MODIFIED, "ns/api", obj=theirs), sink)
+    assert sink.requests[-1] == key and len(writes) == 0, "another writer's state"
+    writes.remember(key, None, created)
+    await handler.handle("dfw-1", ObjectEvent(EventType.DELETED, "ns/api", obj=created), sink)
+    assert sink.requests[-1] == key and len(writes) == 0, "a deletion passes and forgets"
+    await handler.handle("dfw-1", ObjectEvent(EventType.ADDED, "ns/other", raw=b"not JSON"), sink)
+    assert sink.requests[-1] == Request("dfw-1", "ns", "other"), "nothing remembered: not decoded"
