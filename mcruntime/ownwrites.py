@@ -8,6 +8,13 @@ the moment the cache holds any other state (the write's own event, or a newer on
 object gone), the cache is the truth and the answer is dropped. No I/O, no timers: bounded
 by the writes whose events have not arrived yet.
 
+A state the cache shows that is older than the answer (an event of another writer's change
+made before the write landed: a status written over the version before a finalizer's, whose
+event arrives after the write's answer) does not drop it either: the answer already holds
+that change. Older is told by the resourceVersion, which kube-apiserver makes comparable as
+an increasing integer per resource (KEP-5504, part of conformance since 1.35); versions that
+are not decimal integers are compared for equality only, as before.
+
 The write's own watch event changes nothing the controller computed from (the answer *is*
 that state): `EnqueueUnlessOwnWrite` hands every other event of the object to the
 controller, so a status write does not cost a second reconcile that finds nothing to do
@@ -34,6 +41,16 @@ def version_of(obj: Obj | None) -> Version | None:
     if obj is None:
         return None
     return get_str(obj, "metadata.uid", required=False), get_str(obj, "metadata.resourceVersion", required=False)
+
+
+def precedes(version: Version | None, later: Version | None) -> bool:
+    """Whether `version` is an earlier state of the same object (same uid) than `later`:
+    both resourceVersions decimal integers (KEP-5504's comparison), the first the smaller."""
+    if version is None or later is None or version[0] != later[0]:
+        return False
+    (_, rv), (_, later_rv) = version, later
+    comparable = all(v.isdigit() and v.isascii() and not v.startswith("0") for v in (rv, later_rv))
+    return comparable and int(rv) < int(later_rv)
 
 
 MAX_CHAIN = 8  # own writes in a row whose events have not arrived yet, per key
@@ -67,13 +84,15 @@ class OwnWrites(Generic[K]):
 
     def latest(self, key: K, cached: Obj | None) -> Obj | None:
         """The object as last known: the remembered answer while the cache still shows the
-        state the writes were made over (or an earlier one of them), else the cache (and
-        the answer is dropped)."""
+        state the writes were made over, an earlier one of them, or any state older than
+        the answer, else the cache (and the answer is dropped)."""
         remembered = self._answers.get(key)
         if remembered is None:
             return cached
         version = version_of(cached)
         if version == remembered.before or version in remembered.earlier:
+            return remembered.answer
+        if precedes(version, version_of(remembered.answer)):
             return remembered.answer
         del self._answers[key]
         return cached
@@ -81,7 +100,9 @@ class OwnWrites(Generic[K]):
     def observed(self, key: K, cached: Obj) -> bool:
         """The cache now shows `cached`: whether it is one of this controller's own answers
         (a write's own watch event). The last answer's event drops it; so does any state
-        but the one the writes were made over, as in `latest`."""
+        but the one the writes were made over, as in `latest`. A state older than the
+        answer is not this controller's (it is handed on: it may change what the write was
+        computed from) and keeps the answer, which already holds it."""
         remembered = self._answers.get(key)
         if remembered is None:
             return False
@@ -90,6 +111,8 @@ class OwnWrites(Generic[K]):
             return False
         if version in remembered.earlier:
             return True  # an earlier write of the chain: the last answer still stands
+        if precedes(version, version_of(remembered.answer)):
+            return False
         del self._answers[key]
         return version == version_of(remembered.answer)
 
