@@ -685,18 +685,19 @@ def claimed_only(before: Obj, answer: Obj) -> bool:
     """Whether the claim's `answer` differs from the WD it was made over (`before`) only by
     what the claim writes (the finalizer, the `federation-namespace` annotation) and what
     the server keeps (resourceVersion, managedFields, the status): its watch event then
-    needs no reconcile. A change of spec, labels, other annotations or deletion meanwhile does."""
+    needs no reconcile. A change of spec (its generation), labels, other annotations or
+    deletion meanwhile does."""
     ours = str(Annotation.FEDERATION_NAMESPACE)
-
-    def others(obj: Obj) -> dict[str, str]:
-        return {k: v for k, v in get_str_map(obj, "metadata.annotations").items() if k != ours}
-
+    before_annotations, answer_annotations = (
+        get_str_map(before, "metadata.annotations"),
+        get_str_map(answer, "metadata.annotations"),
+    )
     return (
         get_int(before, "metadata.generation") == get_int(answer, "metadata.generation")
         and not is_deleting(answer)
-        and get_mapping(before, "spec") == get_mapping(answer, "spec")
         and get_str_map(before, "metadata.labels") == get_str_map(answer, "metadata.labels")
-        and others(before) == others(answer)
+        and len(answer_annotations) - len(before_annotations) == (ours not in before_annotations)
+        and all(answer_annotations.get(k) == v for k, v in before_annotations.items() if k != ours)
     )
 
 
