@@ -524,18 +524,16 @@ class Federator:
         before = seen.copy
         if isinstance(action, copyplacement.ApplyNamespace):
             await self._apply_namespace(cell, seen)
-            return
-        if isinstance(action, copyplacement.CreateCopy | copyplacement.UpdateCopy):
+        elif isinstance(action, copyplacement.CreateCopy | copyplacement.UpdateCopy):
             body = copy_with_trace(seen.desired, wd, seen.copy, writes=True)  # the change's trace rides on a spec write
             applied = await controllerutil.apply_if_differs(
                 cell.client, WORKLOAD_DEPLOYMENTS, body, cached=seen.copy, field_manager=FIELD_MANAGER
             )
-            if not applied.changed:
-                return
             seen.copy, seen.created = applied.obj, applied.operation is Operation.CREATED
+            if applied.changed:
+                self.copy_writes.remember(_copy_request(cell, seen.desired), before, applied.obj)
         elif isinstance(action, copyplacement.SetInitialReplicas):
             seen.copy = await self._initial_replicas(cell, seen.desired, share)
-        if seen.copy is not None:
             self.copy_writes.remember(_copy_request(cell, seen.desired), before, seen.copy)
 
     async def _apply_namespace(self, cell: Cluster, seen: _Seen) -> None:
