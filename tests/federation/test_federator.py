@@ -815,7 +815,11 @@ async def test_own_write_echoes_cost_no_reconcile(tmp_path: Path) -> None:
 
         await eventually(lambda: cached(2), "the caches show every write of the create")
         assert await all_idle(mgr)
-        assert recording.requests.count(api) == 1, recording.requests
+        # one; a second only when some write's own event outran its answer (the echo then
+        # finds no answer to match and wakes a reconcile that writes nothing). Without
+        # `UnlessOwnWrite` every echo wakes one: 3 here, the claim's and each copy's.
+        created = recording.requests.count(api)
+        assert created in (1, 2), recording.requests
         web.edit("default", "api", lambda o: o["spec"].update(replicas=4))
         updated = {"dfw-1": (1, 0), "dfw-2": (3, 1)}  # the first ordinals stay where they are
         await eventually(lambda: shares(f, "api") == updated, "the copies updated")
@@ -823,7 +827,7 @@ async def test_own_write_echoes_cost_no_reconcile(tmp_path: Path) -> None:
             settle(f, cell)
         await eventually(lambda: cached(4), "the caches show every write of the update")
         assert await all_idle(mgr)
-        assert recording.requests.count(api) == 2, recording.requests
+        assert recording.requests.count(api) - created in (1, 2), recording.requests
         WDs(f, "dfw-1").edit(downstream, "api", lambda o: o["spec"]["template"]["metadata"]["labels"].update(app="x"))
         await eventually(lambda: (WDs(f, "dfw-1").get(downstream, "api") or {}).get("spec", {}).get("template")
                          == STORED_TEMPLATE, "the hand edit reverted")  # fmt: skip
