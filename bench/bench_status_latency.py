@@ -18,6 +18,10 @@ of this program queue up on a shared machine), and the latency from the moment t
 own watch showed the change ("cell watch ->": the manager's part, cell watch -> mapped
 request -> reconcile -> project write -> project watch).
 
+And inside it, from the manager's own histograms: each projector's mean queue wait (after
+any batch period) and reconcile time, and its status writes' request time, each with the
+share over 100 ms.
+
 The watcher is its own process (`follow`): on this program's loop, which also sends
 hundreds of writes a second, each arrival would be timed whenever that loop got to it.
 The manager runs with its shipped `--workers` unless `--workers` is given.
@@ -43,6 +47,7 @@ from harness import (
     TRACING_MODES,
     VERSION,
     Fleet,
+    Manager,
     Report,
     cpu_seconds,
     fleet,
@@ -333,6 +338,7 @@ async def main(args: argparse.Namespace) -> None:
                 for round_, rate in enumerate(rates):
                     watcher.clear()
                     cpu, reconciled = cpu_seconds(mgr.pid), await mgr.reconciles(session)
+                    stages = await histograms(session, mgr)
                     await drive(f, namespace, owners, watcher, rate, args.seconds, round_)
                     await asyncio.sleep(2)  # let the last changes arrive
                     watcher.add(await asyncio.to_thread(dump))
@@ -343,11 +349,63 @@ async def main(args: argparse.Namespace) -> None:
                         if name.endswith("projector"):
                             per_change = (n - reconciled.get(name, 0)) / changes
                             rep.add(f"{rate:.0f}/s: {name} reconciles per change", per_change, "reconciles")
+                    stage_figures(rep, rate, stages, await histograms(session, mgr))
                     figures(rep, rate, watcher)
                 conn.send("stop")
                 await asyncio.to_thread(follower.join, 10)
             mgr.proc.stop()
     rep.write()
+
+
+# the manager's own histograms of the stages in between (name, label that selects the series)
+STAGES = (
+    ("workqueue_queue_duration_seconds", "name", "queue wait"),
+    ("controller_runtime_reconcile_time_seconds", "controller", "reconcile"),
+)
+Histograms = dict[tuple[str, str], tuple[float, float, float]]  # (metric, series) -> (count, sum, count <= 0.1 s)
+
+
+async def histograms(session: aiohttp.ClientSession, mgr: Manager) -> Histograms:
+    """Count, sum and count within 100 ms of the projectors' queue waits and reconciles and
+    of the manager's write requests to the project (`web`: its status writes)."""
+    async with session.get(f"http://127.0.0.1:{mgr.metrics_port}/metrics") as resp:
+        text = await resp.text()
+    found: dict[tuple[str, str], list[float]] = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition("{")
+        metric = name.removesuffix("_count").removesuffix("_sum").removesuffix("_bucket")
+        labels = dict(kv.split("=", 1) for kv in rest.rpartition("}")[0].replace('"', "").split(",") if "=" in kv)
+        if metric == "rest_client_request_duration_seconds":
+            if labels.get("cluster") != "web" or labels.get("verb") != "patch":
+                continue
+            series = "web patch"
+        else:
+            key = next((k for m, k, _ in STAGES if m == metric), None)
+            series = labels.get(key or "", "")
+            if not series.endswith("projector"):
+                continue
+        entry = found.setdefault((metric, series), [0.0, 0.0, 0.0])
+        value = float(line.rsplit(" ", 1)[1])
+        if name.endswith("_count"):
+            entry[0] += value
+        elif name.endswith("_sum"):
+            entry[1] += value
+        elif name.endswith("_bucket") and labels.get("le") == "0.1":
+            entry[2] += value
+    return {k: (v[0], v[1], v[2]) for k, v in found.items()}
+
+
+def stage_figures(rep: Report, rate: float, before: Histograms, after: Histograms) -> None:
+    """Mean and the share over 100 ms of each stage, over this rate's window."""
+    labels = {m: what for m, _, what in STAGES} | {"rest_client_request_duration_seconds": "write request"}
+    for (metric, series), (count, total, within) in sorted(after.items()):
+        was = before.get((metric, series), (0.0, 0.0, 0.0))
+        n = count - was[0]
+        if n <= 0:
+            continue
+        over = (n - (within - was[2])) / n * 100
+        rep.add(f"{rate:.0f}/s: {series} {labels[metric]} mean", (total - was[1]) / n * 1000, "ms", "",
+                f"{over:.1f}% over 100 ms, {n:.0f} observed")  # fmt: skip
 
 
 def figures(rep: Report, rate: float, watcher: Watcher) -> None:
