@@ -1,8 +1,6 @@
 """A controller: watches (source → predicates → handler) feed a work queue of requests;
 N workers take requests off the queue and call the reconciler, one request per key at a
-time, and decide from the outcome whether and when the request comes back. Workers follow
-the work: while requests wait and every worker is busy, more are started, up to
-`max_workers`, and each of those ends when it finds the queue empty.
+time, and decide from the outcome whether and when the request comes back.
 
 Clusters are bound at run time: `engage(cluster)` declares the controller's cache views
 in the cluster (see `view.py`) and attaches every watch whose cluster filter matches to
@@ -97,7 +95,6 @@ class Controller:
         reconciler: Reconciler | ReconcileFunc,
         *,
         workers: int = 1,
-        max_workers: int | None = None,
         rate_limiter: RateLimiter[Request] | None = None,
         needs_leader_election: bool = True,
         reconcile_timeout: float | None = None,
@@ -109,19 +106,11 @@ class Controller:
             raise ValueError("a controller needs a name")
         if workers < 1:
             raise ValueError(f"controller {name}: workers must be >= 1, got {workers}")
-        if max_workers is not None and max_workers < workers:
-            raise ValueError(f"controller {name}: max_workers must be >= workers ({workers}), got {max_workers}")
         if reconcile_timeout is not None and reconcile_timeout <= 0:
             raise ValueError(f"controller {name}: reconcile_timeout must be positive")
         self.name = name
         self.reconciler: Reconciler = reconciler if isinstance(reconciler, Reconciler) else FuncReconciler(reconciler)
         self.workers = workers
-        # reconciles that wait on the servers cost a coroutine each: while the queue backs up
-        # behind busy workers, more are started up to this bound (a write's latency times the
-        # rate of change is the concurrency a steady rate needs; a fixed small pool queued the
-        # rest, the status latency's tail when the servers answered slowly)
-        self.max_workers = max_workers or workers
-        self.running_workers = 0
         self.needs_leader_election = needs_leader_election
         self.reconcile_timeout = reconcile_timeout
         if batch_period < 0:
@@ -361,17 +350,6 @@ class Controller:
         return on_event
 
     # ------------------------------------------------------------------ queue
-    def _grow(self) -> None:
-        """Start one more worker when requests wait and every worker is busy (up to
-        `max_workers`); it ends when it finds the queue empty."""
-        queue = self.queue
-        if (
-            self._tg is not None and self.running_workers < self.max_workers
-            and queue.in_process >= self.running_workers and len(queue) > 0
-        ):  # fmt: skip
-            self.running_workers += 1  # counted now: the next check must see it
-            self._tg.start_soon(self._extra_worker, name=f"{self.name} worker (extra)")
-
     def enqueue(self, request: object) -> None:
         if not isinstance(request, Request):
             self._dropped("invalid-request", f"{request!r} is not a Request")
@@ -389,7 +367,6 @@ class Controller:
             self.queue.add_after(request, self.batch_period)
             return
         self.queue.add(request)
-        self._grow()
 
     def _another_shards(self, request: Request) -> bool:
         """Gated, and the request's object is owned by another shard (checked again before
@@ -416,7 +393,6 @@ class Controller:
         try:
             async with anyio.create_task_group() as tg:
                 self._tg = tg
-                self.running_workers = self.workers
                 for i in range(self.workers):
                     tg.start_soon(self._worker, name=f"{self.name} worker {i}")
                 if self.cluster_watches:
@@ -473,23 +449,9 @@ class Controller:
             try:
                 if queue.shutting_down:
                     return  # stopping: what is still queued is re-listed by whoever runs next
-                self._grow()  # a batched or delayed request just fell due behind this one
                 await self._process(request)
             finally:
                 queue.done(request)
-
-    async def _extra_worker(self) -> None:
-        """A worker started by `_grow`: works while requests are queued, then ends."""
-        queue = self.queue
-        try:
-            while not queue.shutting_down and (request := queue.get_nowait()) is not None:
-                try:
-                    self._grow()
-                    await self._process(request)
-                finally:
-                    queue.done(request)
-        finally:
-            self.running_workers -= 1
 
     async def _process(self, request: Request) -> None:
         started = time.monotonic()

@@ -317,7 +317,6 @@ class Manager:
         reconciler: Reconciler | ReconcileFunc,
         *,
         workers: int = 1,
-        max_workers: int | None = None,
         rate_limiter: RateLimiter[Request] | None = None,
         needs_leader_election: bool = True,
         reconcile_timeout: float | None = None,
@@ -325,8 +324,7 @@ class Manager:
     ) -> Controller:
         """A controller wired to this manager's metrics and tracer."""
         controller = Controller(
-            name, reconciler, workers=workers, max_workers=max_workers, rate_limiter=rate_limiter,
-            needs_leader_election=needs_leader_election,
+            name, reconciler, workers=workers, rate_limiter=rate_limiter, needs_leader_election=needs_leader_election,
             reconcile_timeout=reconcile_timeout, batch_period=batch_period, metrics=self.metrics,
             tracer_provider=self.tracer_provider,
         )  # fmt: skip

@@ -77,11 +77,6 @@ class WorkQueue(Generic[T]):
         return frozenset(self._processing)
 
     @property
-    def in_process(self) -> int:
-        """Items handed out and not done yet."""
-        return len(self._processing)
-
-    @property
     def waiting(self) -> int:
         """Items whose delayed add is not due yet."""
         return len(self._ready_at)
@@ -157,28 +152,20 @@ class WorkQueue(Generic[T]):
     async def get(self) -> T:
         """The next item, marked as being processed; the caller must call `done(item)`."""
         while True:
-            item = self.get_nowait()
-            if item is not None:
+            self._promote()
+            if self._queue:
+                item = self._queue.popleft()
+                self._dirty.discard(item)
+                self._processing.add(item)
+                now = self._clock()
+                queued = self._queued_at.pop(item, now)
+                self._started_at[item] = now
+                self.metrics.queue_depth.add(-1, self._attrs)
+                self.metrics.queue_wait.record(now - queued, self._attrs)
                 return item
             if self._shutting_down:
                 raise QueueShutDown(self.name)
             await self._wait(self._next_due())
-
-    def get_nowait(self) -> T | None:
-        """The next item if one is queued now (marked as being processed, as `get` does),
-        else None."""
-        self._promote()
-        if not self._queue:
-            return None
-        item = self._queue.popleft()
-        self._dirty.discard(item)
-        self._processing.add(item)
-        now = self._clock()
-        queued = self._queued_at.pop(item, now)
-        self._started_at[item] = now
-        self.metrics.queue_depth.add(-1, self._attrs)
-        self.metrics.queue_wait.record(now - queued, self._attrs)
-        return item
 
     async def _wait(self, due: float | None) -> None:
         """Until this getter is woken (`_notify`) or the earliest delayed item is due. A

@@ -72,7 +72,6 @@ from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.sharding.gate import Owner
-from projector.status import PROJECTOR_MAX_WORKERS
 
 log = logging.getLogger(__name__)
 
@@ -272,8 +271,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     projection), cell registrations."""
     projector = InstanceProjector(mgr)
     routes = Routes(mgr)
-    ctrl = mgr.new_controller("instance-projector", ForObject(mgr, INSTANCES, projector), workers=options.workers,
-                              max_workers=max(options.workers, PROJECTOR_MAX_WORKERS))  # fmt: skip
+    ctrl = mgr.new_controller("instance-projector", ForObject(mgr, INSTANCES, projector), workers=options.workers)
     # the projections, but not the projector's own write coming back (`EnqueueUnlessOwnWrite`)
     ctrl.watch(
         INSTANCES, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,

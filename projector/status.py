@@ -66,7 +66,7 @@ from federation.fleet.propagation import clock_of
 from federation.fleet.references import SOURCE_RESOURCES, missing_sources, source_identity
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
-from mcruntime.cluster import Cluster, TransportOptions
+from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterNotReadyError
 from mcruntime.fields import get_int, get_mapping, get_str, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
@@ -83,10 +83,6 @@ from mcruntime.tracing import stage_span, tracer_for
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "projector"
-# a projector's reconcile waits on (at most) a write to one project: while changes queue up
-# behind busy workers, as many reconcile at once as one cluster's transport lets requests
-# be in flight (what the server takes, not a small constant)
-PROJECTOR_MAX_WORKERS = TransportOptions.max_concurrent_requests
 
 
 class StatusProjector:
@@ -284,7 +280,6 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         "status-projector",
         ForObject(mgr, WORKLOAD_DEPLOYMENTS, projector),
         workers=options.workers,
-        max_workers=max(options.workers, PROJECTOR_MAX_WORKERS),
         batch_period=options.status_batch_period,
     )
     # the WD itself, but not its own status write coming back: that state is what the write

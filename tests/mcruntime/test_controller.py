@@ -160,63 +160,6 @@ async def test_reconciles_of_one_key_never_overlap_and_the_last_state_is_seen() 
     assert overlaps == []
 
 
-async def test_workers_follow_the_work_up_to_max_workers_and_the_extra_ones_end() -> None:
-    """Reconciles waiting on a slow server: with 2 workers and max_workers=5, seven queued
-    requests get five reconciles at once (not two, the rest queued behind them); released,
-    everything is reconciled and the extra workers end (back to 2)."""
-    release = anyio.Event()
-    active: set[str] = set()
-    done: list[str] = []
-
-    async def reconcile(req: Request) -> Result:
-        active.add(req.name)
-        await release.wait()
-        active.discard(req.name)
-        done.append(req.name)
-        return Result()
-
-    controller = Controller("elastic", reconcile, workers=2, max_workers=5)
-
-    async def body() -> None:
-        for i in range(7):
-            controller.enqueue(Request("c", "ns", f"k{i}"))
-        await eventually(lambda: len(active) == 5, what="five reconciles at once")
-        for _ in range(20):  # never more than max_workers, however long they wait
-            await anyio.lowlevel.checkpoint()
-        assert len(active) == 5 and len(controller.queue) == 2
-        assert controller.running_workers == 5
-        release.set()
-        await eventually(lambda: sorted(done) == [f"k{i}" for i in range(7)], what="every request reconciled")
-        await eventually(lambda: controller.running_workers == 2, what="the extra workers ended")
-
-    await run_controller(controller, body)
-
-
-async def test_without_max_workers_the_workers_are_a_fixed_pool() -> None:
-    release = anyio.Event()
-    active: set[str] = set()
-
-    async def reconcile(req: Request) -> Result:
-        active.add(req.name)
-        await release.wait()
-        return Result()
-
-    controller = Controller("fixed", reconcile, workers=2)
-
-    async def body() -> None:
-        for i in range(5):
-            controller.enqueue(Request("c", "ns", f"k{i}"))
-        await eventually(lambda: len(active) == 2, what="two reconciles")
-        for _ in range(20):
-            await anyio.lowlevel.checkpoint()
-        assert len(active) == 2 and controller.running_workers == 2
-        release.set()
-
-    await run_controller(controller, body)
-    with pytest.raises(ValueError, match="max_workers"):
-        Controller("x", reconcile, workers=4, max_workers=2)
-
-
 async def test_through_an_informer_the_final_reconcile_sees_the_last_update(
     apiserver: EmbeddedAPIServer, cluster: Cluster, plane: Plane
 ) -> None:
