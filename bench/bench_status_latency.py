@@ -325,7 +325,9 @@ async def main(args: argparse.Namespace) -> None:
                     ("cell", "wd", cell + wd_path(namespace)),
                 ]
                 conn, child_conn = multiprocessing.Pipe()
-                follower = multiprocessing.get_context("spawn").Process(target=follow, args=(watches, child_conn))
+                follower = multiprocessing.get_context("spawn").Process(
+                    target=follow, args=(watches, child_conn), daemon=True
+                )
                 follower.start()
 
                 def dump() -> list[Record]:
