@@ -3,8 +3,10 @@
 One project with W WorkloadDeployments (default 20, 5 Instances each) in the LHR city
 (one cell); the management-mode manager runs as its own process. The cell's own
 controllers are stood in for by this program, which writes the cell Instances and the
-copies' status itself, so the figures are the federation's latency — cell watch → mapped
-request → reconcile → project write → project watch — not the cell's.
+copies' status itself, so no cell controller's time is in the figures: they are the
+federation's latency — cell watch → mapped request → reconcile → project write → project
+watch — plus, in the "cell write ->" figures, the time the cell's API server takes to
+accept the write.
 
 At each rate (default 50, 200 and 500 changes/s, for D seconds each) it changes, round
 robin, one Instance's status (a condition message carrying a sequence number) and one
