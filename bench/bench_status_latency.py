@@ -26,9 +26,10 @@ share over 100 ms.
 
 The watcher is its own process (`follow`): on this program's loop, which also sends
 hundreds of writes a second, each arrival would be timed whenever that loop got to it.
-The manager runs with its shipped `--workers` unless `--workers` is given.
+The manager runs with its shipped `--workers` and `--status-batch-period` unless given.
 
-Run: python bench/bench_status_latency.py [--wds W] [--seconds D] [--rates 50,200,500] [--workers N] [--smoke]"""
+Run: python bench/bench_status_latency.py [--wds W] [--seconds D] [--rates 50,200,500] [--workers N]
+     [--status-batch-period S] [--smoke]"""
 
 from __future__ import annotations
 
@@ -304,13 +305,17 @@ async def main(args: argparse.Namespace) -> None:
             "rates": args.rates,
             "seconds_per_rate": args.seconds,
             "workers": args.workers or "shipped",
+            "status_batch_period": "shipped" if args.status_batch_period is None else args.status_batch_period,
             "tracing": args.tracing,
         },
     )
     with tempfile.TemporaryDirectory(prefix="bench-latency-") as tmp:
         set_tracing(args.tracing, Path(tmp))
         async with fleet(Path(tmp), projects=["bench/web"], cells=[("lhr-1", "LHR")]) as f:
-            mgr = management(f, *([f"--workers={args.workers}"] if args.workers else []))
+            extra = [f"--workers={args.workers}"] if args.workers else []
+            if args.status_batch_period is not None:
+                extra.append(f"--status-batch-period={args.status_batch_period}")
+            mgr = management(f, *extra)
             async with aiohttp.ClientSession() as session:
                 await mgr.wait_ready(session)
                 for i in range(args.wds):
@@ -431,6 +436,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=10.0, help="seconds at each rate")
     parser.add_argument("--rates", default="50,200,500", help="changes per second, comma-separated")
     parser.add_argument("--workers", type=int, default=0, help="the manager's --workers (default: as shipped)")
+    parser.add_argument("--status-batch-period", type=float, default=None,
+                        help="the manager's --status-batch-period (default: as shipped)")  # fmt: skip
     parser.add_argument("--tracing", choices=TRACING_MODES, default="off", help="the manager's tracing (cost figures)")
     parser.add_argument("--smoke", action="store_true", help="4 WDs, 2 s at 50/s, to check the benchmark runs")
     args = parser.parse_args(argv)
