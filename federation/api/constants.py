@@ -127,7 +127,9 @@ class Label(DocumentedStr):
     SHARD = (
         "sharding.compute.datumapis.com/shard",
         "On a project WorkloadDeployment, with `run --sharding`: the management shard (replica) that reconciles it; "
-        "written by the sharder, removed by the shard when it acknowledges a drain (docs/DESIGN.md §5).",
+        "written by the sharder, removed by the shard when it acknowledges a drain (docs/DESIGN.md §5). The "
+        "federator puts the WD's value on its copies in the cells and the Instance projector on its Instance "
+        "projections in the project (a hand-over relabels them).",
     )
     DRAIN = (
         "sharding.compute.datumapis.com/drain",
@@ -193,8 +195,9 @@ class Annotation(DocumentedStr):
         "compute.datumapis.com/referenced-by",
         'On a companion ConfigMap/Secret in a cell: JSON array (sorted) of `"<namespace>/<name>"` of the '
         "project WorkloadDeployments whose copies in that cell reference it. With `--sharding`, each shard lists "
-        "its own WDs under `referenced-by.sharding.compute.datumapis.com/<shard>` instead (shards co-own the "
-        "companion; docs/DESIGN.md §5).",
+        "its own WDs under `referenced-by.sharding.compute.datumapis.com/<shard>` instead, and puts a label of the "
+        'same key (value `"true"`) on it, which its cell caches select (shards co-own the companion; '
+        "docs/DESIGN.md §5).",
     )
     KUBECONFIG_SECRET = (
         "compute.datumapis.com/kubeconfig-secret",
