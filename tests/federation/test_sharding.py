@@ -216,7 +216,7 @@ def copies_follow(f: Fleet, shards: list[str]) -> bool:
 def share_problems(shards: Shards) -> list[str]:
     """What breaks "each shard caches only the project WDs and cell copies labelled for it,
     and only the elected replica (the sharder) has a FLEET view of the other project WDs
-    (for the assignment, slim); no replica has one of the cells' copies"."""
+    (for the assignment, slim: a metadata-only watch); no replica has one of the cells' copies"."""
     problems = []
     for shard, manager in shards.managers.items():
         leading = manager.elector is not None and manager.elector.is_leader
@@ -237,7 +237,16 @@ def share_problems(shards: Shards) -> list[str]:
                     problems.append(f"the sharder {shard} does not cache every WD of {cluster}")
                 if any("spec" in wd for wd in others):  # what the assignment reads, not the WDs in full
                     problems.append(f"the sharder {shard} caches the other shards' WDs in full")
+                if not cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).metadata_only:  # nor receives them
+                    problems.append(f"the sharder {shard} lists and watches the other shards' WDs in full")
     return problems
+
+
+def fleet_requests(f: Fleet, plural: str) -> tuple[str, ...]:
+    """Which of LIST and WATCH of the project's resource the server answered as
+    PartialObjectMetadata (the sharder's FLEET views ask for it; nothing else does)."""
+    counters = f.server("web").plane.counters
+    return tuple(verb for verb in ("list", "watch") if counters.get_as("metadata", verb, f"{plural}.{GROUP}"))
 
 
 async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_path: Path) -> None:
@@ -261,6 +270,8 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
             # the copies follow their WD's shard, and each shard caches its share only
             await eventually(lambda: copies_follow(f, ["shard-a", "shard-b"]), "copies labelled", within=30)
             await eventually(lambda: share_problems(shards) == [], "each shard caches its share", within=10)
+            # the sharder's FLEET views reached the server as metadata-only LIST and WATCH
+            assert fleet_requests(f, "workloaddeployments") == ("list", "watch")
             first = {name: uid for name, (uid, _shard) in copies(f).items()}
 
             # join: shard-c takes its share through drain and acknowledgement
@@ -559,6 +570,8 @@ def workload_share_problems(shards: Shards) -> list[str]:
                 problems.append(f"the sharder {shard} holds its own Workloads twice, or the others' in full")
             if len(others) + len(web.informer_of(WORKLOADS).store.list()) != N_WORKLOADS:
                 problems.append(f"the sharder {shard} does not see every Workload")
+            if not web.informer_of(WORKLOADS, FLEET).metadata_only:
+                problems.append(f"the sharder {shard} lists and watches the other shards' Workloads in full")
         if manager.get_cluster("cell-dfw").cache.view_of(WORKLOAD_DEPLOYMENTS, FLEET) is not None:
             problems.append(f"{shard} holds a second (FLEET) view of the cell's copies")
     return problems
@@ -594,6 +607,7 @@ async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> Non
             for name, owner in owners.items():
                 assert recorder.shards_of(Request("web", "default", name)) == {owner}, name
             await eventually(lambda: workload_share_problems(shards) == [], "each shard caches its Workloads", 10)
+            assert fleet_requests(f, "workloads") == ("list", "watch")
 
             # companions: one ConfigMap, each shard listing its own referencing WDs
             await eventually(lambda: copies_in_cell(f) == total, "every WD federated", within=30)
