@@ -40,6 +40,7 @@ from .test_workload_controller import workload
 pytestmark = pytest.mark.slow
 
 LEASE_NAMESPACE = "default"
+ACK = "drain-acknowledger"
 RING = "federation-manager"
 N_WDS = 24
 
@@ -80,7 +81,8 @@ class Recorder:
         """Pairs of reconciles of one WD by two shards whose times overlap."""
         by_wd: dict[Request, list[Reconcile]] = defaultdict(list)
         for r in self.reconciles:
-            by_wd[r.request].append(r)
+            if r.controller != ACK:  # it hands the WD back (its patch is what lets the next shard in)
+                by_wd[r.request].append(r)
         found = []
         for runs in by_wd.values():
             runs.sort(key=lambda r: r.started)
@@ -91,6 +93,9 @@ class Recorder:
                     if a.shard != b.shard:
                         found.append((a, b))
         return found
+
+    def of(self, controller: str) -> list[Reconcile]:
+        return [r for r in self.reconciles if r.controller == controller]
 
     def shards_of(self, request: Request) -> set[str]:
         return {r.shard for r in self.reconciles if r.request == request}
@@ -126,7 +131,7 @@ class Shards:
         self.stops[shard], self.stopped[shard] = anyio.Event(), anyio.Event()
         try:
             async with running(settings) as manager:
-                for name in ("federator", "status-projector", "instance-projector", "workload-controller"):
+                for name in ("federator", "status-projector", "instance-projector", "workload-controller", ACK):
                     self.recorder.wrap(manager, shard, name)
                 self.managers[shard] = manager
                 task_status.started(manager)
@@ -264,9 +269,10 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
             await eventually(lambda: copies_in_cell(f) == N_WDS, "every WD federated", within=30)
             owners = ring_owners(f, ["shard-a", "shard-b"])
             assert set(owners.values()) == {"shard-a", "shard-b"}  # balance: both shards own some
-            # each WD was reconciled by its owner only
+            # each WD was reconciled by its owner only; none drained yet, none acknowledged
             for name, owner in owners.items():
                 assert recorder.shards_of(Request("web", "default", name)) <= {owner}, name
+            assert recorder.of(ACK) == [], "the acknowledger reconciled WDs not drained"
             # the copies follow their WD's shard, and each shard caches its share only
             await eventually(lambda: copies_follow(f, ["shard-a", "shard-b"]), "copies labelled", within=30)
             await eventually(lambda: share_problems(shards) == [], "each shard caches its share", within=10)
@@ -281,6 +287,7 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
             )
             moved = {n for n, s in ring_owners(f, ["shard-a", "shard-b", "shard-c"]).items() if s == "shard-c"}
             assert moved, "shard-c owns some WDs"
+            assert {r.request.name for r in recorder.of(ACK)} == moved, "each drained WD acknowledged, no other"
             for name in moved:  # shard-c now reconciles what it took over (a status write, a requeue...)
                 WDs(f, "web").edit("default", name, lambda wd: wd["metadata"].setdefault("annotations", {}).update(
                     {"example.com/touch": "1"}))  # fmt: skip
