@@ -270,10 +270,11 @@ class Transport:
         fail_fast: bool = True,
         accept: str | None = None,
     ) -> bytes:
-        """One API call; returns the response body (`accept`: the Accept header, e.g. METADATA_LIST). Raises APIError for non-2xx answers
+        """One API call; returns the response body. Raises APIError for non-2xx answers
         (after retrying throttling answers that carry Retry-After), TransportError when no
         answer came within the timeout, and ClusterNotReadyError at once while the cluster
-        is unreachable (unless `fail_fast=False`, which informers use: they are the probes)."""
+        is unreachable (unless `fail_fast=False`, which informers use: they are the probes).
+        `accept` replaces the Accept header (JSON), e.g. METADATA_LIST."""
         session = self._require_session()
         if method != "GET" and (fence := WRITE_FENCE.get()) is not None:
             fence()
