@@ -81,9 +81,8 @@ class Sharder:
         if obj is None:
             return Result()
         # 3. desired: the pure decision over the ring of available shards
-        leases = await self.mgr.local.client.list(
-            LEASES, namespace=self.options.lease_namespace, label_selector=self.options.lease_selector
-        )
+        # (the ring's Leases: their view selects `lease_selector`, so no selector to parse again here)
+        leases = await self.mgr.local.client.list(LEASES, namespace=self.options.lease_namespace)
         states = shard_states(leases, time.time())
         ring = self.rings.of(available(states))
         decision = sharder_decision(
