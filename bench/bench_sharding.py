@@ -19,7 +19,8 @@ metadata-only watches: name, labels, owner references), for the assignment. The 
 With --cold N: a cold start per shard count instead of (before) the fan-out: N project WDs
 over --projects projects, created before any replica starts, already labelled as the ring
 of that run's shards says (as after every replica restarted) and already federated
-(finalizer preset; their city has no cell). Per run: seconds until every replica is ready
+(finalizer preset; their city has no cell), written straight into each project server's
+data directory, which it restarts from (`seed`). Per run: seconds until every replica is ready
 (its views listed and synced), each replica's CPU-seconds and RSS then. The first status
 writes that follow are not waited for (on the shared 2-core machine they outlasted 300 s
 at 10k). The issue's size is 100k; a reduced N is what fits here.
@@ -34,10 +35,12 @@ import signal
 import sys
 import tempfile
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+import orjson
 from harness import (
     REPO,
     Fleet,
@@ -46,6 +49,7 @@ from harness import (
     fleet,
     report,
     rss_bytes,
+    spawn,
     start_manager,
     wd_path,
     workload_deployment,
@@ -186,18 +190,11 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             fleet(Path(tmp), projects=[f"bench/{p}" for p in projects], cells=()) as f,
             aiohttp.ClientSession() as session,
         ):
-            sem = asyncio.Semaphore(64)
-
-            async def create(project: str, i: int) -> None:
-                wd = workload_deployment(f"wd-{i:06d}", "NOWHERE", 1)
-                wd["metadata"]["finalizers"] = ["compute.datumapis.com/federator"]
-                if ring is not None:
-                    wd["metadata"]["labels"] = {str(Label.SHARD): ring.owner(wd_hash_key(project, wd)) or ""}
-                async with sem:
-                    await f.request(project, "POST", wd_path("default"), wd)
-
             per = args.cold // len(projects)
-            await asyncio.gather(*(create(p, i) for p in projects for i in range(per)))
+            seeded = time.monotonic()
+            await asyncio.gather(*(seed(f, Path(tmp), p, per, ring) for p in projects))
+            print(f"  ({per * len(projects):,} WDs seeded in {time.monotonic() - seeded:.1f} s)", file=sys.stderr,
+                  flush=True)  # fmt: skip
             started = time.monotonic()
             managers = [shard(f, name, args.lease) for name in names] if n else [unsharded(f)]
             try:
@@ -217,6 +214,78 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
                     "", _each(cpu, "{:.1f}") + sharder)  # fmt: skip
             rep.add(f"cold start {total:,} WDs, {label}: RSS when ready, largest replica", max(rss.values()), "MiB",
                     "", _each(rss, "{:.0f}") + sharder)  # fmt: skip
+
+
+def cold_wd(project: str, i: int, ring: HashRing | None) -> dict[str, Any]:
+    """The i-th cold-start WD: already claimed by the federator (its finalizer) and, sharded,
+    labelled as the ring of that run says."""
+    wd = workload_deployment(f"wd-{i:06d}", "NOWHERE", 1)
+    wd["metadata"]["finalizers"] = ["compute.datumapis.com/federator"]
+    if ring is not None:
+        wd["metadata"]["labels"] = {str(Label.SHARD): ring.owner(wd_hash_key(project, wd)) or ""}
+    return wd
+
+
+async def seed(f: Fleet, tmp: Path, project: str, count: int, ring: HashRing | None) -> None:
+    """`count` WDs in a project, written straight into a data directory its API server then
+    restarts from (same port, so the registered kubeconfig still points at it): one created
+    through the API as the template of what the server stores, the others cloned from it
+    (own name, uid, resourceVersion, labels), with the server's CRDs and namespaces. POSTing
+    100k WDs one by one took minutes per run; this takes seconds. The servers' first
+    revision after the restart is above every seeded one (kubeplane/persist.py)."""
+    from kubeplane.persist import SQLiteStore  # the bench's own test bed, not the product
+
+    template = await f.request(project, "POST", wd_path("default"), cold_wd(project, 0, ring))
+    crds = await f.list(project, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions")
+    namespaces = await f.list(project, "/api/v1/namespaces")
+    server = f.servers[project]
+    port = server.url.rsplit(":", 1)[1]
+    data_dir = tmp / f"data-{project}"
+    await asyncio.to_thread(server.proc.stop)
+
+    def write() -> None:
+        store = SQLiteStore(data_dir)
+        rev = 1
+        for crd in crds:
+            rev += 1
+            raw = orjson.dumps({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", **crd})
+            store.put(("apiextensions.k8s.io", "customresourcedefinitions"), False, "", crd["metadata"]["name"], raw,
+                      rev)  # fmt: skip
+        for ns in namespaces:
+            rev += 1
+            raw = orjson.dumps({"apiVersion": "v1", "kind": "Namespace", **ns})
+            store.put(("", "namespaces"), False, "", ns["metadata"]["name"], raw, rev)
+        store._conn.execute("BEGIN")  # one transaction for the WDs (the server's own writes are one each)
+        for i in range(count):
+            wd = cold_wd(project, i, ring)
+            rev += 1
+            meta = {**template["metadata"], "name": wd["metadata"]["name"], "uid": str(uuid.uuid4()),
+                    "resourceVersion": str(rev), "labels": wd["metadata"].get("labels") or {}}  # fmt: skip
+            store.put(("compute.datumapis.com", "workloaddeployments"), True, "default", meta["name"],
+                      orjson.dumps({**template, "metadata": meta}), rev)  # fmt: skip
+        store._conn.execute("COMMIT")
+        store.set_revision(rev)
+        store.close()
+
+    await asyncio.to_thread(write)
+    args = ["apiserver", "--port", port, "--kubeconfig", str(server.kubeconfig), "--name", project,
+            "--bookmark-interval", "30", "--data-dir", str(data_dir)]  # fmt: skip
+    server.proc = spawn(f"apiserver-{project}-seeded", args, f.workdir)
+    deadline = time.monotonic() + 300
+    while True:
+        server.proc.check_alive()
+        try:
+            async with f.session.get(f"{server.url}/readyz") as resp:
+                if resp.status == 200:
+                    break
+        except aiohttp.ClientError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"apiserver {project} did not restart from its seeded data")
+        await asyncio.sleep(0.1)
+    served = len(await f.list(project, wd_path("default")))
+    if served != count:
+        raise RuntimeError(f"apiserver {project} serves {served} WDs after its restart, not the {count} seeded")
 
 
 async def _synced(m: Manager, session: aiohttp.ClientSession, clusters: int, within: float) -> None:

@@ -236,7 +236,7 @@ def shard_management_controllers(manager: Manager, options: ShardingOptions) -> 
     owners = dict.fromkeys(SHARDED_CONTROLLERS, owner)
     owners["instance-projector"] = instance_projector.owned_by(manager, owner)
     owners["workload-controller"] = shardacks.owned_by(manager, options.shard, WORKLOADS)
-    owners[companions.NAME] = companions.shard(manager, options.shard)
+    owners[companions.NAME] = companions.shard(manager, options.shard, options.lease_namespace, options.lease_selector)
     for controller in manager.controllers:
         if controller.name in owners:
             controller.shard(gate, owners[controller.name])

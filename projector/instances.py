@@ -3,32 +3,33 @@ read-only projection of the same name in the project namespace.
 
 Request key: (project cluster, project namespace, Instance name): one Instance, so a status change in a cell costs one
 lookup per cell and at most two writes. With `--sharding` it runs on every shard, gated by the WD its Instances name
-(`owned_by`), over the shard's own caches.
+(`owned_by`); a projection carries its WD's shard label, which the shard's project caches select, and a WD handed to
+the shard has its projections read once live, then relabelled or removed (`handed_over`, `adopting`).
 Reads (caches): project WDs and Instance projections; in the cells, the WD copies, downstream namespaces (watched)
 and Instances (views shared with the federator; `fleet.fleetview`).
 Writes, and alone writes: project Instances controlled by a project WD (metadata and spec with field manager
-`projector`, status through the status subresource).
-Never writes: anything in a cell, the project WD, an Instance it does not control.
+`projector`, status through the status subresource). Never: anything in a cell, the project WD, another's Instance.
 
 DESIGN §3 Projector (the choice among same-named Instances is `fleet.projection`), pinned by
 tests/projector/test_projector.py: test_instances_and_status_reach_the_project, test_a_crash_in_one_cell_is_named,
 test_projections_follow_scale_down_and_deletion, test_an_instance_moving_between_cells_keeps_its_projection,
 test_an_instance_without_upstream_labels_is_not_projected, test_the_own_projection_write_coming_back_costs_no_reconcile,
 test_an_instance_whose_project_wd_is_missing_is_not_projected,
-test_an_instance_seen_before_its_cell_namespace_is_projected_when_the_namespace_arrives; DESIGN §5 by
-tests/federation/test_sharding.py test_instance_projections_are_made_by_the_owning_shard_and_follow_a_hand_over; idle:
-no writes (tests/chaos; tests/federation/test_steady_state.py)."""
+test_an_instance_seen_before_its_cell_namespace_is_projected_when_the_namespace_arrives; DESIGN §5 by test_sharding.py
+test_instance_projections_are_made_by_the_owning_shard_and_follow_a_hand_over,
+test_a_projection_whose_instance_went_during_a_hand_over_is_removed_by_the_new_owner; idle: no writes (tests/chaos)."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Hashable
+from collections.abc import Hashable, Mapping
 from typing import NoReturn
 
 from federation.api.constants import Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, upstream_identity
 from federation.fleet.fleetview import (
+    CELL_COPIES_SELECTOR,
     CELL_NAMESPACES_SELECTOR,
     CELLS,
     PROJECTS,
@@ -59,15 +60,16 @@ from federation.fleet.routing import (
 )
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
-from mcruntime.errors import APIError, is_not_found
-from mcruntime.fields import get_str, get_str_map, is_deleting
+from mcruntime.errors import APIError, TransportError, is_not_found
+from mcruntime.fields import get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, MapFunc
 from mcruntime.indexers import CONTROLLER_UID, controller_uid
+from mcruntime.informer import EventType
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
 from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites
-from mcruntime.predicates import not_status_only
+from mcruntime.predicates import event_types, not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -75,7 +77,9 @@ from mcruntime.sharding.gate import Owner
 
 log = logging.getLogger(__name__)
 
+NAME = "instance-projector"
 FIELD_MANAGER = "projector"
+WD_NAME_LABEL = str(Label.WORKLOAD_DEPLOYMENT_NAME)
 UPSTREAM_LABELS = (str(Label.UPSTREAM_CLUSTER_NAME), str(Label.UPSTREAM_NAMESPACE))
 
 
@@ -87,6 +91,9 @@ class InstanceProjector:
         # then wakes nothing (`EnqueueUnlessOwnWrite`): a cell's status change costs one
         # reconcile, not a second one that finds its own write
         self.own_writes: OwnWrites[Request] = OwnWrites()
+        # sharded: projections of a WD handed to this shard, read live while still labelled
+        # for its previous shard (outside this shard's cache), until reconciled once
+        self.adopting: dict[Request, Obj] = {}
 
     async def reconcile(self, project: Cluster, projection: Obj) -> Result:
         """A projection in the project (`ForObject`): kept, corrected or removed."""
@@ -101,7 +108,7 @@ class InstanceProjector:
         # 1-2. the project and its cached projection, if any (`ForObject`: a cluster not
         # engaged is dropped), or this projector's last write's answer while the cache does not
         # show it yet; the cell Instances of that name
-        current = self.own_writes.latest(req, current)
+        current = self.own_writes.latest(req, current) or self.adopting.get(req)
         sources, complete = await self._sources(req, project)
         # 3. early exits: a projection someone else controls is not ours to touch
         if current is not None and controllerutil.controller_of(current) is None:
@@ -119,8 +126,11 @@ class InstanceProjector:
             await self._project_status(project, req, source, written or current)
         elif current is not None and complete and not is_deleting(current):
             if await self._beyond_share(project, req, current):
-                return Result()  # its relabel for this shard brings it back
+                # its relabel for this shard brings it back; adopted, so does its copy's next
+                # change (`adopted_of_copy`: the cell may delete it before relabelling it)
+                return Result()
             await self._remove(project, current)
+        self.adopting.pop(req, None)  # relabelled or removed: from now on in this shard's cache, or gone
         return Result()
 
     async def _sources(self, req: Request, project: Cluster) -> tuple[list[Source], bool]:
@@ -230,13 +240,83 @@ def projections_of_namespace(mgr: Manager) -> MapFunc:
     return mapped
 
 
-def wd_names(mgr: Manager, req: Request) -> list[str]:
+def handed_over(mgr: Manager, projector: InstanceProjector) -> MapFunc:
+    """Sharded: a project WD arriving in this shard's cache with a status (so federated
+    before: handed over from another shard, not new) and none of its projections cached.
+    Its projections, still labelled for the previous shard, are read with one live LIST
+    and reconciled (`adopting`): relabelled, or removed when their Instance went during
+    the hand-over (nothing else would bring those back). Not read: a WD arriving before
+    the shard's projections are listed (a start would read them once per WD); a failed
+    read is logged. Either way the Instances still running come back by their relabel."""
+
+    async def mapped(project_name: str, wd: Obj) -> list[Request]:
+        project = mgr.clusters.get(project_name)
+        uid = get_str(wd, "metadata.uid", required=False)
+        if project is None or not project.cache.narrows(INSTANCES) or not get_mapping(wd, "status") or not uid:
+            return []
+        projections = project.cache.informer_of(INSTANCES)
+        if not projections.has_synced or projections.store.index_keys(CONTROLLER_UID, uid):
+            # its projections are this shard's already; or a (re)start, which would read
+            # them once per WD: only WDs arriving once the shard's projections are listed
+            return []
+        namespace, name = get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name")
+        try:
+            found = await project.client.list_live(
+                INSTANCES, namespace=namespace, label_selector=f"{Label.WORKLOAD_DEPLOYMENT_NAME}={name}"
+            )
+        except (APIError, TransportError) as exc:
+            log.warning("project %s: projections of WD %s/%s not read after its hand-over: %s",
+                        project_name, namespace, name, exc)  # fmt: skip
+            return []
+        requests = []
+        for found_projection in found:
+            if controller_uid(found_projection) == [uid]:
+                req = Request(project_name, namespace, get_str(found_projection, "metadata.name"))
+                projector.adopting[req] = found_projection
+                requests.append(req)
+        return requests
+
+    return mapped
+
+
+def adopted_of_copy(mgr: Manager, projector: InstanceProjector) -> MapFunc:
+    """Sharded: a cell copy changed (the cell reports on it after relabelling or removing
+    its Instances): the projections of its WD adopted and not yet settled, again."""
+
+    async def mapped(cell_name: str, copy: Obj) -> list[Request]:
+        cell = mgr.clusters.get(cell_name)
+        ns = cell.cache.informer_of(NAMESPACES).get(get_str(copy, "metadata.namespace")) if cell else None
+        ref = upstream_identity(copy, ns)
+        if ref is None:
+            return []
+        for req in [r for r, adopted in projector.adopting.items() if not _wd_cached(mgr, r, adopted)]:
+            del projector.adopting[req]  # its WD left this shard (or went) before it was settled: not ours
+        return [
+            req
+            for req, adopted in list(projector.adopting.items())
+            if (req.cluster, req.namespace) == (ref.project, ref.namespace)
+            and get_str_map(adopted, "metadata.labels").get(WD_NAME_LABEL) == ref.name
+        ]
+
+    return mapped
+
+
+def _wd_cached(mgr: Manager, req: Request, projection: Obj) -> bool:
+    project, name = mgr.clusters.get(req.cluster), get_str_map(projection, "metadata.labels").get(WD_NAME_LABEL, "")
+    return (
+        project is not None
+        and project.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(name, namespace=req.namespace) is not None
+    )
+
+
+def wd_names(mgr: Manager, req: Request, adopting: Mapping[Request, Obj] | None = None) -> list[str]:
     """The project WDs an Instance request may belong to, as the Instances' labels and
-    controllers name them: the cached projection's, then the cell Instances' of that name
-    in the project namespace's downstream namespaces."""
+    controllers name them: the cached (or adopted) projection's, then the cell Instances'
+    of that name in the project namespace's downstream namespaces."""
     names: dict[str, None] = {}
     project = mgr.get_cluster(req.cluster)
     cached = project.cache.informer_of(INSTANCES).get(req.name, namespace=req.namespace)
+    cached = cached or (adopting or {}).get(req)
     labelled = get_str_map(cached, "metadata.labels").get(str(Label.WORKLOAD_DEPLOYMENT_NAME)) if cached else None
     if labelled:
         names[labelled] = None
@@ -254,10 +334,31 @@ def wd_names(mgr: Manager, req: Request) -> list[str]:
 def owned_by(mgr: Manager, wd_owner: Owner) -> Owner:
     """The owner function the projector is gated with on a shard (`Controller.shard`): an
     Instance request is this shard's when the project WD its Instances name is (`wd_owner`,
-    the federator's); the key is that WD's, so a drain of the WD waits for its projections."""
+    the federator's); the key is that WD's, so a drain of the WD waits for its projections.
+    It also wires the hand-over's watches (`handed_over`, `adopted_of_copy`): sharded only."""
+    ctrl = next(c for c in mgr.controllers if c.name == NAME)
+    projector = ctrl.reconciler.inner if isinstance(ctrl.reconciler, ForObject) else None
+    if not isinstance(projector, InstanceProjector):
+        raise TypeError(f"controller {NAME!r} reconciles with {ctrl.reconciler!r}, not an InstanceProjector")
+    adopting = projector.adopting
+    # a WD handed to this shard brings its projections (still labelled for the old shard)
+    ctrl.watch(
+        WORKLOAD_DEPLOYMENTS,
+        EnqueueRequestsFromMapFunc(handed_over(mgr, projector), cluster_name=ClusterName.INJECT_SOURCE),
+        clusters=PROJECTS,
+        predicates=[event_types(EventType.ADDED)],
+    )
+    # while projections are adopted (none at steady state: nothing decoded)
+    ctrl.watch(
+        WORKLOAD_DEPLOYMENTS,
+        EnqueueRequestsFromMapFunc(adopted_of_copy(mgr, projector), cluster_name=ClusterName.PRESERVE_MAPPED),
+        clusters=CELLS,
+        label_selector=CELL_COPIES_SELECTOR,
+        predicates=[lambda _event: bool(adopting)],
+    )
 
     def owner(req: Request) -> Hashable | None:
-        for name in wd_names(mgr, req):
+        for name in wd_names(mgr, req, adopting):
             key = wd_owner(Request(req.cluster, req.namespace, name))
             if key is not None:
                 return key
@@ -271,7 +372,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     projection), cell registrations."""
     projector = InstanceProjector(mgr)
     routes = Routes(mgr)
-    ctrl = mgr.new_controller("instance-projector", ForObject(mgr, INSTANCES, projector), workers=options.workers)
+    ctrl = mgr.new_controller(NAME, ForObject(mgr, INSTANCES, projector), workers=options.workers)
     # the projections, but not the projector's own write coming back (`EnqueueUnlessOwnWrite`)
     ctrl.watch(
         INSTANCES, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,

@@ -2,28 +2,27 @@
 copied into the cell namespace of their copies in every cell holding one (DESIGN §3 Companions).
 
 Request key: (project cluster, "", project namespace): a companion is shared by the namespace's WDs.
-Reads (caches): project WDs, which ConfigMaps and Secrets exist (`source_identity`: no data), and
-the cells' copies, downstream namespaces (`fleet.fleetview`) and companions; live: one GET per
-referenced source per reconcile (its data, for the companion; held for that reconcile only).
-Writes, and alone writes: companions in the cell namespaces of the request's project namespace
-(manager `companions`) and their deletion; Warning Events on a project WD whose source is missing
-or too large (once per transition, names only). Never writes: a project object, a copy, a namespace, anything
-in another project's namespace; never logs or reports a Secret's data.
-Sharded (`--sharding`, every shard): each shard copies what its own WDs reference (manager
-`companions-<shard>`, its WDs under `referenced_by_key(shard)`), so shards sharing a companion
-co-own one object; one not referenced by its WDs it withdraws from, and deletes (resourceVersion
-precondition) only when a live LIST finds no copy in that namespace referencing it
-(test_workloads_and_companions_follow_the_shards).
-
-DESIGN §3 Companions 1-5, pinned by tests/federation/test_companions.py:
-1 test_each_reference_form_reaches_every_cell_of_the_copies; 2, 3 test_source_changes_deletion_and_reclaim;
-4 and 5 test_a_missing_source_is_an_event_and_secret_data_never_leaks; 6 test_companions_never_cross_projects;
-a cell joining later test_a_cell_joining_later_gets_its_companions_before_its_instances_start;
+Reads (caches): project WDs, which ConfigMaps and Secrets exist (`source_identity`: no data), and the cells' copies,
+downstream namespaces (`fleet.fleetview`) and companions; live: one GET per referenced source per reconcile (its data,
+held for that reconcile only). Writes, and alone writes: companions in the cell namespaces of the request's project
+namespace (manager `companions`) and their deletion; Warning Events on a project WD whose source is missing or too
+large (once per transition, names only). Never writes: a project object, a copy, a namespace, anything in another
+project's namespace; never logs or reports a Secret's data.
+Sharded (every shard, DESIGN §5): each shard copies what its WDs reference (manager `companions-<shard>`, its WDs
+under `referenced_by_key(shard)`, labelled with that key, which its cell caches select), so shards co-own a companion
+and each caches its share; it withdraws from one its WDs no longer reference while another live shard holds it,
+deletes it (resourceVersion precondition) once a live LIST finds no copy referencing it, and strips a dead shard's
+share (`ShardLeases`): test_workloads_and_companions_follow_the_shards,
+test_a_dead_shards_companion_share_is_withdrawn_by_the_survivors. DESIGN §3 Companions 1-5 (tests/federation/
+test_companions.py): 1 test_each_reference_form_reaches_every_cell_of_the_copies; 2, 3
+test_source_changes_deletion_and_reclaim; 4, 5 test_a_missing_source_is_an_event_and_secret_data_never_leaks; 6
+test_companions_never_cross_projects; test_a_cell_joining_later_gets_its_companions_before_its_instances_start;
 the cell side tests/cells/test_referenced_data.py."""
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
@@ -55,11 +54,13 @@ from federation.fleet.references import (
     references,
     referencing,
     referencing_namespace,
+    sharers,
     source_identity,
 )
 from mcruntime import controllerutil
 from mcruntime.client import Preconditions
 from mcruntime.cluster import Cluster, ClusterState
+from mcruntime.controller import Controller
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError, is_not_found
 from mcruntime.fields import get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
@@ -69,9 +70,10 @@ from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
-from mcruntime.resources import Resource
+from mcruntime.resources import LEASES, Resource
 from mcruntime.sharding.gate import Owner
-from mcruntime.source import ClusterEvent, ClusterEventType
+from mcruntime.sharding.states import is_available, shard_state
+from mcruntime.source import LOCAL, ClusterEvent, ClusterEventType
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +108,14 @@ class Companions:
         self.shard: str | None = None  # with --sharding (`shard`): this replica's shard
         self.field_manager = FIELD_MANAGER
         self.referenced_by = referenced_by_key(None)
+        self.leases: ShardLeases | None = None  # sharded: the shard Leases, to tell a dead shard's share
 
-    def for_shard(self, shard: str) -> None:
+    def for_shard(self, shard: str, leases: ShardLeases) -> None:
         """Copy what this shard's WDs reference, as a co-owner of each companion."""
         self.shard = shard
-        self.field_manager = f"{FIELD_MANAGER}-{shard}"
+        self.field_manager = share_manager(shard)
         self.referenced_by = referenced_by_key(shard)
+        self.leases = leases
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project (an empty or not engaged cluster name: the runtime drops the request)
@@ -202,6 +206,8 @@ class Companions:
             present = {
                 get_str(o, "metadata.name"): o for o in await cell.client.list(resource, namespace=cell_namespace)
             }
+            for name, obj in list(present.items()):
+                present[name] = await self._strip_dead(cell, resource, obj)
             for (want_kind, name), referenced_by in sorted(wanted.items()):
                 if want_kind != kind:
                     continue
@@ -228,8 +234,9 @@ class Companions:
     ) -> None:
         try:
             desired = companion_for(
-                source, cell_namespace, namespace, referenced_by, referenced_by_annotation=self.referenced_by
-            )
+                source, cell_namespace, namespace, referenced_by, referenced_by_annotation=self.referenced_by,
+                share_label=self.referenced_by if self.shard is not None else None,
+            )  # fmt: skip
         except SourceTooLarge:
             return  # grew since `_desired` looked: its event brings the namespace back, and `_report` says it
         result = await controllerutil.apply_if_differs(
@@ -247,9 +254,11 @@ class Companions:
 
     async def _release(self, cell: Cluster, resource: Resource, obj: Obj, referenced: bool) -> None:
         """Sharded: a companion none of this shard's WDs reference. Still referenced by a
-        copy (another shard's WD, or one being handed over): withdraw this shard's
-        annotations, if it has any; else delete it, unless it changed since read (a
-        shard writing it meanwhile keeps it: the precondition fails and this retries)."""
+        copy (another shard's WD, or one being handed over): withdraw this shard's share
+        (label and annotations) while another live shard holds one, else keep it (so it
+        stays in a cache that deletes it once unreferenced; the other shard's apply wakes
+        this one); unreferenced: delete it, unless it changed since read (a shard writing
+        it meanwhile keeps it: the precondition fails and this retries)."""
         name, namespace = get_str(obj, "metadata.name"), get_str(obj, "metadata.namespace", required=False)
         if not referenced:
             preconditions = Preconditions(
@@ -259,12 +268,27 @@ class Companions:
                                      ignore_not_found=True)  # fmt: skip
             log.info("cell %s: %s %s/%s reclaimed (no copy references it)", cell.name, resource.kind, namespace, name)
             return
-        mine = [self.referenced_by, controllerutil.intent_annotation(self.field_manager)]
-        if not set(mine) & set(get_str_map(obj, "metadata.annotations")):
+        assert self.shard is not None and self.leases is not None, "_release is the sharded path"
+        holders = sharers(obj) - {self.shard}
+        if not holders - self.leases.dead(holders) or self.shard not in sharers(obj):
             return
-        rv = get_str(obj, "metadata.resourceVersion")
-        patch = {"metadata": {"annotations": dict.fromkeys(mine), "resourceVersion": rv}}
-        await cell.client.patch(resource, name, patch, namespace=namespace, field_manager=self.field_manager)
+        await cell.client.patch(resource, name, share_removal(obj, [self.shard]), namespace=namespace,
+                                field_manager=self.field_manager)  # fmt: skip
+
+    async def _strip_dead(self, cell: Cluster, resource: Resource, obj: Obj) -> Obj:
+        """Sharded: the shares of dead shards (their label and annotations) removed from a
+        companion this shard holds, in one patch guarded by its resourceVersion, so a
+        companion no live shard references is deleted, not kept by a shard that is gone."""
+        if self.leases is None or is_deleting(obj):
+            return obj
+        dead = sorted(self.leases.dead(sharers(obj) - {self.shard or ""}))
+        if not dead:
+            return obj
+        name, namespace = get_str(obj, "metadata.name"), get_str(obj, "metadata.namespace", required=False)
+        log.info("cell %s: %s %s/%s: the share of dead shard(s) %s withdrawn", cell.name, resource.kind, namespace,
+                 name, ", ".join(dead))  # fmt: skip
+        return await cell.client.patch(resource, name, share_removal(obj, dead), namespace=namespace,
+                                       field_manager=self.field_manager)  # fmt: skip
 
     # ------------------------------------------------------------------ events
     async def _report(self, project: Cluster, namespace: str, problems: dict[str, tuple[Obj, str, str]]) -> None:
@@ -296,6 +320,44 @@ class InUse:
             )
             self._refs = {(ref.kind, ref.name) for copy in copies if not is_deleting(copy) for ref in references(copy)}
         return (kind, name) in self._refs
+
+
+def share_manager(shard: str) -> str:
+    """The field manager a shard applies its share of a companion with."""
+    return f"{FIELD_MANAGER}-{shard}"
+
+
+def share_removal(obj: Obj, shards: Iterable[str]) -> dict[str, Any]:
+    """A merge patch removing these shards' shares of a companion: each one's label and
+    annotation `referenced_by_key(shard)` and its intent annotation; guarded by the
+    companion's resourceVersion."""
+    keys = [referenced_by_key(shard) for shard in shards]
+    intents = [controllerutil.intent_annotation(share_manager(shard)) for shard in shards]
+    rv = get_str(obj, "metadata.resourceVersion")
+    labels, annotations = dict.fromkeys(keys), dict.fromkeys(keys + intents)
+    return {"metadata": {"labels": labels, "annotations": annotations, "resourceVersion": rv}}
+
+
+class ShardLeases:
+    """Sharded: which shards are dead, from the shard Leases this replica caches (the view
+    the sharder declares too): a Lease dead or orphaned (DESIGN §5), or gone (the shard
+    Lease controller deletes an orphaned one) once the view has synced."""
+
+    def __init__(self, mgr: Manager, namespace: str, selector: str) -> None:
+        self.mgr, self.namespace, self.selector = mgr, namespace, selector
+
+    def watch(self, ctrl: Controller, routes: CompanionRoutes) -> None:
+        to_namespaces = EnqueueRequestsFromMapFunc(routes.of_dead_shard(self), cluster_name=ClusterName.PRESERVE_MAPPED)
+        ctrl.watch(LEASES, to_namespaces, clusters=LOCAL, namespace=self.namespace, label_selector=self.selector)
+
+    def dead(self, shards: Iterable[str]) -> set[str]:
+        names = set(shards)
+        informer = self.mgr.local.cache.informer_of(LEASES)
+        if not names or not informer.has_synced:
+            return set()
+        now = time.time()
+        leases = {name: informer.get(name, namespace=self.namespace) for name in names}
+        return {name for name, lease in leases.items() if lease is None or not is_available(shard_state(lease, now))}
 
 
 def _typed(wd: Obj) -> Obj:
@@ -351,6 +413,26 @@ class CompanionRoutes:
             return []
         return [Request(ref.project, "", ref.namespace)]
 
+    def of_dead_shard(self, leases: ShardLeases) -> Callable[[str, Obj], Awaitable[list[Request]]]:
+        """A shard Lease changed: when its shard is dead, the project namespaces of the
+        companions this shard holds with it (its share is to be withdrawn)."""
+
+        async def mapped(_cluster: str, lease: Obj) -> list[Request]:
+            shard = get_str(lease, "metadata.name", required=False)
+            if not shard or not leases.dead([shard]):
+                return []
+            found: dict[Request, None] = {}
+            for cell in cell_clusters(self.mgr):
+                for resource in RESOURCES.values():
+                    if cell.cache.view_of(resource) is None:
+                        continue
+                    for obj in cell.cache.informer_of(resource).store.list():
+                        if shard in sharers(obj):
+                            found.update(dict.fromkeys(await self.of_cell_object(cell.name, obj)))
+            return list(found)
+
+        return mapped
+
     def of_cell(self, event: ClusterEvent) -> list[Request]:
         """A cell ready (again): every project namespace it holds a namespace of is checked
         (companions written or deleted meanwhile, a source changed while it was away)."""
@@ -385,15 +467,18 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     ctrl.watch_clusters(routes.of_cell, clusters=CELLS)
 
 
-def shard(mgr: Manager, shard_id: str) -> Owner:
-    """With --sharding: the registered controller copies for this shard's WDs (`for_shard`);
-    the owner it is gated with (every project namespace, as each shard has its own part of
-    it: the gate fences its writes on the shard's Lease)."""
+def shard(mgr: Manager, shard_id: str, lease_namespace: str, lease_selector: str) -> Owner:
+    """With --sharding: the registered controller copies for this shard's WDs (`for_shard`)
+    and watches the shard Leases (a dead shard's share withdrawn); the owner it is gated
+    with (every project namespace, as each shard has its own part of it: the gate fences
+    its writes on the shard's Lease)."""
     controller = next(c for c in mgr.controllers if c.name == NAME)
     reconciler = controller.reconciler
     if not isinstance(reconciler, Companions):
         raise TypeError(f"controller {NAME!r} reconciles with {reconciler!r}, not Companions")
-    reconciler.for_shard(shard_id)
+    leases = ShardLeases(mgr, lease_namespace, lease_selector)
+    reconciler.for_shard(shard_id, leases)
+    leases.watch(controller, CompanionRoutes(mgr))
 
     def owner(req: Request) -> Hashable | None:
         return (NAME, req.cluster, req.namespace, req.name)

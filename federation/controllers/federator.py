@@ -1,12 +1,11 @@
 """Federator (management mode): a project WorkloadDeployment's spec flows down to every
 cell of its city (its `spec.cityCode`, or its `spec.locationRef` Location's), replicas divided.
 
-Request key: (project cluster = the bare project name, project namespace, WD name).
-Reads (caches only): project WDs and namespaces; Locations; in every cell, the WD copies and downstream
-namespaces (`fleet.fleetview`); cluster states. Writes, and alone writes: the `federator` finalizer with the
-`federation-namespace` annotation (one write) and Events on the project WD; downstream namespaces and WD
-copies in cells (managers `federator`, `federator-initial-replicas`). Never writes: the project WD's spec
-or status, another project's downstream namespace.
+Request key: (project cluster = the bare project name, project namespace, WD name). Reads (caches only): project
+WDs and namespaces; Locations; in every cell, the WD copies and downstream namespaces (`fleet.fleetview`); cluster
+states. Writes, and alone writes: the `federator` finalizer with the `federation-namespace` annotation (one write)
+and Events on the project WD; downstream namespaces and WD copies in cells (managers `federator`,
+`federator-initial-replicas`). Never writes: the project WD's spec or status, another project's downstream namespace.
 
 DESIGN §3 Federator 1-9, pinned by tests/federation/test_federator.py:
 1, 7 test_downstream_events_map_back_to_the_bare_project_name, test_a_copy_edited_or_deleted_by_hand_is_restored;
@@ -15,9 +14,10 @@ test_zero_writes_when_converged, test_location_placement.py, test_a_pass_converg
 a cell namespace once per burst (`NamespaceWrites`) test_a_burst_of_wds_writes_each_cell_namespace_once;
 6 (`deletion.next_step`, test_deletion.py) test_deletion_and_the_orphan_sweep, test_deletion_without_operator.py,
 test_a_cell_that_never_synced_holds_a_deletion_for_the_grace; finalizer beside copies (`_claim_and_place`):
-test_one_wds_copies_are_written_concurrently, test_a_wd_deleted_before_its_finalizer_leaves_no_copy;
-8 test_forged_labels_and_colliding_names_stay_in_their_project, test_tenant_isolation.py,
-test_a_registration_naming_another_project_writes_nothing; 9 test_the_federator_never_writes_project_status."""
+test_one_wds_copies_are_written_concurrently, test_a_wd_deleted_before_its_finalizer_leaves_no_copy; its own
+writes' events wake nothing (`UnlessOwnWrite`) test_own_write_echoes_cost_no_reconcile; 8 test_tenant_isolation.py,
+test_forged_labels_and_colliding_names_stay_in_their_project, test_a_registration_naming_another_project_writes_nothing;
+9 test_the_federator_never_writes_project_status."""
 
 from __future__ import annotations
 
@@ -77,10 +77,11 @@ from mcruntime.controllerutil import Operation
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
 from mcruntime.fields import get_int, get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.informer import ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
-from mcruntime.objects import Obj
-from mcruntime.ownwrites import OwnWrites, version_of
+from mcruntime.objects import Obj, split_key
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, UnlessOwnWrite, request_key, version_of
 from mcruntime.predicates import not_status_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -263,6 +264,11 @@ class NamespaceWrites:
     def forget(self, key: NamespaceKey) -> None:
         self._answers.forget(key)
 
+    @property
+    def answers(self) -> OwnWrites[NamespaceKey]:
+        """The answers, for the namespace watch to tell a write's own event (`UnlessOwnWrite`)."""
+        return self._answers
+
     def held(self) -> tuple[int, int]:
         """How many locks and answers are held (bounded: tests read it)."""
         return len(self._flights), len(self._answers)
@@ -302,11 +308,17 @@ class Federator:
         self.namespace_writes = NamespaceWrites()
         self.comparisons = Comparisons()
         self.routes = Routes(mgr)
+        # the last write's answer per project WD (the claim) and per copy (its cell, namespace
+        # and name) until the cache shows it: that write's own watch event wakes nothing
+        # (`UnlessOwnWrite`), and a reconcile before it decides on the answer, not the cache
+        self.claims: OwnWrites[Request] = OwnWrites()
+        self.copy_writes: OwnWrites[Request] = OwnWrites()
 
     # ------------------------------------------------------------------ reconcile
     async def reconcile(self, project: Cluster, wd: Obj) -> Result:
         """`_reconcile` in the `federate` span of the WD generation's trace (one trace per change)."""
         key = (project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
+        wd = self.claims.latest(Request(*key), wd) or wd  # its claim's answer until the cache shows it
         if is_deleting(wd):
             self.clock.forget(key)
             return await self._reconcile(project, wd)
@@ -399,11 +411,17 @@ class Federator:
     async def _claim(self, project: Cluster, wd: Obj, cell_namespace: str) -> Obj:
         """The federator's finalizer and the `federation-namespace` annotation (the cell
         namespace its copies live in, `ns-<project namespace UID>`: the name of the
-        reconcile's `_downstream_namespace` intent) in one write; none when both are there."""
-        return await controllerutil.add_finalizer(
+        reconcile's `_downstream_namespace` intent) in one write; none when both are there.
+        The answer is remembered for its watch event (`claims`) when it differs from `wd`
+        by the claim alone: a state with anyone else's change in it is reconciled."""
+        answer = await controllerutil.add_finalizer(
             project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR,
             annotations={str(Annotation.FEDERATION_NAMESPACE): cell_namespace},
         )  # fmt: skip
+        if version_of(answer) != version_of(wd) and claimed_only(wd, answer):
+            req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
+            self.claims.remember(req, wd, answer)
+        return answer
 
     # ------------------------------------------------------------------ reading
     async def _plan(self, project: Cluster, wd: Obj, copies: list[Copy]) -> tuple[CityTarget | None, list[Share]]:
@@ -475,10 +493,12 @@ class Federator:
         name = get_str(ns, "metadata.name")
         desired = downstream_copy(project.name, wd, share, name, include_replicas=not autoscaled, target=target)
         done: list[copyplacement.Action] = []
+        # the copy as last written while the cache does not show that write yet (`copy_writes`)
+        written = self.copy_writes.latest(_copy_request(cell, desired), existing.obj if existing else None)
         try:
             cached = self.namespace_writes.latest((cell.name, name), await cell.client.get_or_none(NAMESPACES, name))
-            seen = _Seen(project.name, ns, desired, autoscaled, cached, existing.obj if existing else None,
-                         cell=cell.name, compare=self.comparisons)  # fmt: skip
+            seen = _Seen(project.name, ns, desired, autoscaled, cached, written, cell=cell.name,
+                         compare=self.comparisons)  # fmt: skip
             while (action := copyplacement.next_action(seen.observe())) not in done:
                 if isinstance(action, copyplacement.Blocked):
                     outcome.failed[share.cell] = f"namespace {name} {action.reason}"
@@ -499,7 +519,9 @@ class Federator:
             outcome.updated.append(share.cell)
 
     async def _act(self, action: copyplacement.Action, cell: Cluster, seen: _Seen, wd: Obj, share: Share) -> None:
-        """One write for one action; `seen` takes what the server returned."""
+        """One write for one action; `seen` takes what the server returned, and a copy's
+        answer is remembered for its own watch event (`copy_writes`)."""
+        before = seen.copy
         if isinstance(action, copyplacement.ApplyNamespace):
             await self._apply_namespace(cell, seen)
         elif isinstance(action, copyplacement.CreateCopy | copyplacement.UpdateCopy):
@@ -508,8 +530,11 @@ class Federator:
                 cell.client, WORKLOAD_DEPLOYMENTS, body, cached=seen.copy, field_manager=FIELD_MANAGER
             )
             seen.copy, seen.created = applied.obj, applied.operation is Operation.CREATED
+            if applied.changed:
+                self.copy_writes.remember(_copy_request(cell, seen.desired), before, applied.obj)
         elif isinstance(action, copyplacement.SetInitialReplicas):
             seen.copy = await self._initial_replicas(cell, seen.desired, share)
+            self.copy_writes.remember(_copy_request(cell, seen.desired), before, seen.copy)
 
     async def _apply_namespace(self, cell: Cluster, seen: _Seen) -> None:
         """The cell namespace, one write in flight per (cell, namespace) (`NamespaceWrites`):
@@ -645,6 +670,35 @@ def _trace_outcome(shares: list[Share], outcome: Outcome) -> None:
         span.add_event("retry", {"k8s.cluster.name": cell, "reason": why})
 
 
+def _copy_request(cell: Cluster, desired: Obj) -> Request:
+    """A copy's key in `copy_writes`: its cell, namespace and name (its watch event's)."""
+    return Request(cell.name, get_str(desired, "metadata.namespace"), get_str(desired, "metadata.name"))
+
+
+def _namespace_key(cell_name: str, event: ObjectEvent) -> NamespaceKey:
+    return cell_name, split_key(event.key)[1]
+
+
+def claimed_only(before: Obj, answer: Obj) -> bool:
+    """Whether the claim's `answer` differs from the WD it was made over (`before`) only by
+    what the claim writes (the finalizer, the `federation-namespace` annotation) and what
+    the server keeps (resourceVersion, managedFields, the status): its watch event then
+    needs no reconcile. A change of spec (its generation), labels, other annotations or
+    deletion meanwhile does."""
+    ours = str(Annotation.FEDERATION_NAMESPACE)
+    before_annotations, answer_annotations = (
+        get_str_map(before, "metadata.annotations"),
+        get_str_map(answer, "metadata.annotations"),
+    )
+    return (
+        get_int(before, "metadata.generation") == get_int(answer, "metadata.generation")
+        and not is_deleting(answer)
+        and get_str_map(before, "metadata.labels") == get_str_map(answer, "metadata.labels")
+        and len(answer_annotations) - len(before_annotations) == (ours not in before_annotations)
+        and all(answer_annotations.get(k) == v for k, v in before_annotations.items() if k != ours)
+    )
+
+
 def _cell_state(cell: Cluster) -> CellState:
     if cell.state is ClusterState.READY:
         return CellState.READY
@@ -658,8 +712,10 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     routes = federator.routes
     ctrl = mgr.new_controller("federator", ForObject(mgr, WORKLOAD_DEPLOYMENTS, federator), workers=options.workers)
     # the project WD's status is the projector's (and changes on every cell report): nothing
-    # the federator writes follows from it, so a status-only change costs no reconcile
-    ctrl.for_(WORKLOAD_DEPLOYMENTS, clusters=PROJECTS, indexers=WD_INDEXERS, predicates=[not_status_only])
+    # the federator writes follows from it, so a status-only change costs no reconcile; nor
+    # does its own claim coming back (and likewise below, its own copy and namespace writes)
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, EnqueueUnlessOwnWrite(federator.claims), clusters=PROJECTS,
+               indexers=WD_INDEXERS, predicates=[not_status_only])  # fmt: skip
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     # the management cluster's Locations: a WD placed by location re-plans when its Location changes
     ctrl.watch(
@@ -668,16 +724,18 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         clusters=LOCAL,
     )
     # a copy's status is the cell's to write (often); only its spec and metadata are ours
+    to_wd = EnqueueRequestsFromMapFunc(routes.wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED)
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
-        EnqueueRequestsFromMapFunc(routes.wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
+        UnlessOwnWrite(federator.copy_writes, to_wd, request_key),
         clusters=CELLS,
         label_selector=CELL_COPIES_SELECTOR,
         predicates=[not_status_only],
     )
+    to_wds = EnqueueRequestsFromMapFunc(federator.namespace_event, cluster_name=ClusterName.PRESERVE_MAPPED)
     ctrl.watch(
         NAMESPACES,
-        EnqueueRequestsFromMapFunc(federator.namespace_event, cluster_name=ClusterName.PRESERVE_MAPPED),
+        UnlessOwnWrite(federator.namespace_writes.answers, to_wds, _namespace_key),
         clusters=CELLS,
         label_selector=CELL_NAMESPACES_SELECTOR,
         indexers={UPSTREAM_INDEX: namespace_upstream},

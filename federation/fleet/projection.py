@@ -64,9 +64,13 @@ def choose(sources: Iterable[Source]) -> Source | None:
 def projection(source: Source) -> Obj:
     """The project Instance for a cell Instance (an apply intent for metadata and spec)."""
     inst, wd = source.instance, source.wd
-    # the shard label is the management shards' own business (and moves on a hand-over):
-    # not the project's, and no projection write when it moves
+    # the shard label is the management shards' own business: the project WD's (not the
+    # cell Instance's, which follows the copy later), so the projection is in the cache of
+    # the shard that projects it; a hand-over relabels it (one write, as for a copy)
     labels = {str(k): str(v) for k, v in get_str_map(inst, "metadata.labels").items() if k != Label.SHARD}
+    shard = get_str_map(wd, "metadata.labels").get(str(Label.SHARD))
+    if shard:  # sharded only
+        labels[str(Label.SHARD)] = shard
     labels[str(Label.WORKLOAD_DEPLOYMENT_UID)] = get_str(wd, "metadata.uid")  # the project's WD, not the cell copy
     return {
         "apiVersion": INSTANCES.api_version,

@@ -25,7 +25,10 @@ Contract
   project namespace (like the copy), annotated `compute.datumapis.com/referenced-by`
   (sorted JSON array of `"<namespace>/<name>"` of the referencing WDs; with `--sharding`
   each shard writes its own WDs under `referenced_by_key(shard)`); `data`,
-  `binaryData`, and a Secret's `type` copied. Nothing else of the source travels:
+  `binaryData`, and a Secret's `type` copied. With `--sharding` (`share_label`) it is also
+  labelled `referenced-by.sharding.compute.datumapis.com/<shard>: "true"` (`referenced_by_key`:
+  the same key as the shard's annotation), the label a shard's cell caches select
+  (`shard_share`, `sharers`). Nothing else of the source travels:
   not `immutable` (a source deleted and recreated must still update its companion),
   not its labels or annotations (kubectl's last-applied annotation
   holds a Secret's data in clear), not its owner references. `SourceTooLarge` (a
@@ -61,6 +64,19 @@ SHARD_REFERENCED_BY_PREFIX = "referenced-by.sharding.compute.datumapis.com/"
 def referenced_by_key(shard: str | None) -> str:
     """The annotation a companion lists its referencing WDs under: one per shard with sharding."""
     return REFERENCED_BY_ANNOTATION if shard is None else SHARD_REFERENCED_BY_PREFIX + shard
+
+
+def sharers(companion: Mapping[str, Any]) -> set[str]:
+    """The shards that hold a share of a companion: their label `referenced_by_key(shard)`,
+    or its annotation alone (as written before the label)."""
+    keys = [*get_str_map(companion, "metadata.labels"), *get_str_map(companion, "metadata.annotations")]
+    prefix = SHARD_REFERENCED_BY_PREFIX
+    return {key.removeprefix(prefix) for key in keys if key.startswith(prefix)}
+
+
+def shard_share(shard: str) -> str:
+    """The label selector of the companions a shard holds a share of (its cell caches')."""
+    return referenced_by_key(shard)
 
 
 @dataclass(frozen=True, order=True, slots=True)
@@ -201,6 +217,7 @@ def companion_for(
     referenced_by: Iterable[str],
     *,
     referenced_by_annotation: str = REFERENCED_BY_ANNOTATION,
+    share_label: str | None = None,
 ) -> dict[str, Any]:
     """The companion of `source` in cell namespace `namespace` (see the module docstring)."""
     kind = source.get("kind")
@@ -212,13 +229,16 @@ def companion_for(
         raise SourceTooLarge(
             f'{kind} "{name}" holds {size} bytes of data, more than a companion may ({MAX_COMPANION_BYTES})'
         )
+    labels = {REFERENCED_DATA_LABEL: "true", str(Label.UPSTREAM_NAMESPACE): project_namespace}
+    if share_label is not None:  # sharded: the label this shard's cell caches select
+        labels[share_label] = "true"
     companion: dict[str, Any] = {
         "apiVersion": "v1",
         "kind": kind,
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {REFERENCED_DATA_LABEL: "true", str(Label.UPSTREAM_NAMESPACE): project_namespace},
+            "labels": labels,
             "annotations": {referenced_by_annotation: json.dumps(sorted(set(referenced_by)), separators=(",", ":"))},
         },
     }

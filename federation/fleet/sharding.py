@@ -17,11 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.api.constants import Label
-from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS, WORKLOADS
+from federation.api.resources import INSTANCES, SECRETS, WORKLOAD_DEPLOYMENTS, WORKLOADS
+from federation.fleet.references import shard_share
 from mcruntime.controllerutil import controller_of
 from mcruntime.fields import get_str, get_str_map
 from mcruntime.indexers import IndexFunc, label_index_name, label_value
-from mcruntime.resources import Resource
+from mcruntime.resources import CONFIGMAPS, Resource
 from mcruntime.sharding import HashRing, ShardLabels, ShardState, is_available, shard_state
 
 SHARD_LABELS = ShardLabels(shard=str(Label.SHARD), drain=str(Label.DRAIN))
@@ -47,12 +48,16 @@ class ShardingOptions:
     def cache_selectors(self, *, cell: bool) -> dict[Resource, str]:
         """What this shard caches of the sharded resources in a project or a cell
         (`CacheOptions.label_selectors`): the WDs labelled for it (project WDs, and the
-        copies the federator labels after their WD); in a project the Workloads labelled
-        for it, in a cell the Instances (the cell WD controller labels them after their
-        copy). A project's Instances are the projections, which carry no shard label:
-        never narrowed."""
+        copies the federator labels after their WD) and the Instances: in a project the
+        projections (the Instance projector labels them after their WD), in a cell the
+        cell's own (the cell WD controller labels them after their copy); in a project the
+        Workloads labelled for it; in a cell the companions this shard holds a share of
+        (labelled `referenced_by_key(shard)` by the companion controller)."""
         mine = f"{Label.SHARD}={self.shard}"
-        return {WORKLOAD_DEPLOYMENTS: mine, INSTANCES: mine} if cell else {WORKLOAD_DEPLOYMENTS: mine, WORKLOADS: mine}
+        if not cell:
+            return {WORKLOAD_DEPLOYMENTS: mine, WORKLOADS: mine, INSTANCES: mine}
+        share = shard_share(self.shard)
+        return {WORKLOAD_DEPLOYMENTS: mine, INSTANCES: mine, CONFIGMAPS: share, SECRETS: share}
 
 
 def assignment_identity(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -55,3 +55,16 @@ def test_run_all_summarises_every_figure_with_its_command(tmp_path: Path) -> Non
     assert summary[0]["figures"], "figures recorded"
     assert f"every figure written to {tmp_path} in this run" in result.stdout
     assert "(rerun: python bench/bench_churn.py --smoke)" in result.stdout
+
+
+def test_the_sharding_cold_start_runs_from_seeded_data() -> None:
+    """`bench_sharding.py --cold N` seeds the WDs straight into each project server's data
+    directory and restarts it from there (`seed`): the replicas find every WD, labelled."""
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "bench_sharding.py"), "--smoke", "--cold", "400"], capture_output=True, text=True,
+        timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "(400 WDs seeded in" in result.stderr, result.stderr
+    for label in ("1 replica, unsharded", "1 shard", "2 shards"):
+        assert f"cold start 400 WDs, {label}: until every replica ready" in result.stdout, result.stdout

@@ -15,7 +15,8 @@ import anyio.lowlevel
 import pytest
 
 from federation.api.constants import Annotation, Finalizer, Label
-from federation.controllers.federator import Federator, NamespaceWrites, _Seen
+from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
+from federation.controllers.federator import Federator, NamespaceWrites, _Seen, claimed_only
 from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
 from mcruntime.errors import TransportError
@@ -780,3 +781,95 @@ def test_a_copy_is_compared_once_per_version_and_intent(monkeypatch: pytest.Monk
         assert comparisons.copy(*args) is real(*args[1:]), args
     assert comparisons.copy("dfw-1", None, desired) is copyplacement.CopyState.MISSING
     assert len(compared) == 1 + 3 + 1
+
+
+async def test_own_write_echoes_cost_no_reconcile(tmp_path: Path) -> None:
+    """A create costs the federator one reconcile, and a spec change one more: the echoes
+    of its own writes (the claim on the project WD, each copy's create or update, the cell
+    namespace) wake nothing (`UnlessOwnWrite`), with the cells reporting status as they
+    would. Anything else still comes: a copy edited or deleted by hand is reconciled and
+    put back. Counted once the manager's caches show every write, and its queues are idle."""
+    async with federation(tmp_path) as (f, mgr):
+        recording = record(mgr, "federator")
+        api = Request("web", "default", "api")
+        web = WDs(f, "web")
+        web.create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "the copies")
+        for cell in ("dfw-1", "dfw-2"):
+            settle(f, cell)  # the cells report status on their copies (status only: no reconcile)
+        project, cells = mgr.get_cluster("web").client, [mgr.get_cluster(c).client for c in ("dfw-1", "dfw-2")]
+        downstream = f"ns-{Plane(f.server('web')).get('namespaces', '', 'default')['metadata']['uid']}"
+
+        async def cached(replicas: int) -> bool:
+            wd = await project.get_or_none(WORKLOAD_DEPLOYMENTS, "api", namespace="default")
+            copies = [await c.get_or_none(WORKLOAD_DEPLOYMENTS, "api", namespace=downstream) for c in cells]
+            namespaces = [await c.get_or_none(NAMESPACES, downstream) for c in cells]
+            return (
+                wd is not None
+                and Finalizer.FEDERATOR in wd["metadata"].get("finalizers", [])
+                and "observedGeneration" in wd.get("status", {})
+                and all(n is not None for n in namespaces)
+                and sum((c or {}).get("spec", {}).get("replicas", 0) for c in copies) == replicas
+                and all("status" in (c or {}) for c in copies)
+            )
+
+        await eventually(lambda: cached(2), "the caches show every write of the create")
+        assert await all_idle(mgr)
+        # one; a second only when some write's own event outran its answer (the echo then
+        # finds no answer to match and wakes a reconcile that writes nothing). Without
+        # `UnlessOwnWrite` every echo wakes one: 3 here, the claim's and each copy's.
+        created = recording.requests.count(api)
+        assert created in (1, 2), recording.requests
+        web.edit("default", "api", lambda o: o["spec"].update(replicas=4))
+        updated = {"dfw-1": (1, 0), "dfw-2": (3, 1)}  # the first ordinals stay where they are
+        await eventually(lambda: shares(f, "api") == updated, "the copies updated")
+        for cell in ("dfw-1", "dfw-2"):
+            settle(f, cell)
+        await eventually(lambda: cached(4), "the caches show every write of the update")
+        assert await all_idle(mgr)
+        assert recording.requests.count(api) - created in (1, 2), recording.requests
+        WDs(f, "dfw-1").edit(downstream, "api", lambda o: o["spec"]["template"]["metadata"]["labels"].update(app="x"))
+        await eventually(lambda: (WDs(f, "dfw-1").get(downstream, "api") or {}).get("spec", {}).get("template")
+                         == STORED_TEMPLATE, "the hand edit reverted")  # fmt: skip
+        assert recording.requests.count(api) >= 3, "a hand edit is reconciled"
+        WDs(f, "dfw-2").delete(downstream, "api")
+
+        def recreated() -> bool:
+            found = shares(f, "api")
+            return set(found) == {"dfw-1", "dfw-2"} and sum(r for r, _ in found.values()) == 4
+
+        await eventually(recreated, "the deleted copy recreated (the shares planned afresh)")
+
+
+def _claimed(change: Any) -> dict[str, Any]:
+    answer = copy.deepcopy(_UNCLAIMED)
+    answer["metadata"].update(resourceVersion="6", finalizers=[str(Finalizer.FEDERATOR)])
+    answer["metadata"]["annotations"][str(Annotation.FEDERATION_NAMESPACE)] = "ns-1"
+    change(answer)
+    return answer
+
+
+_UNCLAIMED: dict[str, Any] = {
+    **workload_deployment("api", "DFW", 2),
+    "metadata": {"name": "api", "namespace": "default", "uid": "u", "resourceVersion": "5", "generation": 1,
+                 "labels": {"team": "a"}, "annotations": {"note": "x"}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("change", "only"),
+    [
+        (lambda o: None, True),  # the finalizer and the annotation
+        (lambda o: o.update(status={"replicas": 2}), True),  # the projector's status meanwhile
+        (lambda o: o["spec"].update(replicas=3) or o["metadata"].update(generation=2), False),
+        (lambda o: o["metadata"]["labels"].update(team="b"), False),
+        (lambda o: o["metadata"]["annotations"].update(note="y"), False),
+        (lambda o: o["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z"), False),
+    ],
+)
+def test_a_claims_answer_is_its_own_only_without_anyone_elses_change(change: Any, only: bool) -> None:
+    """The claim's answer stands for its watch event (which then wakes nothing) only when
+    it differs from the WD it was made over by the claim alone: a change someone made in
+    between (spec, labels, other annotations, deletion) is reconciled even if its own event
+    is never seen (a re-list that shows only the latest state)."""
+    assert claimed_only(_UNCLAIMED, _claimed(change)) is only

@@ -21,12 +21,12 @@ import pytest
 from federation.api.constants import Label
 from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.fleet.fleetview import FLEET
-from federation.fleet.references import SHARD_REFERENCED_BY_PREFIX
+from federation.fleet.references import SHARD_REFERENCED_BY_PREFIX, sharers
 from federation.fleet.sharding import wd_hash_key, workload_hash_key
 from mcruntime import Manager, Request, Result
 from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.reconciler import Reconciler
-from mcruntime.resources import LEASES
+from mcruntime.resources import CONFIGMAPS, LEASES
 from mcruntime.sharding import HashRing
 from mcruntime.sharding.states import format_time
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, running
@@ -435,6 +435,23 @@ def instance_share_problems(shards: Shards) -> list[str]:
     return problems
 
 
+def projection_shards(f: Fleet) -> dict[str, str]:
+    """The shard label of each projection, by name."""
+    found = Plane(f.server("web")).list("instances", "default", group=GROUP, version=VERSION)
+    return {i["metadata"]["name"]: (i["metadata"].get("labels") or {}).get(Label.SHARD, "") for i in found}
+
+
+def projection_share_problems(shards: Shards, owners: dict[str, str]) -> list[str]:
+    """What breaks "each shard caches the projections of its own WDs, no other"."""
+    problems = []
+    for shard, manager in shards.managers.items():
+        held = {i["metadata"]["name"] for i in manager.get_cluster("web").cache.informer_of(INSTANCES).store.list()}
+        want = {f"{wd}-0" for wd, owner in owners.items() if owner == shard}
+        if held != want:
+            problems.append(f"{shard} caches projections {sorted(held)}, its own are {sorted(want)}")
+    return problems
+
+
 def projected_by_the_owner_only(recorder: Recorder, owners: dict[str, str]) -> list[str]:
     return [
         f"{wd}-0 projected by {recorder.shards_of(Request('web', 'default', f'{wd}-0'))}, owner {owner}"
@@ -469,14 +486,9 @@ async def test_instance_projections_are_made_by_the_owning_shard_and_follow_a_ha
             assert set(owners.values()) == set(two)
             assert projected_by_the_owner_only(recorder, owners) == []
             await eventually(lambda: instance_share_problems(shards) == [], "each shard caches its Instances", 10)
-            await eventually(  # the projections carry no shard label: never narrowed
-                lambda: all(
-                    len(m.get_cluster("web").cache.informer_of(INSTANCES).store.list()) == N_PROJECTED
-                    for m in shards.managers.values()
-                ),
-                "every shard caches every projection",
-                10,
-            )
+            # each projection is labelled for its WD's shard, and each shard caches its own only
+            assert projection_shards(f) == {f"{wd}-0": shard for wd, shard in owners.items()}
+            await eventually(lambda: projection_share_problems(shards, owners) == [], "each caches its share", 10)
             first = projections(f)
 
             # join: shard-c takes its share; the cell relabels the moved Instances after their copies
@@ -503,6 +515,11 @@ async def test_instance_projections_are_made_by_the_owning_shard_and_follow_a_ha
 
             await eventually(crash_projected, "the new status projected", within=30)
             assert projections(f) == first, "the projections were kept through the hand-over"
+            after = ring_owners(f, three)
+            await eventually(
+                lambda: projection_shards(f) == {f"{wd}-0": s for wd, s in after.items()}, "relabelled", 30
+            )
+            await eventually(lambda: projection_share_problems(shards, after) == [], "each caches its share", 10)
             assert web.get("delete", "instances.compute.datumapis.com") == 0
             for wd in moved:  # before the hand-over, its old owner; after, shard-c only
                 assert recorder.shards_of(Request("web", "default", f"{wd}-0")) == {owners[wd], "shard-c"}, wd
@@ -511,9 +528,54 @@ async def test_instance_projections_are_made_by_the_owning_shard_and_follow_a_ha
             await shards.stop_all()
 
 
+def copy_replicas(f: Fleet) -> dict[str, int]:
+    return {wd["metadata"]["name"]: int(wd["spec"].get("replicas") or 0) for wd in WDs(f, "cell-dfw").list()}
+
+
+async def test_a_projection_whose_instance_went_during_a_hand_over_is_removed_by_the_new_owner(tmp_path: Path) -> None:
+    """A WD handed to a new shard is scaled down before the cell relabels its Instances:
+    the surplus Instance goes while still labelled for the old shard (so the new one never
+    caches it, and the old one no longer reconciles the WD). The new owner reads the WD's
+    projections once when the WD arrives (`handed_over`): it relabels the one still backed
+    and removes the other, none reconciled by two shards at once."""
+    recorder = Recorder()
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        shards = Shards(tg, tmp_path, recorder)
+        try:
+            await shards.start_joined("shard-a", "shard-b")
+            for i in range(N_PROJECTED):
+                WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 2))
+            two = ["shard-a", "shard-b"]
+            await eventually(lambda: copies_in_cell(f) == N_PROJECTED and copies_follow(f, two), "copies", within=30)
+            settle(f, "cell-dfw")
+            await eventually(lambda: len(projections(f)) == 2 * N_PROJECTED, "every Instance projected", within=30)
+            await eventually(lambda: all(wd.get("status") for wd in WDs(f, "web").list()), "WD status", within=30)
+
+            await shards.start("shard-c")
+            three = ["shard-a", "shard-b", "shard-c"]
+            await eventually(lambda: assigned_as_the_ring_says_of(f, three, N_PROJECTED), "rebalanced", within=30)
+            moved = sorted(wd for wd, shard in ring_owners(f, three).items() if shard == "shard-c")
+            assert moved, "shard-c owns some WDs"
+            for wd in moved:  # scaled down before the cell relabels the moved Instances
+                WDs(f, "web").edit("default", wd, lambda o: o["spec"].update(replicas=1))
+            await eventually(lambda: copies_follow(f, three) and all(copy_replicas(f)[wd] == 1 for wd in moved),
+                             "the new owner applied the moved copies", within=30)  # fmt: skip
+            settle(f, "cell-dfw")  # the surplus Instances go, labelled for the old shard; the rest relabelled
+            want = {f"{wd}-{i}" for wd in ring_owners(f, three) for i in ((0,) if wd in moved else (0, 1))}
+            await eventually(lambda: set(projections(f)) == want, "the surplus projections removed", within=30)
+            owners = ring_owners(f, three)
+            await eventually(lambda: all(projection_shards(f)[name] == owners[name.rsplit("-", 1)[0]] for name in want),
+                             "the kept projections relabelled", within=30)  # fmt: skip
+            assert recorder.overlaps() == [], "an Instance projected by two shards at once"
+        finally:
+            await shards.stop_all()
+
+
 N_WORKLOADS = 6
 N_REFERENCING = 8
 SHARED = "shared"  # the ConfigMap every referencing WD names
+SOLO = "solo"  # the ConfigMap ref-0 alone names: one shard holds it, the others do not cache it
 
 
 def workload_owners(f: Fleet, shards: list[str]) -> dict[str, str]:
@@ -532,10 +594,14 @@ def workloads_follow(f: Fleet, shards: list[str]) -> bool:
     return len(wds) == N_WORKLOADS and all(wds[f"{w}-edge-dfw"] == shard for w, shard in got.items())
 
 
-def shared_companion(f: Fleet) -> dict[str, Any] | None:
+def companion(f: Fleet, name: str) -> dict[str, Any] | None:
     ns = cell_namespace(f, "web")
-    found = [cm for cm in Plane(f.server("cell-dfw")).list("configmaps", ns) if cm["metadata"]["name"] == SHARED]
+    found = [cm for cm in Plane(f.server("cell-dfw")).list("configmaps", ns) if cm["metadata"]["name"] == name]
     return found[0] if found else None
+
+
+def shared_companion(f: Fleet) -> dict[str, Any] | None:
+    return companion(f, SHARED)
 
 
 def referenced_by_shard(f: Fleet) -> dict[str, list[str]]:
@@ -584,6 +650,16 @@ def workload_share_problems(shards: Shards) -> list[str]:
     return problems
 
 
+def companion_share_problems(shards: Shards) -> list[str]:
+    """What breaks "each shard caches the companions it holds a share of, no other"."""
+    problems = []
+    for shard, manager in shards.managers.items():
+        held = manager.get_cluster("cell-dfw").cache.informer_of(CONFIGMAPS).store.list()
+        if any(shard not in sharers(cm) for cm in held):
+            problems.append(f"{shard} caches companions held by {[sorted(sharers(cm)) for cm in held]}")
+    return problems
+
+
 async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> None:
     """The workload controller and the companions run on every shard for its own share: a
     Workload and its WDs land on one shard (the WDs hash with their Workload), which alone
@@ -599,10 +675,12 @@ async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> Non
         try:
             await shards.start_joined("shard-a", "shard-b")
             web.create("configmaps", configmap(SHARED, mode="fast"))
+            web.create("configmaps", configmap(SOLO, mode="one"))
             for i in range(N_WORKLOADS):
                 web.create("workloads", workload(f"app-{i}", ["DFW"]), group=GROUP, version=VERSION)
             for i in range(N_REFERENCING):
-                WDs(f, "web").create(referencing(f"ref-{i}", env_from=[{"configMapRef": {"name": SHARED}}]))
+                env_from = [{"configMapRef": {"name": name}} for name in ((SHARED, SOLO) if i == 0 else (SHARED,))]
+                WDs(f, "web").create(referencing(f"ref-{i}", env_from=env_from))
             two = ["shard-a", "shard-b"]
             total = N_WORKLOADS + N_REFERENCING
 
@@ -626,6 +704,10 @@ async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> Non
             managers = {m["manager"] for m in first["metadata"]["managedFields"]}
             assert {"companions-shard-a", "companions-shard-b"} <= managers, managers
             assert REFERENCED_BY not in first["metadata"]["annotations"]  # per shard when sharded
+            # each holder labels its share, and each shard caches only the companions it holds a share of
+            assert sharers(first) == set(two)
+            await eventually(lambda: sharers(companion(f, SOLO) or {}) == {ring_owners(f, two)["ref-0"]}, "solo", 10)
+            await eventually(lambda: companion_share_problems(shards) == [], "each caches its shares", 10)
             # never fought over: once converged, no shard writes it again
             assert await shards.idle()
             written = cell.writes("configmaps")
@@ -645,6 +727,9 @@ async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> Non
             await eventually(lambda: referenced_by_shard(f) == referencing_owners(f, three), "lists follow", 30)
             await eventually(lambda: workload_share_problems(shards) == [], "each shard caches its Workloads", 10)
             assert (shared_companion(f) or {})["metadata"]["uid"] == first["metadata"]["uid"]
+            await eventually(lambda: sharers(shared_companion(f) or {}) == set(referencing_owners(f, three)),
+                             "the shares follow", within=30)  # fmt: skip
+            await eventually(lambda: companion_share_problems(shards) == [], "each caches its shares", 10)
             assert cell.get("delete", "configmaps") == 0
             for name, owner in workload_owners(f, three).items():  # before and after: the owners only
                 assert recorder.shards_of(Request("web", "default", name)) <= {owners[name], owner}, name
@@ -657,5 +742,69 @@ async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> Non
                 web.delete("workloads", "default", f"app-{i}", group=GROUP, version=VERSION)
             await eventually(lambda: labels(f) == {}, "every WD gone", within=30)
             assert recorder.overlaps() == [], "a Workload or WD reconciled by two shards at once"
+        finally:
+            await shards.stop_all()
+
+
+def lease_released(mgmt: Plane, name: str) -> None:
+    """A shard's graceful leave: its Lease released (holder cleared), so it is dead."""
+    lease = mgmt.get("leases", LEASE_NAMESPACE, name, group="coordination.k8s.io", version="v1")
+    mgmt.update("leases", {**lease, "spec": {**lease["spec"], "holderIdentity": ""}},
+                group="coordination.k8s.io", version="v1")  # fmt: skip
+
+
+async def test_a_dead_shards_companion_share_is_withdrawn_by_the_survivors(tmp_path: Path) -> None:
+    """A companion co-owned with a shard that then dies keeps no share of the dead shard: a
+    survivor holding it strips the dead shard's label and annotations (one patch, on the
+    dead shard's Lease event), never a live shard's; once nothing references it, it is
+    deleted."""
+    recorder = Recorder()
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        shards = Shards(tg, tmp_path, recorder)
+        web, mgmt, cell = Plane(f.server("web")), Plane(f.management), Plane(f.server("cell-dfw"))
+        # another shard, alive for now (renewed for an hour): it owns no WD here (names picked
+        # so), but holds a share of the companion, as a shard whose WDs referenced it had
+        mgmt.create(
+            "leases",
+            {
+                "metadata": {"name": "shard-x", "namespace": LEASE_NAMESPACE, "labels": {str(Label.SHARD_RING): RING}},
+                "spec": {"holderIdentity": "shard-x", "leaseDurationSeconds": 3600,
+                         "acquireTime": format_time(time.time()), "renewTime": format_time(time.time())},
+            },
+            group="coordination.k8s.io",
+            version="v1",
+        )  # fmt: skip
+        try:
+            await shards.start("shard-a")
+            await shards.joined("shard-a", "shard-x")
+            ring = HashRing(["shard-a", "shard-x"])
+            names = [n for n in (f"ref-{i}" for i in range(40)) if ring.owner(wd_hash_key("web", {"metadata": {
+                "namespace": "default", "name": n}})) == "shard-a"][:4]  # fmt: skip
+            web.create("configmaps", configmap(SHARED, mode="fast"))
+            for name in names:
+                WDs(f, "web").create(referencing(name, env_from=[{"configMapRef": {"name": SHARED}}]))
+            await eventually(lambda: sharers(shared_companion(f) or {}) == {"shard-a"}, "copied by shard-a", within=30)
+            cm = shared_companion(f)
+            assert cm is not None
+            share = SHARD_REFERENCED_BY_PREFIX + "shard-x"
+            cm["metadata"]["labels"][share] = "true"
+            cm["metadata"]["annotations"][share] = '["default/gone"]'
+            cell.update("configmaps", cm)
+            # a live shard's share is left alone
+            assert await shards.idle()
+            assert sharers(shared_companion(f) or {}) == {"shard-a", "shard-x"}
+
+            lease_released(mgmt, "shard-x")  # shard-x leaves: dead
+            await eventually(lambda: sharers(shared_companion(f) or {}) == {"shard-a"}, "the dead share gone", 30)
+            left = (shared_companion(f) or {})["metadata"]
+            assert share not in left["annotations"] and share not in left["labels"], left
+            assert json.loads(left["annotations"][SHARD_REFERENCED_BY_PREFIX + "shard-a"]) == [
+                f"default/{n}" for n in sorted(names)
+            ]
+
+            for name in names:
+                WDs(f, "web").delete("default", name)
+            await eventually(lambda: shared_companion(f) is None, "the companion reclaimed", within=30)
         finally:
             await shards.stop_all()

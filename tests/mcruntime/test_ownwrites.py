@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
+from mcruntime.handlers import EnqueueRequestForObject
 from mcruntime.informer import EventType, ObjectEvent
-from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, version_of
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, UnlessOwnWrite, precedes, request_key, version_of
 from mcruntime.request import Request
 
 
@@ -117,3 +118,71 @@ def test_a_write_over_the_previous_answer_extends_the_chain() -> None:
     writes.remember("k", obj("a", "7"), first)
     writes.remember("k", obj("a", "8"), second)  # over a state that is not the previous answer: a new chain
     assert writes.latest("k", obj("a", "7")) == obj("a", "7") and len(writes) == 0
+
+
+async def test_unless_own_write_drops_only_the_writes_own_add_or_update() -> None:
+    """`UnlessOwnWrite` in front of any handler: the add of an object the controller
+    created, and the update its write made, are dropped (and the answer goes); another
+    state, a deletion (which forgets the answer), or an object never written pass."""
+    writes: OwnWrites[Request] = OwnWrites()
+    sink = Sink()
+    handler = UnlessOwnWrite(writes, EnqueueRequestForObject(), request_key)
+    created = {"metadata": {"name": "api", "namespace": "ns", "uid": "a", "resourceVersion": "5"}}
+    updated = {**created, "metadata": {**created["metadata"], "resourceVersion": "6"}}
+    theirs = {**created, "metadata": {**created["metadata"], "resourceVersion": "9"}}
+    key = Request("dfw-1", "ns", "api")
+    writes.remember(key, None, created)
+    writes.remember(key, created, updated)  # a second write over the first's answer
+    await handler.handle("dfw-1", ObjectEvent(EventType.ADDED, "ns/api", obj=created), sink)
+    await handler.handle("dfw-1", ObjectEvent(EventType.MODIFIED, "ns/api", obj=updated), sink)
+    assert sink.requests == [] and len(writes) == 0, "the writes' own events"
+    await handler.handle("dfw-2", ObjectEvent(EventType.ADDED, "ns/api", obj=created), sink)
+    assert sink.requests == [Request("dfw-2", "ns", "api")], "the same object in another cluster is not the write"
+    writes.remember(key, created, updated)
+    await handler.handle("dfw-1", ObjectEvent(EventType.MODIFIED, "ns/api", obj=theirs), sink)
+    assert sink.requests[-1] == key and len(writes) == 0, "another writer's state"
+    writes.remember(key, None, created)
+    await handler.handle("dfw-1", ObjectEvent(EventType.DELETED, "ns/api", obj=created), sink)
+    assert sink.requests[-1] == key and len(writes) == 0, "a deletion passes and forgets"
+    await handler.handle("dfw-1", ObjectEvent(EventType.ADDED, "ns/other", raw=b"not JSON"), sink)
+    assert sink.requests[-1] == Request("dfw-1", "ns", "other"), "nothing remembered: not decoded"
+
+
+def test_a_state_older_than_the_answer_keeps_it() -> None:
+    """A status written over the WD as created (rv 65) lands after another writer's change
+    (a finalizer, rv 297) and is answered at rv 315; the finalizer's event arrives after the
+    answer. That state is older than the answer, which already holds it: the answer stands
+    (a reconcile on it writes nothing new), the event is not called this controller's own
+    (it is handed on), and the answer's own event then ends it."""
+    writes: OwnWrites[str] = OwnWrites()
+    created, claimed, answer = obj("a", "65"), obj("a", "297", "claimed"), obj("a", "315", "status")
+    writes.remember("k", created, answer)
+    assert writes.observed("k", claimed) is False, "another writer's state: handed on"
+    assert writes.latest("k", claimed) == answer and len(writes) == 1, "older than the answer: it stands"
+    assert writes.observed("k", answer) is True and len(writes) == 0
+    writes.remember("k", created, answer)
+    assert writes.latest("k", obj("a", "316")) == obj("a", "316") and len(writes) == 0, "a newer state is the truth"
+
+
+@pytest.mark.parametrize(
+    ("version", "later", "older"),
+    [
+        (("a", "297"), ("a", "315"), True),
+        (("a", "99"), ("a", "100"), True),  # integers, not strings: "99" > "100" as text
+        (("a", "315"), ("a", "315"), False),
+        (("a", "316"), ("a", "315"), False),
+        (("b", "297"), ("a", "315"), False),  # another object of the name
+        (("a", "x7"), ("a", "315"), False),  # not a decimal integer: equality only
+        (("a", "0297"), ("a", "315"), False),
+        (("a", ""), ("a", "315"), False),
+        (None, ("a", "315"), False),
+    ],
+)
+def test_versions_are_ordered_only_when_comparable(version: Any, later: Any, older: bool) -> None:
+    assert precedes(version, later) is older
+
+
+def test_incomparable_versions_drop_the_answer_as_before() -> None:
+    writes: OwnWrites[str] = OwnWrites()
+    writes.remember("k", obj("a", "q1"), obj("a", "q3", "mine"))
+    assert writes.latest("k", obj("a", "q2")) == obj("a", "q2") and len(writes) == 0

@@ -38,8 +38,12 @@ def settle(
         ns_labels = namespaces[meta["namespace"]]["metadata"].get("labels") or {}
         start = int(meta["annotations"][Annotation.ORDINAL_START])
         wanted = range(start, start + int(copy["spec"].get("replicas") or 0))
-        existing = {i["metadata"]["name"]: i for i in plane.list("instances", meta["namespace"], group=GROUP,
-                                                                 version=VERSION)}  # fmt: skip
+        in_namespace = plane.list("instances", meta["namespace"], group=GROUP, version=VERSION)
+        existing = {  # this copy's own Instances (its WD's name label): copies of one namespace differ in replicas
+            i["metadata"]["name"]: i
+            for i in in_namespace
+            if (i["metadata"].get("labels") or {}).get(Label.WORKLOAD_DEPLOYMENT_NAME) == meta["name"]
+        }
         for name, inst in existing.items():
             index = int(inst["metadata"]["labels"][Label.INSTANCE_INDEX])
             if index not in wanted:
