@@ -13,8 +13,8 @@ handed over within 2x the lease duration; writes per WD unchanged but for the la
 On a 2-core machine the API servers share the cores with the replicas, so wall time cannot
 scale with N here; the per-replica CPU ratio is what predicts more cores. Each shard caches
 the project WDs, Workloads and copies labelled for it and runs every controller for them;
-the sharder replica also the other shards' WDs and Workloads, slim (its FLEET views: name,
-labels, owner references), for the assignment. The notes name the sharder replica.
+the sharder replica also the other shards' WDs and Workloads, slim (its FLEET views,
+metadata-only watches: name, labels, owner references), for the assignment. The notes name the sharder replica.
 
 With --cold N: a cold start per shard count instead of (before) the fan-out: N project WDs
 over --projects projects, created before any replica starts, already labelled as the ring

@@ -21,6 +21,16 @@ class RequestCounters:
     def __init__(self) -> None:
         self._counts: Counter[tuple[str, str]] = Counter()
         self._by_user: Counter[tuple[str, str, str]] = Counter()
+        self._as: Counter[tuple[str, str, str]] = Counter()
+
+    def count_as(self, output: str, verb: str, rt: ResourceType) -> None:
+        """A list or watch answered as `output` ("json", "yaml", "table", "metadata": the
+        representation the Accept header asked for), besides its count by verb."""
+        self._as[(output, verb, resource_name(rt))] += 1
+
+    def get_as(self, output: str, verb: str, resource: str) -> int:
+        """Lists or watches of one resource answered as `output` (e.g. "metadata": PartialObjectMetadata)."""
+        return self._as[(output, verb, resource)]
 
     def count(self, verb: str, rt: ResourceType, subresource: str | None = None, user: str | None = None) -> None:
         resource = resource_name(rt, subresource)
@@ -58,3 +68,4 @@ class RequestCounters:
     def reset(self) -> None:
         self._counts.clear()
         self._by_user.clear()
+        self._as.clear()

@@ -403,6 +403,7 @@ class HTTPFront:
             resource_version_match=q.get("resourceVersionMatch", ""),
         )
         out = negotiate(request.headers.get("Accept", ""))
+        self.plane.counters.count_as(out.kind, "list", rt)
         if out.kind == "table":
             tbl = table(
                 rt,
@@ -443,6 +444,7 @@ class HTTPFront:
         if t.name is not None:
             fields = parse_field_selector(f"metadata.name={t.name}", rt.field_selectors)
         out = negotiate(request.headers.get("Accept", ""))
+        self.plane.counters.count_as(out.kind, "watch", rt)
         timeout = float(_int_param(q, "timeoutSeconds", 0)) or default_timeout()
         req = WatchRequest(
             rt=rt,

@@ -128,6 +128,7 @@ class InformerCache:
                 read_timeout=opts.read_timeout,
                 backoff=opts.backoff(),
                 metrics=self.metrics,
+                metadata_only=view.metadata_only,
             )
             self._views[key] = view
             self._informers[view] = informer

@@ -162,14 +162,15 @@ class Controller:
         transform: Transform | None = strip_for_cache,
         indexers: Mapping[str, IndexFunc] | None = None,
         alias: str = "",
+        metadata_only: bool = False,
     ) -> Controller:
         """Reconcile what `handler` maps this resource's events to. The namespace,
-        selectors, transform and alias declare the resource's cache view in the matching
-        clusters: cached reads of the resource (under the alias) are served from the same
-        informer."""
+        selectors, transform, alias and `metadata_only` (see `View`) declare the resource's
+        cache view in the matching clusters: cached reads of the resource (under the alias)
+        are served from the same informer."""
         if not isinstance(handler, EventHandler):
             raise TypeError(f"controller {self.name}: handler must be an EventHandler, got {handler!r}")
-        view = View(resource, namespace, label_selector, field_selector, transform, alias)
+        view = View(resource, namespace, label_selector, field_selector, transform, alias, metadata_only)
         return self._add(Watch(view, handler, clusters, tuple(predicates), tuple((indexers or {}).items())))
 
     def reads(
@@ -183,9 +184,10 @@ class Controller:
         transform: Transform | None = strip_for_cache,
         indexers: Mapping[str, IndexFunc] | None = None,
         alias: str = "",
+        metadata_only: bool = False,
     ) -> Controller:
         """Declare a cache view this controller reads without reconciling on its events."""
-        view = View(resource, namespace, label_selector, field_selector, transform, alias)
+        view = View(resource, namespace, label_selector, field_selector, transform, alias, metadata_only)
         return self._add(Watch(view, None, clusters, (), tuple((indexers or {}).items())))
 
     def _add(self, watch: Watch) -> Controller:

@@ -20,7 +20,11 @@ keeps its back-off: answering again changes nothing for it.
 Listeners (event handlers) each get their own buffer and task, like client-go's
 processorListener, so a slow handler never stalls the informer or the other handlers.
 A listener added to a synced informer first receives an ADDED event for every cached
-object."""
+object.
+
+A `metadata_only` informer asks for PartialObjectMetadata (client-go's metadata informer):
+the server sends each object's metadata only, so an informer that reads no spec or status
+neither receives nor decodes them."""
 
 from __future__ import annotations
 
@@ -46,7 +50,7 @@ from .metrics import RuntimeMetrics, default_metrics
 from .objects import Obj, key_of, strip_for_cache
 from .resources import Resource
 from .store import IndexValues, Store, compact_bytes
-from .transport import Transport
+from .transport import METADATA, METADATA_LIST, Transport
 
 log = logging.getLogger(__name__)
 
@@ -218,6 +222,7 @@ class Informer:
         read_timeout: float = 120.0,
         backoff: Backoff | None = None,
         metrics: RuntimeMetrics | None = None,
+        metadata_only: bool = False,
     ) -> None:
         if namespace and not resource.namespaced:
             raise ValueError(f"{resource} is cluster-scoped; an informer for it cannot take a namespace")
@@ -252,12 +257,16 @@ class Informer:
         self._attrs = {"cluster": cluster, "resource": resource.qualified}
         self._unreported_events = 0  # added to the events Tally in batches (hot path: an int add per event)
         self._path = resource.path(self.namespace)
+        self.metadata_only = metadata_only
+        # the Accept headers of LIST and WATCH (None: the transport's JSON); see the module doc
+        self._accept: tuple[str | None, str | None] = (METADATA_LIST, METADATA) if metadata_only else (None, None)
 
     def __repr__(self) -> str:
         sel = f" labels={self.label_selector}" if self.label_selector else ""
         sel += f" fields={self.field_selector}" if self.field_selector else ""
         ns = f" ns={self.namespace}" if self.namespace else ""
-        return f"Informer({self.cluster or '-'}:{self.resource}{ns}{sel})"
+        meta = " metadata-only" if self.metadata_only else ""
+        return f"Informer({self.cluster or '-'}:{self.resource}{ns}{sel}{meta})"
 
     # ------------------------------------------------------------------ state
     @property
@@ -412,7 +421,9 @@ class Informer:
             if continue_token:
                 query["continue"] = continue_token
             try:
-                body = await self.transport.request("GET", self._path, verb="list", query=query, fail_fast=False)
+                body = await self.transport.request(
+                    "GET", self._path, verb="list", query=query, fail_fast=False, accept=self._accept[0]
+                )
             except APIError as exc:
                 if exc.status == 410 and continue_token:
                     # the continue token outlived the server's history: start over from scratch
@@ -508,7 +519,8 @@ class Informer:
         started = time.monotonic()
         received = 0
         try:
-            async with self.transport.watch(self._path, query, read_timeout=self.read_timeout) as lines:
+            watch = self.transport.watch(self._path, query, read_timeout=self.read_timeout, accept=self._accept[1])
+            async with watch as lines:
                 self._unanswered = False
                 self._set_current(True)  # established: events since our resourceVersion follow
                 async for line in lines:

@@ -31,6 +31,11 @@ from .metrics import RuntimeMetrics, default_metrics
 log = logging.getLogger(__name__)
 
 JSON = "application/json"
+# metadata only (kube-apiserver's PartialObjectMetadata, as client-go's metadata client asks
+# for it): a LIST's items and a WATCH's objects carry their metadata, no spec or status; a
+# server that cannot answer so falls back to plain JSON, the full objects
+METADATA_LIST = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json"
+METADATA = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
 MAX_LINE = 64 * 1024 * 1024
 _NET_ERRORS = (aiohttp.ClientError, asyncio.TimeoutError, OSError)
 # failures that say the server cannot be reached at all (as opposed to one connection
@@ -217,13 +222,15 @@ class Transport:
         url = URL(self._base + path, encoded=True)
         return url.with_query(dict(query)) if query else url
 
-    async def _headers(self, content_type: str | None) -> dict[str, str]:
+    async def _headers(self, content_type: str | None, accept: str | None = None) -> dict[str, str]:
         headers: dict[str, str] = {}
         auth = await self.config.auth.authorization()
         if auth:
             headers["Authorization"] = auth
         if content_type:
             headers["Content-Type"] = content_type
+        if accept:
+            headers["Accept"] = accept  # instead of the session's JSON
         return headers
 
     async def _acquire(self) -> None:
@@ -261,11 +268,13 @@ class Transport:
         content_type: str | None = None,
         within: float | None = None,
         fail_fast: bool = True,
+        accept: str | None = None,
     ) -> bytes:
         """One API call; returns the response body. Raises APIError for non-2xx answers
         (after retrying throttling answers that carry Retry-After), TransportError when no
         answer came within the timeout, and ClusterNotReadyError at once while the cluster
-        is unreachable (unless `fail_fast=False`, which informers use: they are the probes)."""
+        is unreachable (unless `fail_fast=False`, which informers use: they are the probes).
+        `accept` replaces the Accept header (JSON), e.g. METADATA_LIST."""
         session = self._require_session()
         if method != "GET" and (fence := WRITE_FENCE.get()) is not None:
             fence()
@@ -276,7 +285,7 @@ class Transport:
                 raise ClusterNotReadyError(self.cluster, "unreachable", contact.last_error)
             probing = True
         try:
-            return await self._request(session, method, path, verb, query, body, content_type, within)
+            return await self._request(session, method, path, verb, query, body, content_type, within, accept)
         finally:
             if probing:
                 contact.end_probe()
@@ -291,6 +300,7 @@ class Transport:
         body: bytes | None,
         content_type: str | None,
         within: float | None,
+        accept: str | None = None,
     ) -> bytes:
         url = self.url(path, query)
         client_timeout = self._timeout(within or self.request_timeout)
@@ -298,7 +308,7 @@ class Transport:
         attempt = 0
         while True:
             started = time.monotonic()
-            headers = await self._headers(content_type if body is not None else None)
+            headers = await self._headers(content_type if body is not None else None, accept)
             await self._acquire()
             try:
                 async with session.request(
@@ -361,9 +371,12 @@ class Transport:
 
     # ------------------------------------------------------------------ watches
     @asynccontextmanager
-    async def watch(self, path: str, query: Mapping[str, str], *, read_timeout: float) -> AsyncIterator[LineStream]:
-        """Open a WATCH and yield its event lines. The connection is closed on exit,
-        whether the stream ended, failed, or the caller was cancelled."""
+    async def watch(
+        self, path: str, query: Mapping[str, str], *, read_timeout: float, accept: str | None = None
+    ) -> AsyncIterator[LineStream]:
+        """Open a WATCH and yield its event lines (`accept`: the Accept header, e.g. METADATA).
+        The connection is closed on exit, whether the stream ended, failed, or the caller
+        was cancelled."""
         session = self._require_session()
         url = self.url(path, {**query, "watch": "true"})
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=self.connect_timeout, sock_read=read_timeout)
@@ -372,7 +385,7 @@ class Transport:
             with anyio.fail_after(self.connect_timeout + read_timeout):  # a bound on getting the headers
                 resp = await session.get(
                     url,
-                    headers=await self._headers(None),
+                    headers=await self._headers(None, accept),
                     timeout=timeout,
                     proxy=self.config.proxy,
                     server_hostname=self.config.tls_server_name,

@@ -13,7 +13,12 @@ A cache may narrow every view of a resource by a label selector of its own
 sharded replica caches only the objects labelled for its shard. A view with an `alias`
 is a second, named view of the resource that sees past that narrowing (the elected
 replica's view of every object, next to its shard's); in a cache that does not narrow
-the resource, an aliased view is simply the resource's one view."""
+the resource, an aliased view is simply the resource's one view.
+
+A `metadata_only` view lists and watches PartialObjectMetadata (client-go's metadata
+informer, `metadatainformer`): its objects carry their metadata only (`kind:
+PartialObjectMetadata`), for readers of names, labels and owner references that would
+otherwise receive and decode every spec and status the server sends."""
 
 from __future__ import annotations
 
@@ -33,6 +38,7 @@ class View:
     field_selector: str | None = None
     transform: Transform | None = strip_for_cache
     alias: str = ""  # a second view past the cache's narrowing of the resource (see above)
+    metadata_only: bool = False  # PartialObjectMetadata: each object's metadata only (see above)
 
     def __post_init__(self) -> None:
         if self.namespace and not self.resource.namespaced:
@@ -54,6 +60,8 @@ class View:
             parts.append(f"labels={self.label_selector}")
         if self.field_selector:
             parts.append(f"fields={self.field_selector}")
+        if self.metadata_only:
+            parts.append("metadata-only")
         return " ".join(parts)
 
     def covers_namespace(self, namespace: str | None) -> bool:

@@ -1,7 +1,8 @@
 """Drain acknowledger (management mode with `--sharding`, on every shard): hands a WD (and,
 as `drain-acknowledger-workloads`, a Workload) the sharder drains back (DESIGN.md §5).
 
-Request key: (project cluster, project namespace, name), for objects labelled for this shard.
+Request key: (project cluster, project namespace, name), for objects labelled for this shard
+and drained (only their events are reconciled: an assignment costs no reconcile here).
 Reads (cache): project WDs (Workloads).
 Writes, and alone writes: the removal of the shard and drain labels from an object labelled
 for this shard and drained — one merge patch guarded by its resourceVersion, made only
@@ -31,7 +32,7 @@ from federation.fleet.sharding import (
 from mcruntime.fields import get_str, get_str_map
 from mcruntime.manager import Manager
 from mcruntime.objects import make_key
-from mcruntime.predicates import labels_changed
+from mcruntime.predicates import label_selector, labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
 from mcruntime.resources import Resource
@@ -103,7 +104,9 @@ def register(mgr: Manager, options: ShardingOptions) -> None:
         raise ValueError("the drain acknowledger runs on a shard: the manager needs a shard Lease")
     for name, resource in ((NAME, WORKLOAD_DEPLOYMENTS), (WORKLOADS_NAME, WORKLOADS)):
         ctrl = mgr.new_controller(name, DrainAcknowledger(mgr, gate, options, resource), workers=4)
-        ctrl.for_(resource, clusters=PROJECTS, predicates=[labels_changed], indexers=SHARD_INDEXERS)
+        # only what is drained, or was: every WD that arrives (is assigned here) is not
+        ctrl.for_(resource, clusters=PROJECTS, predicates=[labels_changed, label_selector(SHARD_LABELS.drain)],
+                  indexers=SHARD_INDEXERS)  # fmt: skip
         ctrl.shard(gate, _acknowledging(mgr, options.shard, resource))
 
 

@@ -4,9 +4,9 @@ writing its shard label (DESIGN.md §5).
 
 Request key: (project cluster, project namespace, WD or Workload name).
 Reads (caches): project WDs and Workloads, every one: its own shard's in its shard's views,
-the others (and the unassigned) in the `FLEET` views, as `assignment_identity` keeps them
-(so it lists and holds each once); the shard Leases in the management cluster
-(`sharding.compute.datumapis.com/ring=<ring>`).
+the others (and the unassigned) in the `FLEET` views, metadata-only (PartialObjectMetadata)
+and kept as `assignment_identity` (so each is listed and held once, the others' slim); the
+shard Leases in the management cluster (`sharding.compute.datumapis.com/ring=<ring>`).
 Writes, and alone writes: the shard label on project WDs and Workloads (assign; reassign
 from a dead shard) and the drain label (ask the owner to hand over), one merge patch per
 decision, guarded by the resourceVersion. A WD a Workload controls hashes with its
@@ -81,9 +81,8 @@ class Sharder:
         if obj is None:
             return Result()
         # 3. desired: the pure decision over the ring of available shards
-        leases = await self.mgr.local.client.list(
-            LEASES, namespace=self.options.lease_namespace, label_selector=self.options.lease_selector
-        )
+        # (the ring's Leases: their view selects `lease_selector`, so no selector to parse again here)
+        leases = await self.mgr.local.client.list(LEASES, namespace=self.options.lease_namespace)
         states = shard_states(leases, time.time())
         ring = self.rings.of(available(states))
         decision = sharder_decision(
@@ -133,10 +132,12 @@ def register(mgr: Manager, options: ShardingOptions) -> None:
         sharder = Sharder(mgr, options, resource, hash_key)
         ctrl = mgr.new_controller(name, sharder, workers=workers)
         # every one: this shard's in its shard's view (in full: its controllers' view), the
-        # others' past it, keeping only what the assignment reads (`assignment_identity`)
+        # others' past it, sent as their metadata only (no spec or status to receive and
+        # decode) and kept as the assignment reads them (`assignment_identity`)
         ctrl.for_(resource, clusters=PROJECTS, predicates=[labels_changed])
         ctrl.watch(resource, EnqueueRequestForObject(), clusters=PROJECTS, predicates=[labels_changed], alias=FLEET,
-                   label_selector=options.others_selector, transform=assignment_identity)  # fmt: skip
+                   label_selector=options.others_selector, transform=assignment_identity,
+                   metadata_only=True)  # fmt: skip
         ctrl.watch(
             LEASES,
             EnqueueRequestsFromMapFunc(sharder.every_one, cluster_name=ClusterName.PRESERVE_MAPPED),

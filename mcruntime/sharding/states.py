@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import datetime
 import enum
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -54,6 +55,13 @@ def parse_time(value: object) -> float | None:
     """An RFC 3339 (micro)time as epoch seconds; None when absent or malformed."""
     if not isinstance(value, str) or not value:
         return None
+    return _parse_time(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_time(value: str) -> float | None:
+    # a Lease's renewTime is read by every sharder reconcile (once per WD decided) and
+    # changes once per renewal: parsed once per value
     try:
         parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:

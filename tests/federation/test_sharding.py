@@ -40,6 +40,7 @@ from .test_workload_controller import workload
 pytestmark = pytest.mark.slow
 
 LEASE_NAMESPACE = "default"
+ACK = "drain-acknowledger"
 RING = "federation-manager"
 N_WDS = 24
 
@@ -80,7 +81,8 @@ class Recorder:
         """Pairs of reconciles of one WD by two shards whose times overlap."""
         by_wd: dict[Request, list[Reconcile]] = defaultdict(list)
         for r in self.reconciles:
-            by_wd[r.request].append(r)
+            if r.controller != ACK:  # it hands the WD back (its patch is what lets the next shard in)
+                by_wd[r.request].append(r)
         found = []
         for runs in by_wd.values():
             runs.sort(key=lambda r: r.started)
@@ -91,6 +93,9 @@ class Recorder:
                     if a.shard != b.shard:
                         found.append((a, b))
         return found
+
+    def of(self, controller: str) -> list[Reconcile]:
+        return [r for r in self.reconciles if r.controller == controller]
 
     def shards_of(self, request: Request) -> set[str]:
         return {r.shard for r in self.reconciles if r.request == request}
@@ -126,7 +131,7 @@ class Shards:
         self.stops[shard], self.stopped[shard] = anyio.Event(), anyio.Event()
         try:
             async with running(settings) as manager:
-                for name in ("federator", "status-projector", "instance-projector", "workload-controller"):
+                for name in ("federator", "status-projector", "instance-projector", "workload-controller", ACK):
                     self.recorder.wrap(manager, shard, name)
                 self.managers[shard] = manager
                 task_status.started(manager)
@@ -216,7 +221,7 @@ def copies_follow(f: Fleet, shards: list[str]) -> bool:
 def share_problems(shards: Shards) -> list[str]:
     """What breaks "each shard caches only the project WDs and cell copies labelled for it,
     and only the elected replica (the sharder) has a FLEET view of the other project WDs
-    (for the assignment, slim); no replica has one of the cells' copies"."""
+    (for the assignment, slim: a metadata-only watch); no replica has one of the cells' copies"."""
     problems = []
     for shard, manager in shards.managers.items():
         leading = manager.elector is not None and manager.elector.is_leader
@@ -237,7 +242,16 @@ def share_problems(shards: Shards) -> list[str]:
                     problems.append(f"the sharder {shard} does not cache every WD of {cluster}")
                 if any("spec" in wd for wd in others):  # what the assignment reads, not the WDs in full
                     problems.append(f"the sharder {shard} caches the other shards' WDs in full")
+                if not cache.informer_of(WORKLOAD_DEPLOYMENTS, FLEET).metadata_only:  # nor receives them
+                    problems.append(f"the sharder {shard} lists and watches the other shards' WDs in full")
     return problems
+
+
+def fleet_requests(f: Fleet, plural: str) -> tuple[str, ...]:
+    """Which of LIST and WATCH of the project's resource the server answered as
+    PartialObjectMetadata (the sharder's FLEET views ask for it; nothing else does)."""
+    counters = f.server("web").plane.counters
+    return tuple(verb for verb in ("list", "watch") if counters.get_as("metadata", verb, f"{plural}.{GROUP}"))
 
 
 async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_path: Path) -> None:
@@ -255,12 +269,15 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
             await eventually(lambda: copies_in_cell(f) == N_WDS, "every WD federated", within=30)
             owners = ring_owners(f, ["shard-a", "shard-b"])
             assert set(owners.values()) == {"shard-a", "shard-b"}  # balance: both shards own some
-            # each WD was reconciled by its owner only
+            # each WD was reconciled by its owner only; none drained yet, none acknowledged
             for name, owner in owners.items():
                 assert recorder.shards_of(Request("web", "default", name)) <= {owner}, name
+            assert recorder.of(ACK) == [], "the acknowledger reconciled WDs not drained"
             # the copies follow their WD's shard, and each shard caches its share only
             await eventually(lambda: copies_follow(f, ["shard-a", "shard-b"]), "copies labelled", within=30)
             await eventually(lambda: share_problems(shards) == [], "each shard caches its share", within=10)
+            # the sharder's FLEET views reached the server as metadata-only LIST and WATCH
+            assert fleet_requests(f, "workloaddeployments") == ("list", "watch")
             first = {name: uid for name, (uid, _shard) in copies(f).items()}
 
             # join: shard-c takes its share through drain and acknowledgement
@@ -270,6 +287,7 @@ async def test_shards_share_the_wds_and_hand_them_over_without_double_work(tmp_p
             )
             moved = {n for n, s in ring_owners(f, ["shard-a", "shard-b", "shard-c"]).items() if s == "shard-c"}
             assert moved, "shard-c owns some WDs"
+            assert {r.request.name for r in recorder.of(ACK)} == moved, "each drained WD acknowledged, no other"
             for name in moved:  # shard-c now reconciles what it took over (a status write, a requeue...)
                 WDs(f, "web").edit("default", name, lambda wd: wd["metadata"].setdefault("annotations", {}).update(
                     {"example.com/touch": "1"}))  # fmt: skip
@@ -625,6 +643,8 @@ def workload_share_problems(shards: Shards) -> list[str]:
                 problems.append(f"the sharder {shard} holds its own Workloads twice, or the others' in full")
             if len(others) + len(web.informer_of(WORKLOADS).store.list()) != N_WORKLOADS:
                 problems.append(f"the sharder {shard} does not see every Workload")
+            if not web.informer_of(WORKLOADS, FLEET).metadata_only:
+                problems.append(f"the sharder {shard} lists and watches the other shards' Workloads in full")
         if manager.get_cluster("cell-dfw").cache.view_of(WORKLOAD_DEPLOYMENTS, FLEET) is not None:
             problems.append(f"{shard} holds a second (FLEET) view of the cell's copies")
     return problems
@@ -672,6 +692,7 @@ async def test_workloads_and_companions_follow_the_shards(tmp_path: Path) -> Non
             for name, owner in owners.items():
                 assert recorder.shards_of(Request("web", "default", name)) == {owner}, name
             await eventually(lambda: workload_share_problems(shards) == [], "each shard caches its Workloads", 10)
+            assert fleet_requests(f, "workloads") == ("list", "watch")
 
             # companions: one ConfigMap, each shard listing its own referencing WDs
             await eventually(lambda: copies_in_cell(f) == total, "every WD federated", within=30)

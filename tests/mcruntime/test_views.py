@@ -259,3 +259,37 @@ async def test_an_alias_is_the_one_view_where_the_cache_does_not_narrow(cluster:
     assert cluster.cache.declare(View(CONFIGMAPS, alias="fleet")) is plain
     assert cluster.cache.informer_of(CONFIGMAPS, "fleet") is plain
     assert len(cluster.cache.informers) == 1
+
+
+async def test_a_metadata_only_view_lists_and_watches_partial_object_metadata(apiserver: EmbeddedAPIServer) -> None:
+    """A `metadata_only` view (the sharder's FLEET views) asks for PartialObjectMetadata on
+    its LIST and its WATCH, so the server sends no spec, data or status: what it caches and
+    hands its listeners is the objects' metadata (kind PartialObjectMetadata), and a change
+    of it (a relabel) arrives as for any view. The full view beside it is plain JSON."""
+    plane = Plane(apiserver)
+    listed = shard_cm("listed", "a")
+    listed["data"] = {"payload": "x" * 1000}
+    plane.create("configmaps", listed)
+    options = ClusterOptions(cache=CacheOptions(label_selectors={CONFIGMAPS: "shard=a"}))
+    cluster = cluster_for(apiserver, "sharder", options=options)
+    counters = apiserver.plane.counters
+    seen: list[dict[str, Any]] = []
+    async with Background(cluster.run):
+        cluster.cache.declare(View(CONFIGMAPS))
+        slim = cluster.cache.declare(View(CONFIGMAPS, alias="fleet", transform=None, metadata_only=True))
+        assert slim.metadata_only and not cluster.cache.informer_of(CONFIGMAPS).metadata_only
+        slim.add_listener(lambda e: seen.append(e.obj), name="seen")
+        assert await cluster.cache.wait_for_sync(10)
+        full = await cluster.client.list(CONFIGMAPS)
+        assert [(o["kind"], o["data"]) for o in full] == [("ConfigMap", listed["data"])]
+        plane.create("configmaps", shard_cm("watched", "b"))
+        relabel(plane, "listed", "c")
+        await eventually(lambda: [o["metadata"]["labels"]["shard"] for o in seen] == ["a", "b", "c"], "events")
+        cached = await cluster.client.list(CONFIGMAPS, alias="fleet")
+    assert {o["kind"] for o in [*seen, *cached]} == {"PartialObjectMetadata"}
+    assert all(set(o) == {"kind", "apiVersion", "metadata"} for o in [*seen, *cached]), "no data sent"
+    assert {o["metadata"]["name"]: o["metadata"]["labels"] for o in cached} == {
+        "listed": {"shard": "c"}, "watched": {"shard": "b"}}  # fmt: skip
+    assert counters.get_as("metadata", "list", "configmaps") == 1
+    assert counters.get_as("metadata", "watch", "configmaps") >= 1
+    assert counters.get_as("json", "list", "configmaps") == 1  # the full view's
