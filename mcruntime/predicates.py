@@ -44,6 +44,10 @@ def _not_status(o: Mapping[str, Any]) -> tuple[Any, ...]:
 not_status_only: Predicate = _changed(_not_status)
 """Updates that touch more than the status (spec, labels, annotations, finalizers, deletion):
 for watches of objects whose status another controller writes often."""
+not_status_or_finalizers_only: Predicate = _changed(lambda o: _not_status(o)[:-1])
+"""As `not_status_only`, and a change of finalizers alone is ignored too: for watches of
+objects another controller (the one that finalizes them) adds its finalizer to, when
+what the watcher writes does not follow from the finalizers."""
 labels_changed: Predicate = _changed(lambda o: get_str_map(o, "metadata.labels"))
 annotations_changed: Predicate = _changed(lambda o: get_str_map(o, "metadata.annotations"))
 

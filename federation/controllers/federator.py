@@ -82,7 +82,7 @@ from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj, split_key
 from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, UnlessOwnWrite, request_key, version_of
-from mcruntime.predicates import not_status_only
+from mcruntime.predicates import not_status_only, not_status_or_finalizers_only
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -723,14 +723,15 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         EnqueueRequestsFromMapFunc(routes.wds_of_location, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=LOCAL,
     )
-    # a copy's status is the cell's to write (often); only its spec and metadata are ours
+    # a copy's status is the cell's to write (often), and so is its finalizer (the cell WD
+    # controller's, added once per copy): only its spec, labels and annotations are ours
     to_wd = EnqueueRequestsFromMapFunc(routes.wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED)
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
         UnlessOwnWrite(federator.copy_writes, to_wd, request_key),
         clusters=CELLS,
         label_selector=CELL_COPIES_SELECTOR,
-        predicates=[not_status_only],
+        predicates=[not_status_or_finalizers_only],
     )
     to_wds = EnqueueRequestsFromMapFunc(federator.namespace_event, cluster_name=ClusterName.PRESERVE_MAPPED)
     ctrl.watch(

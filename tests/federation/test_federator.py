@@ -820,6 +820,18 @@ async def test_own_write_echoes_cost_no_reconcile(tmp_path: Path) -> None:
         # `UnlessOwnWrite` every echo wakes one: 3 here, the claim's and each copy's.
         created = recording.requests.count(api)
         assert created in (1, 2), recording.requests
+        # the cell WD controller's finalizer on a copy (another writer, but nothing the
+        # federator writes follows from it): no reconcile either
+        cell_finalizer = str(Finalizer.WORKLOAD_DEPLOYMENT_CONTROLLER)
+        WDs(f, "dfw-1").edit(downstream, "api", lambda o: o["metadata"].update(finalizers=[cell_finalizer]))
+
+        async def finalized() -> bool:
+            found = await cells[0].get_or_none(WORKLOAD_DEPLOYMENTS, "api", namespace=downstream)
+            return cell_finalizer in (found or {}).get("metadata", {}).get("finalizers", [])
+
+        await eventually(finalized, "the caches show the cells' finalizers")
+        assert await all_idle(mgr)
+        assert recording.requests.count(api) == created, recording.requests
         web.edit("default", "api", lambda o: o["spec"].update(replicas=4))
         updated = {"dfw-1": (1, 0), "dfw-2": (3, 1)}  # the first ordinals stay where they are
         await eventually(lambda: shares(f, "api") == updated, "the copies updated")

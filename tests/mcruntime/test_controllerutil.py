@@ -335,6 +335,32 @@ def test_the_status_only_predicate_lets_spec_and_metadata_changes_through() -> N
     assert predicates.not_status_only(ObjectEvent(EventType.DELETED, "x", obj=base))
 
 
+@pytest.mark.parametrize(
+    ("change", "not_status", "nor_finalizers"),
+    [
+        ({"status": {"n": 2}}, False, False),
+        ({"metadata": {"finalizers": ["cell"]}}, True, False),
+        ({"metadata": {"finalizers": ["cell"], "labels": {"a": "2"}}}, True, True),
+        ({"metadata": {"generation": 2}}, True, True),
+        ({"metadata": {"annotations": {"b": "1"}}}, True, True),
+        ({"metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"}}, True, True),
+    ],
+)
+def test_the_finalizers_only_predicate_ignores_a_finalizer_added_by_another_controller(
+    change: dict[str, Any], not_status: bool, nor_finalizers: bool
+) -> None:
+    """A copy's finalizer is the cell WD controller's: the federator's copy watch passes
+    every change `not_status_only` passes but a change of finalizers alone."""
+    import orjson
+
+    base = {"metadata": {"name": "x", "generation": 1, "labels": {"a": "1"}}, "status": {"n": 1}}
+    new = {**base, **change, "metadata": {**base["metadata"], **change.get("metadata", {})}}
+    event = ObjectEvent(EventType.MODIFIED, "x", obj=new, old_raw=orjson.dumps(base))
+    assert predicates.not_status_only(event) is not_status
+    assert predicates.not_status_or_finalizers_only(event) is nor_finalizers
+    assert predicates.not_status_or_finalizers_only(ObjectEvent(EventType.DELETED, "x", obj=base))
+
+
 async def test_delete_exact_hits_only_the_object_it_read(apiserver: EmbeddedAPIServer, cluster: Cluster) -> None:
     """The UID is the precondition: an object that took the name meanwhile survives (409),
     and an object already gone is not an error."""
