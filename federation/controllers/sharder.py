@@ -42,6 +42,7 @@ from mcruntime.fields import get_mapping, get_str, get_str_map
 from mcruntime.handlers import ClusterName, EnqueueRequestForObject, EnqueueRequestsFromMapFunc
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
+from mcruntime.objects import split_key
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
@@ -107,12 +108,12 @@ class Sharder:
 
     def every_one(self, _cluster: str, _lease: dict[str, Any]) -> list[Request]:
         """Membership changed: every project WD (Workload) is decided again."""
+        # from the stores' keys: a membership change (several while replicas start) decodes no object
         found: dict[Request, None] = {}
         for project in project_clusters(self.mgr):
             for alias in ("", FLEET):
-                for obj in project.cache.informer_of(self.resource, alias).store.list():
-                    namespace, name = get_str(obj, "metadata.namespace"), get_str(obj, "metadata.name")
-                    found[Request(project.name, namespace, name)] = None
+                for key in project.cache.informer_of(self.resource, alias).store:
+                    found[Request(project.name, *split_key(key))] = None
         return list(found)
 
 
