@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from mcruntime.fields import get_str
-from mcruntime.handlers import EventHandler, RequestSink
+from mcruntime.handlers import EnqueueRequestForObject, EventHandler, RequestSink
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.objects import Obj, split_key
 from mcruntime.request import Request
@@ -126,26 +126,6 @@ class OwnWrites(Generic[K]):
         return len(self._answers)
 
 
-class EnqueueUnlessOwnWrite(EventHandler):
-    """The object itself, in the cluster it came from (`EnqueueRequestForObject`), except
-    an update that shows exactly the answer `writes` remembers for it: the controller's
-    own write coming back through its watch. Every other state of the object (another
-    writer's, a newer one, a deletion) is enqueued as usual; a deletion forgets the answer."""
-
-    def __init__(self, writes: OwnWrites[Request]) -> None:
-        self.writes = writes
-
-    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
-        # from the event's key: only an update's object is read (a cold start's adds are not decoded)
-        namespace, name = split_key(event.key)
-        request = Request(source_cluster, namespace, name)
-        if event.type is EventType.DELETED:
-            self.writes.forget(request)  # no event of that write will come
-        elif event.type is EventType.MODIFIED and self.writes.observed(request, event.obj):
-            return
-        sink.enqueue(request)
-
-
 def request_key(source_cluster: str, event: ObjectEvent) -> Request:
     """An event's object as a request: the cluster it came from, its namespace and name."""
     namespace, name = split_key(event.key)
@@ -177,3 +157,11 @@ class UnlessOwnWrite(EventHandler, Generic[K]):
         elif key in self.writes and self.writes.observed(key, event.obj):
             return
         await self.inner.handle(source_cluster, event, sink)
+
+
+class EnqueueUnlessOwnWrite(UnlessOwnWrite[Request]):
+    """The object itself, in the cluster it came from (`EnqueueRequestForObject`), except
+    its controller's own write coming back (`UnlessOwnWrite`, keyed by the request)."""
+
+    def __init__(self, writes: OwnWrites[Request]) -> None:
+        super().__init__(writes, EnqueueRequestForObject(), request_key)

@@ -262,7 +262,7 @@ def handed_over(mgr: Manager, projector: InstanceProjector) -> MapFunc:
         namespace, name = get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name")
         try:
             found = await project.client.list_live(
-                INSTANCES, namespace=namespace, label_selector=f"{Label.WORKLOAD_DEPLOYMENT_NAME}={name}"
+                INSTANCES, namespace=namespace, label_selector=f"{WD_NAME_LABEL}={name}"
             )
         except (APIError, TransportError) as exc:
             log.warning("project %s: projections of WD %s/%s not read after its hand-over: %s",
@@ -294,15 +294,19 @@ def adopted_of_copy(mgr: Manager, projector: InstanceProjector) -> MapFunc:
         return [
             req
             for req, adopted in list(projector.adopting.items())
-            if (req.cluster, req.namespace) == (ref.project, ref.namespace)
-            and get_str_map(adopted, "metadata.labels").get(WD_NAME_LABEL) == ref.name
+            if (req.cluster, req.namespace) == (ref.project, ref.namespace) and _wd_name(adopted) == ref.name
         ]
 
     return mapped
 
 
+def _wd_name(projection: Obj) -> str:
+    """The project WD a projection (or a cell Instance) names in its labels ("" for none)."""
+    return get_str_map(projection, "metadata.labels").get(WD_NAME_LABEL, "")
+
+
 def _wd_cached(mgr: Manager, req: Request, projection: Obj) -> bool:
-    project, name = mgr.clusters.get(req.cluster), get_str_map(projection, "metadata.labels").get(WD_NAME_LABEL, "")
+    project, name = mgr.clusters.get(req.cluster), _wd_name(projection)
     return (
         project is not None
         and project.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(name, namespace=req.namespace) is not None
@@ -317,7 +321,7 @@ def wd_names(mgr: Manager, req: Request, adopting: Mapping[Request, Obj] | None 
     project = mgr.get_cluster(req.cluster)
     cached = project.cache.informer_of(INSTANCES).get(req.name, namespace=req.namespace)
     cached = cached or (adopting or {}).get(req)
-    labelled = get_str_map(cached, "metadata.labels").get(str(Label.WORKLOAD_DEPLOYMENT_NAME)) if cached else None
+    labelled = _wd_name(cached) if cached else None
     if labelled:
         names[labelled] = None
     key = upstream_key(req.cluster, req.namespace)
@@ -376,7 +380,7 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     # the projections, but not the projector's own write coming back (`EnqueueUnlessOwnWrite`)
     ctrl.watch(
         INSTANCES, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
-        label_selector=str(Label.WORKLOAD_DEPLOYMENT_NAME),
+        label_selector=WD_NAME_LABEL,
         indexers={CONTROLLER_UID: controller_uid, PROJECTED_FROM_INDEX: projected_from},
     )  # fmt: skip
     # a project WD's status changes all the time (the status projector writes it) and no

@@ -178,6 +178,21 @@ class Shards:
             await self.stop(shard)
 
 
+def member_lease(mgmt: Plane, shard: str, *, duration: int) -> None:
+    """A shard's membership Lease in the ring, as if it joined and renewed just now (the
+    shard itself never runs: it stays alive for `duration` seconds, then turns dead)."""
+    now = format_time(time.time())
+    mgmt.create(
+        "leases",
+        {
+            "metadata": {"name": shard, "namespace": LEASE_NAMESPACE, "labels": {str(Label.SHARD_RING): RING}},
+            "spec": {"holderIdentity": shard, "leaseDurationSeconds": duration, "acquireTime": now, "renewTime": now},
+        },
+        group="coordination.k8s.io",
+        version="v1",
+    )
+
+
 def labels(f: Fleet) -> dict[str, dict[str, str]]:
     return {wd["metadata"]["name"]: wd["metadata"].get("labels") or {} for wd in WDs(f, "web").list("default")}
 
@@ -329,18 +344,7 @@ async def test_a_dead_shards_wds_are_reassigned(tmp_path: Path) -> None:
         shards = Shards(tg, tmp_path, recorder)
         mgmt = Plane(f.management)
         # a shard that joined and then stopped: its Lease was renewed once, just now
-        mgmt.create(
-            "leases",
-            {
-                "metadata": {
-                    "name": "shard-gone", "namespace": LEASE_NAMESPACE, "labels": {str(Label.SHARD_RING): RING}
-                },
-                "spec": {"holderIdentity": "shard-gone", "leaseDurationSeconds": 2,
-                         "acquireTime": format_time(time.time()), "renewTime": format_time(time.time())},
-            },
-            group="coordination.k8s.io",
-            version="v1",
-        )  # fmt: skip
+        member_lease(mgmt, "shard-gone", duration=2)
         try:
             await shards.start("shard-a")
             await shards.joined("shard-a", "shard-gone")
@@ -765,16 +769,7 @@ async def test_a_dead_shards_companion_share_is_withdrawn_by_the_survivors(tmp_p
         web, mgmt, cell = Plane(f.server("web")), Plane(f.management), Plane(f.server("cell-dfw"))
         # another shard, alive for now (renewed for an hour): it owns no WD here (names picked
         # so), but holds a share of the companion, as a shard whose WDs referenced it had
-        mgmt.create(
-            "leases",
-            {
-                "metadata": {"name": "shard-x", "namespace": LEASE_NAMESPACE, "labels": {str(Label.SHARD_RING): RING}},
-                "spec": {"holderIdentity": "shard-x", "leaseDurationSeconds": 3600,
-                         "acquireTime": format_time(time.time()), "renewTime": format_time(time.time())},
-            },
-            group="coordination.k8s.io",
-            version="v1",
-        )  # fmt: skip
+        member_lease(mgmt, "shard-x", duration=3600)
         try:
             await shards.start("shard-a")
             await shards.joined("shard-a", "shard-x")
