@@ -25,7 +25,8 @@ data directory, which it restarts from (`seed`). Per run: seconds until every re
 writes that follow are not waited for (on the shared 2-core machine they outlasted 300 s
 at 10k). The issue's size is 100k; a reduced N is what fits here.
 
-Run: python bench/bench_sharding.py [--projects P] [--wds W] [--lease S] [--cold N] [--smoke]"""
+Run: python bench/bench_sharding.py [--projects P] [--wds W] [--lease S] [--cold N] [--shards 1,2,3]
+[--no-unsharded] [--smoke]"""
 
 from __future__ import annotations
 
@@ -139,6 +140,8 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             if n:
                 await until(lambda: as_the_ring_says(f, projects, names, total), args.timeout, managers, peaks)
             cpu = {m.name: cpu_seconds(m.pid) - cpu0[m.name] for m in managers}
+            if args.metrics:
+                await save_metrics(args.metrics, label, managers)
             await asyncio.sleep(args.settle)  # statuses and the last label writes
             writes = await federation_writes(f, projects) - writes0 - total
             sharder = await _sharder(f) if n else ""
@@ -300,6 +303,17 @@ async def _synced(m: Manager, session: aiohttp.ClientSession, clusters: int, wit
     raise RuntimeError(f"{m.name}: its clusters not synced within {within}s")
 
 
+async def save_metrics(directory: Path, label: str, managers: list[Manager]) -> None:
+    """Each replica's /metrics at convergence (reconciles per controller, requests per verb,
+    watch events per view), to tell where a replica's CPU goes."""
+    directory.mkdir(parents=True, exist_ok=True)
+    async with aiohttp.ClientSession() as session:
+        for m in managers:
+            async with session.get(f"http://127.0.0.1:{m.metrics_port}/metrics") as resp:
+                text = await resp.text()
+            (directory / f"{label.replace(' ', '_').replace(',', '')}-{m.name}.prom").write_text(text)
+
+
 async def _sharder(f: Fleet) -> str:
     """The note "; sharder <shard>": who holds the sharder Lease (its identity is `<shard>_<uuid>`)."""
     items = await f.list("management", "/apis/coordination.k8s.io/v1/namespaces/default/leases")
@@ -331,7 +345,7 @@ def _each(values: dict[str, float], fmt: str) -> str:
 async def main(args: argparse.Namespace) -> None:
     rep = report("bench_sharding", {"projects": args.projects, "wds_per_project": args.wds, "lease_s": args.lease,
                                     "shards": args.shards, "cold": args.cold})  # fmt: skip
-    for n in [None, *args.shards]:
+    for n in [None, *args.shards] if args.unsharded else args.shards:
         if args.cold:
             await cold_start(args, n, rep)
         else:
@@ -347,9 +361,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=2.0, help="seconds after convergence before counting writes")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--cold", type=int, default=0, help="a cold start of this many WDs instead of the fan-out")
+    parser.add_argument("--metrics", type=Path, help="save each replica's /metrics at convergence in this directory")
     parser.add_argument("--smoke", action="store_true", help="1 project x 20 WDs, 1 and 2 shards")
+    parser.add_argument("--shards", type=lambda v: [int(n) for n in v.split(",")], default=[1, 2, 3],
+                        help="the shard counts to run, comma-separated (default 1,2,3)")
+    parser.add_argument("--no-unsharded", dest="unsharded", action="store_false",
+                        help="skip the unsharded replica's run (e.g. while profiling the shards)")
     args = parser.parse_args(argv)
-    args.shards = [1, 2, 3]
     if args.smoke:
         args.projects, args.wds, args.lease, args.settle, args.shards = 1, 20, 3.0, 1.0, [1, 2]
     return args

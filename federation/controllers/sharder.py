@@ -17,7 +17,10 @@ Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_d
 - every WD labelled as the ring says; a move drains first and assigns once acknowledged
   (test_shards_share_the_wds_and_hand_them_over_without_double_work);
 - a dead shard's WDs reassigned directly (test_a_dead_shards_wds_are_reassigned);
-- zero writes once assigned (test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease)."""
+- zero writes once assigned (test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease);
+- its own label write costs no second reconcile: the write's echo (the object in the view
+  its new label selects, or a removal from the view it left) wakes nothing
+  (test_the_sharders_own_label_write_costs_no_second_reconcile)."""
 
 from __future__ import annotations
 
@@ -39,10 +42,11 @@ from federation.fleet.sharding import (
 )
 from mcruntime.cluster import Cluster
 from mcruntime.fields import get_mapping, get_str, get_str_map
-from mcruntime.handlers import ClusterName, EnqueueRequestForObject, EnqueueRequestsFromMapFunc
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, RequestSink
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.objects import split_key
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, request_key
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
@@ -73,6 +77,7 @@ class Sharder:
         self.resource = resource
         self.hash_key = hash_key
         self.rings = Rings()
+        self.writes: OwnWrites[Request] = OwnWrites()  # each label patch's answer, until its echo
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project, and its WD or Workload (cache)
@@ -81,6 +86,8 @@ class Sharder:
         # 2. early exit: gone (a deleting one still needs its owner to finalize it)
         if obj is None:
             return Result()
+        # this sharder's last label write, if its echo has not come yet
+        obj = self.writes.latest(req, obj) or obj
         # 3. desired: the pure decision over the ring of available shards
         # (the ring's Leases: their view selects `lease_selector`, so no selector to parse again here)
         leases = await self.mgr.local.client.list(LEASES, namespace=self.options.lease_namespace)
@@ -94,7 +101,10 @@ class Sharder:
             return Result()
         # 5. write the difference: one label patch, only onto the version decided on
         patch = {"metadata": {"labels": decision.labels_patch(SHARD_LABELS), "resourceVersion": _rv(obj)}}
-        await project.client.patch(self.resource, req.name, patch, namespace=req.namespace, field_manager=FIELD_MANAGER)
+        answer = await project.client.patch(
+            self.resource, req.name, patch, namespace=req.namespace, field_manager=FIELD_MANAGER
+        )
+        self.writes.remember(req, obj, answer)
         return Result()
 
     async def _cached(self, project: Cluster, req: Request) -> dict[str, Any] | None:
@@ -106,6 +116,12 @@ class Sharder:
                 return found
         return None
 
+    def held(self, req: Request) -> bool:
+        """Whether either view of the project holds the object (from the stores' keys)."""
+        project = self.mgr.get_cluster(req.cluster)
+        key = f"{req.namespace}/{req.name}" if req.namespace else req.name
+        return any(key in project.cache.informer_of(self.resource, alias).store for alias in ("", FLEET))
+
     def every_one(self, _cluster: str, _lease: dict[str, Any]) -> list[Request]:
         """Membership changed: every project WD (Workload) is decided again."""
         # from the stores' keys: a membership change (several while replicas start) decodes no object
@@ -115,6 +131,27 @@ class Sharder:
                 for key in project.cache.informer_of(self.resource, alias).store:
                     found[Request(project.name, *split_key(key))] = None
         return list(found)
+
+
+class AssignmentEvents(EnqueueUnlessOwnWrite):
+    """The object's events as the sharder needs them: not its own label write coming back
+    (the answer it remembers, arriving in the view the new label selects), and not a
+    removal from a view. A removal is the object deleted (nothing to assign) or relabelled
+    into the other view (a label write: this sharder's own, or another writer's, whose
+    arrival in the other view brings it back), so it decides nothing either way; the
+    answer is forgotten once neither view holds the object."""
+
+    def __init__(self, sharder: Sharder) -> None:
+        super().__init__(sharder.writes)
+        self.sharder = sharder
+
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        if event.type is EventType.DELETED:
+            req = request_key(source_cluster, event)
+            if not self.sharder.held(req):
+                self.writes.forget(req)
+            return
+        await super().handle(source_cluster, event, sink)
 
 
 def _rv(obj: dict[str, Any]) -> str:
@@ -134,9 +171,11 @@ def register(mgr: Manager, options: ShardingOptions) -> None:
         ctrl = mgr.new_controller(name, sharder, workers=workers)
         # every one: this shard's in its shard's view (in full: its controllers' view), the
         # others' past it, sent as their metadata only (no spec or status to receive and
-        # decode) and kept as the assignment reads them (`assignment_identity`)
-        ctrl.for_(resource, clusters=PROJECTS, predicates=[labels_changed])
-        ctrl.watch(resource, EnqueueRequestForObject(), clusters=PROJECTS, predicates=[labels_changed], alias=FLEET,
+        # decode) and kept as the assignment reads them (`assignment_identity`); neither
+        # view wakes it for its own label write (`AssignmentEvents`)
+        events = AssignmentEvents(sharder)
+        ctrl.watch(resource, events, clusters=PROJECTS, predicates=[labels_changed])
+        ctrl.watch(resource, events, clusters=PROJECTS, predicates=[labels_changed], alias=FLEET,
                    label_selector=options.others_selector, transform=assignment_identity,
                    metadata_only=True)  # fmt: skip
         ctrl.watch(
