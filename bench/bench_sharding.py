@@ -306,12 +306,18 @@ async def _synced(m: Manager, session: aiohttp.ClientSession, clusters: int, wit
 async def save_metrics(directory: Path, label: str, managers: list[Manager]) -> None:
     """Each replica's /metrics at convergence (reconciles per controller, requests per verb,
     watch events per view), to tell where a replica's CPU goes."""
-    directory.mkdir(parents=True, exist_ok=True)
+    texts: dict[str, str] = {}
     async with aiohttp.ClientSession() as session:
         for m in managers:
             async with session.get(f"http://127.0.0.1:{m.metrics_port}/metrics") as resp:
-                text = await resp.text()
-            (directory / f"{label.replace(' ', '_').replace(',', '')}-{m.name}.prom").write_text(text)
+                texts[m.name] = await resp.text()
+
+    def write() -> None:
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, text in texts.items():
+            (directory / f"{label.replace(' ', '_').replace(',', '')}-{name}.prom").write_text(text)
+
+    await asyncio.to_thread(write)
 
 
 async def _sharder(f: Fleet) -> str:
@@ -363,10 +369,18 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cold", type=int, default=0, help="a cold start of this many WDs instead of the fan-out")
     parser.add_argument("--metrics", type=Path, help="save each replica's /metrics at convergence in this directory")
     parser.add_argument("--smoke", action="store_true", help="1 project x 20 WDs, 1 and 2 shards")
-    parser.add_argument("--shards", type=lambda v: [int(n) for n in v.split(",")], default=[1, 2, 3],
-                        help="the shard counts to run, comma-separated (default 1,2,3)")
-    parser.add_argument("--no-unsharded", dest="unsharded", action="store_false",
-                        help="skip the unsharded replica's run (e.g. while profiling the shards)")
+    parser.add_argument(
+        "--shards",
+        type=lambda v: [int(n) for n in v.split(",")],
+        default=[1, 2, 3],
+        help="the shard counts to run, comma-separated (default 1,2,3)",
+    )
+    parser.add_argument(
+        "--no-unsharded",
+        dest="unsharded",
+        action="store_false",
+        help="skip the unsharded replica's run (e.g. while profiling the shards)",
+    )
     args = parser.parse_args(argv)
     if args.smoke:
         args.projects, args.wds, args.lease, args.settle, args.shards = 1, 20, 3.0, 1.0, [1, 2]
