@@ -116,12 +116,6 @@ class Sharder:
                 return found
         return None
 
-    def held(self, req: Request) -> bool:
-        """Whether either view of the project holds the object (from the stores' keys)."""
-        project = self.mgr.get_cluster(req.cluster)
-        key = f"{req.namespace}/{req.name}" if req.namespace else req.name
-        return any(key in project.cache.informer_of(self.resource, alias).store for alias in ("", FLEET))
-
     def every_one(self, _cluster: str, _lease: dict[str, Any]) -> list[Request]:
         """Membership changed: every project WD (Workload) is decided again."""
         # from the stores' keys: a membership change (several while replicas start) decodes no object
@@ -138,18 +132,13 @@ class AssignmentEvents(EnqueueUnlessOwnWrite):
     (the answer it remembers, arriving in the view the new label selects), and not a
     removal from a view. A removal is the object deleted (nothing to assign) or relabelled
     into the other view (a label write: this sharder's own, or another writer's, whose
-    arrival in the other view brings it back), so it decides nothing either way; the
-    answer is forgotten once neither view holds the object."""
-
-    def __init__(self, sharder: Sharder) -> None:
-        super().__init__(sharder.writes)
-        self.sharder = sharder
+    arrival in the other view brings it back), so it decides nothing either way."""
 
     async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
         if event.type is EventType.DELETED:
-            req = request_key(source_cluster, event)
-            if not self.sharder.held(req):
-                self.writes.forget(req)
+            # the state the sharder's own write was made over, leaving the view: the answer
+            # stays for its arrival in the other; any other (a deletion) drops it (`latest`)
+            self.writes.latest(request_key(source_cluster, event), event.obj)
             return
         await super().handle(source_cluster, event, sink)
 
@@ -173,7 +162,7 @@ def register(mgr: Manager, options: ShardingOptions) -> None:
         # others' past it, sent as their metadata only (no spec or status to receive and
         # decode) and kept as the assignment reads them (`assignment_identity`); neither
         # view wakes it for its own label write (`AssignmentEvents`)
-        events = AssignmentEvents(sharder)
+        events = AssignmentEvents(sharder.writes)
         ctrl.watch(resource, events, clusters=PROJECTS, predicates=[labels_changed])
         ctrl.watch(resource, events, clusters=PROJECTS, predicates=[labels_changed], alias=FLEET,
                    label_selector=options.others_selector, transform=assignment_identity,
