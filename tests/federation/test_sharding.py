@@ -419,7 +419,8 @@ async def test_the_sharders_own_label_write_costs_no_second_reconcile(tmp_path: 
     relabelled in the view of the other shards' WDs, or gone from it and arrived in its own
     shard's view) wakes nothing. Without it each assignment costs at least two (the echo
     always comes: during the reconcile it marks the request dirty, after it enqueues it). A
-    second reconcile is left only when the echo outran the patch's answer."""
+    second reconcile is left only when the echo outran the patch's answer. Each decision reads
+    the ring's Leases from the sharder's view of them: no LIST of Leases per WD."""
     recorder = Recorder()
     async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
         tg = await stack.enter_async_context(anyio.create_task_group())
@@ -429,6 +430,7 @@ async def test_the_sharders_own_label_write_costs_no_second_reconcile(tmp_path: 
             assert await shards.idle()  # the joins' re-decisions done before the WDs come
             for shard, manager in shards.managers.items():
                 recorder.wrap(manager, shard, "sharder")
+            lease_lists = f.server("management").plane.counters.get("list", "leases.coordination.k8s.io")
             for i in range(N_WDS):
                 WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 1))
             await eventually(lambda: assigned_as_the_ring_says(f, ["shard-a", "shard-b"]), "assigned", within=30)
@@ -442,6 +444,7 @@ async def test_the_sharders_own_label_write_costs_no_second_reconcile(tmp_path: 
             assert set(per_wd) == set(owners), per_wd
             assert sum(per_wd.values()) <= N_WDS * 3 // 2, per_wd
             assert sum(1 for n in per_wd.values() if n == 1) >= N_WDS // 2, per_wd
+            assert f.server("management").plane.counters.get("list", "leases.coordination.k8s.io") == lease_lists
         finally:
             await shards.stop_all()
 
