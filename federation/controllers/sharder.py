@@ -28,6 +28,8 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 from federation.api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.fleet.fleetview import FLEET, PROJECTS, project_clusters
 from federation.fleet.sharding import (
@@ -42,16 +44,16 @@ from federation.fleet.sharding import (
 )
 from mcruntime.cluster import Cluster
 from mcruntime.fields import get_mapping, get_str, get_str_map
-from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, RequestSink
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, EventHandler, RequestSink
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.objects import split_key
-from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, request_key
+from mcruntime.ownwrites import OwnWrites, request_key
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
 from mcruntime.resources import LEASES, Resource
-from mcruntime.sharding import Action, sharder_decision
+from mcruntime.sharding import Action, Decision, sharder_decision
 from mcruntime.source import LOCAL
 
 NAME = "sharder"
@@ -78,6 +80,7 @@ class Sharder:
         self.hash_key = hash_key
         self.rings = Rings()
         self.writes: OwnWrites[Request] = OwnWrites()  # each label patch's answer, until its echo
+        self._leases: tuple[tuple[bytes, ...], list[dict[str, Any]]] = ((), [])  # as cached, and decoded
 
     async def reconcile(self, req: Request) -> Result:
         # 1. the project, and its WD or Workload (cache)
@@ -89,13 +92,7 @@ class Sharder:
         # this sharder's last label write, if its echo has not come yet
         obj = self.writes.latest(req, obj) or obj
         # 3. desired: the pure decision over the ring of available shards
-        # (the ring's Leases: their view selects `lease_selector`, so no selector to parse again here)
-        leases = await self.mgr.local.client.list(LEASES, namespace=self.options.lease_namespace)
-        states = shard_states(leases, time.time())
-        ring = self.rings.of(available(states))
-        decision = sharder_decision(
-            get_str_map(obj, "metadata.labels"), SHARD_LABELS, self.hash_key(req.cluster, obj), ring, states
-        )
+        decision = self.decide(req.cluster, obj)
         # 4. compare: nothing to do at steady state
         if decision.action is Action.NOTHING:
             return Result()
@@ -106,6 +103,29 @@ class Sharder:
         )
         self.writes.remember(req, obj, answer)
         return Result()
+
+    def decide(self, cluster: str, obj: Mapping[str, Any]) -> Decision:
+        """The pure decision (`sharder_decision`) on `obj` of project `cluster`, over the
+        ring of the shards available now."""
+        states = shard_states(self._ring_leases(), time.time())
+        return sharder_decision(
+            get_str_map(obj, "metadata.labels"), SHARD_LABELS, self.hash_key(cluster, obj),
+            self.rings.of(available(states)), states,
+        )  # fmt: skip
+
+    def _ring_leases(self) -> list[dict[str, Any]]:
+        """The ring's Leases from the sharder's view of them (it selects `lease_selector` in
+        the lease namespace), decoded again only when one changed: every event and every
+        decision reads them, a renewal changes one every few seconds."""
+        raws = tuple(raw for _, raw in self.mgr.local.cache.informer_of(LEASES).store.items_raw())
+        if raws != self._leases[0]:
+            self._leases = (raws, [orjson.loads(raw) for raw in raws])
+        return self._leases[1]
+
+    def needs_write(self, cluster: str, obj: Mapping[str, Any]) -> bool:
+        """Whether the decision on `obj` is a write (an object already labelled as the ring
+        says needs no reconcile: a membership change re-decides every one, `every_one`)."""
+        return self.decide(cluster, obj).action is not Action.NOTHING
 
     async def _cached(self, project: Cluster, req: Request) -> dict[str, Any] | None:
         """The object from this shard's view, else the others' (it moves between the two as
@@ -127,20 +147,30 @@ class Sharder:
         return list(found)
 
 
-class AssignmentEvents(EnqueueUnlessOwnWrite):
-    """The object's events as the sharder needs them: not its own label write coming back
-    (the answer it remembers, arriving in the view the new label selects), and not a
-    removal from a view. A removal is the object deleted (nothing to assign) or relabelled
-    into the other view (a label write: this sharder's own, or another writer's, whose
-    arrival in the other view brings it back), so it decides nothing either way."""
+class AssignmentEvents(EventHandler):
+    """The object's events as the sharder needs them: only those whose decision is a write
+    (`needs_write`: a cold start's objects, labelled as the ring says, wake nothing), and
+    neither its own label write coming back (the answer it remembers, arriving in the view
+    the new label selects) nor a removal from a view. A removal is the object deleted
+    (nothing to assign) or relabelled into the other view (a label write: this sharder's
+    own, or another writer's, whose arrival in the other view brings it back), so it
+    decides nothing either way."""
+
+    def __init__(self, writes: OwnWrites[Request], needs_write: Callable[[str, Mapping[str, Any]], bool]) -> None:
+        self.writes = writes
+        self.needs_write = needs_write
 
     async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        req = request_key(source_cluster, event)
         if event.type is EventType.DELETED:
             # the state the sharder's own write was made over, leaving the view: the answer
             # stays for its arrival in the other; any other (a deletion) drops it (`latest`)
-            self.writes.latest(request_key(source_cluster, event), event.obj)
+            self.writes.latest(req, event.obj)
             return
-        await super().handle(source_cluster, event, sink)
+        if req in self.writes and self.writes.observed(req, event.obj):
+            return  # its own write
+        if self.needs_write(source_cluster, event.obj):
+            sink.enqueue(req)
 
 
 def _rv(obj: dict[str, Any]) -> str:
@@ -162,7 +192,7 @@ def register(mgr: Manager, options: ShardingOptions) -> None:
         # others' past it, sent as their metadata only (no spec or status to receive and
         # decode) and kept as the assignment reads them (`assignment_identity`); neither
         # view wakes it for its own label write (`AssignmentEvents`)
-        events = AssignmentEvents(sharder.writes)
+        events = AssignmentEvents(sharder.writes, sharder.needs_write)
         ctrl.watch(resource, events, clusters=PROJECTS, predicates=[labels_changed])
         ctrl.watch(resource, events, clusters=PROJECTS, predicates=[labels_changed], alias=FLEET,
                    label_selector=options.others_selector, transform=assignment_identity,

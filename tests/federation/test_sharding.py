@@ -420,7 +420,8 @@ async def test_the_sharders_own_label_write_costs_no_second_reconcile(tmp_path: 
     shard's view) wakes nothing. Without it each assignment costs at least two (the echo
     always comes: during the reconcile it marks the request dirty, after it enqueues it). A
     second reconcile is left only when the echo outran the patch's answer. Each decision reads
-    the ring's Leases from the sharder's view of them: no LIST of Leases per WD."""
+    the ring's Leases from the sharder's view of them: no LIST of Leases per WD. A label
+    change that leaves a WD as the ring says (as a cold start's WDs arrive) wakes nothing."""
     recorder = Recorder()
     async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
         tg = await stack.enter_async_context(anyio.create_task_group())
@@ -445,6 +446,18 @@ async def test_the_sharders_own_label_write_costs_no_second_reconcile(tmp_path: 
             assert sum(per_wd.values()) <= N_WDS * 3 // 2, per_wd
             assert sum(1 for n in per_wd.values() if n == 1) >= N_WDS // 2, per_wd
             assert f.server("management").plane.counters.get("list", "leases.coordination.k8s.io") == lease_lists
+
+            decided = len(recorder.of("sharder"))
+            for name in owners:
+                WDs(f, "web").edit("default", name, lambda wd: wd["metadata"].setdefault("labels", {}).update(team="x"))
+            sharder = next(m for m in shards.managers.values() if m.elector is not None and m.elector.is_leader)
+            own = sharder.get_cluster("web").cache.informer_of(WORKLOAD_DEPLOYMENTS).store
+            await eventually(
+                lambda: own.list() and all(wd["metadata"]["labels"].get("team") == "x" for wd in own.list()),
+                "the sharder's own WDs relabelled in its cache",
+            )
+            assert await shards.idle()
+            assert len(recorder.of("sharder")) == decided, recorder.of("sharder")[decided:]
         finally:
             await shards.stop_all()
 
