@@ -18,9 +18,10 @@ Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_d
   (test_shards_share_the_wds_and_hand_them_over_without_double_work);
 - a dead shard's WDs reassigned directly (test_a_dead_shards_wds_are_reassigned);
 - zero writes once assigned (test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease);
-- its own label write costs no second reconcile: the write's echo (the object in the view
-  its new label selects, or a removal from the view it left) wakes nothing
-  (test_the_sharders_own_label_write_costs_no_second_reconcile)."""
+- one reconcile per assignment: an event wakes it only when the decision on the object is
+  a write, and its own label write's echo (the object in the view its new label selects,
+  or a removal from the view it left) wakes nothing (tests/federation/test_sharder_events.py,
+  test_the_sharders_own_label_write_costs_no_second_reconcile)."""
 
 from __future__ import annotations
 
