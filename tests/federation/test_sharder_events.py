@@ -1,20 +1,28 @@
-"""The sharder's events (`federation/controllers/sharder.py` `AssignmentEvents`): its own
-label write's echo wakes nothing, in whichever order its two views report it; a removal
-from a view decides nothing; another writer's state and a new object are decided when the
-decision on them is a write, and an object labelled as the ring says wakes nothing."""
+"""The sharding controllers' event handlers. The sharder's (`federation/controllers/sharder.py`
+`AssignmentEvents`): its own label write's echo wakes nothing, in whichever order its two
+views report it; a removal from a view decides nothing; another writer's state and a new
+object are decided when the decision on them is a write, and an object labelled as the
+ring says wakes nothing. The drain acknowledger's (`shardacks.py` `Drained`): only objects
+the cache holds drained, told from its drain index, no event decoded."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
 from federation.api.constants import Label
+from federation.api.resources import WORKLOAD_DEPLOYMENTS
+from federation.controllers.shardacks import Drained
 from federation.controllers.sharder import AssignmentEvents
+from federation.fleet.sharding import SHARD_INDEXERS
 from mcruntime.informer import EventType, ObjectEvent
+from mcruntime.manager import Manager
 from mcruntime.ownwrites import OwnWrites
 from mcruntime.request import Request
+from mcruntime.store import Store
 
 KEY = Request("web", "default", "api")
 
@@ -87,3 +95,21 @@ async def test_the_sharders_own_label_write_wakes_nothing(
         await handler.handle("web", event(kind, obj), sink)
     assert sink.requests == [KEY] * enqueued
     assert (KEY in writes) is kept
+
+
+async def test_the_drain_acknowledger_hears_of_drained_objects_only_and_decodes_no_event() -> None:
+    store = Store(SHARD_INDEXERS)
+    drained = wd("7", "shard-a")
+    drained["metadata"]["labels"][str(Label.DRAIN)] = "true"
+    store.put("default/api", drained)
+    store.put("default/web", {"metadata": {**wd("8", "shard-a")["metadata"], "name": "web"}})
+    cluster = SimpleNamespace(cache=SimpleNamespace(informer_of=lambda _resource: SimpleNamespace(store=store)))
+    mgr = cast(Manager, SimpleNamespace(get_cluster=lambda name: cluster))
+    handler, sink = Drained(mgr, WORKLOAD_DEPLOYMENTS), Sink()
+    # raw that is not JSON: decoding it here would fail
+    for kind in (ADDED, MODIFIED):
+        await handler.handle("web", ObjectEvent(kind, "default/api", raw=b"not JSON"), sink)
+        await handler.handle("web", ObjectEvent(kind, "default/web", raw=b"not JSON"), sink)
+    await handler.handle("web", ObjectEvent(DELETED, "default/api", raw=b"not JSON"), sink)
+    await handler.handle("web", ObjectEvent(ADDED, "default/gone", raw=b"not JSON"), sink)
+    assert sink.requests == [KEY, KEY]
