@@ -4,13 +4,11 @@ writing its shard label (DESIGN.md §5).
 
 Request key: (project cluster, project namespace, WD or Workload name).
 Reads (caches): project WDs and Workloads, every one: its own shard's in its shard's views,
-the others (and the unassigned) in the `FLEET` views, metadata-only (PartialObjectMetadata)
-and kept as `assignment_identity` (so each is listed and held once, the others' slim); the
-shard Leases in the management cluster (`sharding.compute.datumapis.com/ring=<ring>`).
+the others (and the unassigned) in the metadata-only `FLEET` views, kept as
+`assignment_identity`; the shard Leases (`sharding.compute.datumapis.com/ring=<ring>`).
 Writes, and alone writes: the shard label on project WDs and Workloads (assign; reassign
 from a dead shard) and the drain label (ask the owner to hand over), one merge patch per
-decision, guarded by the resourceVersion. A WD a Workload controls hashes with its
-Workload, so both land on one shard. Never writes: a spec, a status or other labels,
+decision, guarded by the resourceVersion. Never writes: a spec, a status or other labels,
 anything in cells, the Leases (the shard-lease controller acquires uncertain ones).
 
 Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_decision):
@@ -18,10 +16,8 @@ Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_d
   (test_shards_share_the_wds_and_hand_them_over_without_double_work);
 - a dead shard's WDs reassigned directly (test_a_dead_shards_wds_are_reassigned);
 - zero writes once assigned (test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease);
-- one reconcile per assignment: an event wakes it only when the decision on the object is
-  a write, and its own label write's echo (the object in the view its new label selects,
-  or a removal from the view it left) wakes nothing (tests/federation/test_sharder_events.py,
-  test_the_sharders_own_label_write_costs_no_second_reconcile)."""
+- one reconcile per assignment: only a decision that is a write wakes it, never its own
+  write's echo (test_sharder_events.py, test_the_sharders_own_label_write_costs_no_second_reconcile)."""
 
 from __future__ import annotations
 
