@@ -45,7 +45,7 @@ from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, EventHan
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.objects import split_key
-from mcruntime.ownwrites import OwnWrites, request_key
+from mcruntime.ownwrites import OwnWrites, precedes, request_key, version_of
 from mcruntime.predicates import labels_changed
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
@@ -125,13 +125,15 @@ class Sharder:
         return self.decide(cluster, obj).action is not Action.NOTHING
 
     async def _cached(self, project: Cluster, req: Request) -> dict[str, Any] | None:
-        """The object from this shard's view, else the others' (it moves between the two as
-        its label does, so it may be in neither for a moment: its arrival brings it back)."""
-        for alias in ("", FLEET):
-            found = await project.client.get_or_none(self.resource, req.name, namespace=req.namespace, alias=alias)
-            if found is not None:
-                return found
-        return None
+        """The object from this shard's view or the others', the newer where both hold it: it
+        moves between the two as its label does, each view reporting it on its own watch, so
+        the view it left may still show its state before (a removal decides nothing: the
+        arrival does) and it may be in neither for a moment (its arrival brings it back)."""
+        views = [
+            await project.client.get_or_none(self.resource, req.name, namespace=req.namespace, alias=alias)
+            for alias in ("", FLEET)
+        ]
+        return newest(*views)
 
     def every_one(self, _cluster: str, _lease: dict[str, Any]) -> list[Request]:
         """Membership changed: every project WD (Workload) is decided again."""
@@ -168,6 +170,14 @@ class AssignmentEvents(EventHandler):
             return  # its own write
         if self.needs_write(source_cluster, event.obj):
             sink.enqueue(req)
+
+
+def newest(mine: dict[str, Any] | None, others: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Of an object's states in the sharder's two views, the later (resourceVersions compared
+    as KEP-5504 allows, `precedes`); this shard's view's when they cannot be told apart."""
+    if mine is None or others is None:
+        return mine if others is None else others
+    return others if precedes(version_of(mine), version_of(others)) else mine
 
 
 def _rv(obj: dict[str, Any]) -> str:

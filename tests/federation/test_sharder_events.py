@@ -16,7 +16,7 @@ import pytest
 from federation.api.constants import Label
 from federation.api.resources import WORKLOAD_DEPLOYMENTS
 from federation.controllers.shardacks import Drained
-from federation.controllers.sharder import AssignmentEvents
+from federation.controllers.sharder import AssignmentEvents, newest
 from federation.fleet.sharding import SHARD_INDEXERS
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
@@ -113,3 +113,24 @@ async def test_the_drain_acknowledger_hears_of_drained_objects_only_and_decodes_
     await handler.handle("web", ObjectEvent(DELETED, "default/api", raw=b"not JSON"), sink)
     await handler.handle("web", ObjectEvent(ADDED, "default/gone", raw=b"not JSON"), sink)
     assert sink.requests == [KEY, KEY]
+
+
+@pytest.mark.parametrize(
+    ("mine", "others", "read"),
+    [
+        (None, None, None),
+        (MINE, None, MINE),
+        (None, THEIRS, THEIRS),
+        # handed back by this shard (its drain acknowledged): arrived unlabelled in the others'
+        # view before its removal from this shard's view came; the later state is decided on
+        (wd("6", "shard-a"), wd("8"), wd("8")),
+        # assigned here: arrived in this shard's view, its removal from the others' to come
+        (wd("9", "shard-a"), wd("5"), wd("9", "shard-a")),
+        # not to be told apart (another uid: deleted and made again): this shard's view's
+        (wd("6", "shard-a"), wd("8", uid="u2"), wd("6", "shard-a")),
+    ],
+)
+def test_the_sharder_reads_the_later_of_an_objects_two_cached_states(
+    mine: dict[str, Any] | None, others: dict[str, Any] | None, read: dict[str, Any] | None
+) -> None:
+    assert newest(mine, others) == read
