@@ -148,7 +148,7 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             sharder = await _sharder(f) if n else ""
             rep.add(f"{label}: fan-out wall time ({total} WDs)", wall, "s")
             rep.add(f"{label}: CPU-seconds, busiest replica", max(cpu.values()), "CPU-s", "",
-                    _each(cpu, "{:.1f}") + sharder)  # fmt: skip
+                    _each(cpu, "{:.2f}") + sharder)  # fmt: skip
             rep.add(f"{label}: CPU-seconds, all replicas", sum(cpu.values()), "CPU-s")
             rep.add(f"{label}: peak RSS, largest replica", max(peaks.values(), default=0) / 2**20, "MiB", "",
                     _each({k: v / 2**20 for k, v in peaks.items()}, "{:.0f}") + sharder)  # fmt: skip
@@ -220,11 +220,11 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             total = per * len(projects)
             rep.add(f"cold start {total:,} WDs, {label}: until every replica ready", ready, "s")
             rep.add(f"cold start {total:,} WDs, {label}: CPU-seconds until ready, busiest", max(cpu.values()), "CPU-s",
-                    "", _each(cpu, "{:.1f}") + sharder)  # fmt: skip
+                    "", _each(cpu, "{:.2f}") + sharder)  # fmt: skip
             # a replica ready before the last one goes on with its share meanwhile (an unsharded
             # replica's CPU is read at its own readiness): each one's at its own, too
             rep.add(f"cold start {total:,} WDs, {label}: CPU-seconds at its own readiness, busiest", max(own.values()),
-                    "CPU-s", "", _each(own, "{:.1f}") + sharder)  # fmt: skip
+                    "CPU-s", "", _each(own, "{:.2f}") + sharder)  # fmt: skip
             rep.add(f"cold start {total:,} WDs, {label}: RSS when ready, largest replica", max(rss.values()), "MiB",
                     "", _each(rss, "{:.0f}") + sharder)  # fmt: skip
 
