@@ -252,7 +252,7 @@ class ObjectAPI:
                 if store.get(meta.get("namespace") or "", candidate) is None:
                     meta["name"] = candidate
                     break
-        self._validate(rt, obj, None, opts)
+        checked = self._validate(rt, obj, None, opts)
         meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_rfc3339()
         if rt.has_generation:
@@ -278,7 +278,9 @@ class ObjectAPI:
             opts.admit(rt, obj, None, "")
         if opts.dry_run:
             return Entry(obj)
-        return self.db.commit(store, obj, None)
+        entry = self.db.commit(store, obj, None)
+        entry.valid_under = checked
+        return entry
 
     # ------------------------------------------------------------- update
     def update(
@@ -443,7 +445,7 @@ class ObjectAPI:
                 )
         self._schema_pass(rt, new, opts)
         meta = new["metadata"]  # a converted view is rebuilt by the schema pass
-        self._validate(rt, new, old, opts)
+        checked = self._validate(rt, new, old, opts, old_checked=old_entry.valid_under)
         if rt.has_generation and (
             _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources)
             or (rt.generation_counts_annotations and _annotations_changed(old, new))
@@ -467,7 +469,9 @@ class ObjectAPI:
         store = self.store_for(rt)
         if meta.get("deletionTimestamp") and not self.blocks_removal(rt, new):
             return self.db.delete(store, Entry(new))
-        return self.db.commit(store, new, old_entry)
+        entry = self.db.commit(store, new, old_entry)
+        entry.valid_under = checked
+        return entry
 
     @staticmethod
     def blocks_removal(rt: ResourceType, obj: Obj) -> bool:
@@ -725,7 +729,18 @@ class ObjectAPI:
         obj.clear()
         obj.update(stored)
 
-    def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None, opts: WriteOptions | None = None) -> None:
+    def _validate(
+        self,
+        rt: ResourceType,
+        obj: Obj,
+        old: Obj | None,
+        opts: WriteOptions | None = None,
+        *,
+        old_checked: object | None = None,
+    ) -> object | None:
+        """Raise APIError (422) for an invalid object. Returns the schema the object passed (for
+        Entry.valid_under), or None when it has none. `old_checked`: the old entry's valid_under;
+        when it is this same schema, fields the write left unchanged are not checked again."""
         # built-in kinds validate metadata with kube-apiserver's rules, CRDs and custom resources
         # with apimachinery's (which only warns about finalizer names that are not qualified)
         kube_rules = not rt.custom and rt.group != "apiextensions.k8s.io"
@@ -738,14 +753,20 @@ class ObjectAPI:
         )
         if rt.custom and opts is not None:
             opts.warnings.extend(finalizer_warnings(obj["metadata"], old["metadata"] if old else None))
+        checked: object | None = None
         if rt.custom and rt.schema is not None:
-            errs.extend(e for e in validate(obj, rt.schema) if not e.field.startswith("metadata"))
+            clean_old = old if old is not None and old_checked is rt.schema else None
+            errs.extend(
+                e for e in validate(obj, rt.schema, clean_old=clean_old) if not e.field.startswith("metadata")
+            )
             errs.extend(validate_object(rt.schema, obj, old, errs, opts.warnings if opts is not None else None))
+            checked = rt.schema
         if rt.validate is not None and not errs:
             errs.extend(rt.validate(obj, old))
         if errs:
             name = obj["metadata"].get("name") or obj["metadata"].get("generateName") or ""
             raise errors.invalid_object(rt.kind, rt.group, name, errs)
+        return checked
 
 
 def _prune_and_default(rt: ResourceType, obj: Obj, opts: WriteOptions) -> None:

@@ -10,6 +10,8 @@ import copy
 from functools import lru_cache
 from typing import Any
 
+import orjson
+
 from .cel import format_checker
 from .cel.gostr import go_quote
 from .cel.regex import Matcher, RegexError, compile_re2
@@ -143,14 +145,31 @@ def _default(value: Any, schema: Schema) -> None:
 # ---------------------------------------------------------------- validation
 
 
-def validate(obj: Any, schema: Schema | None, path: str = "") -> list[FieldError]:
+def validate(obj: Any, schema: Schema | None, path: str = "", *, clean_old: Any = None) -> list[FieldError]:
+    """The schema's errors for `obj`. `clean_old`: an earlier version of the object that passed this
+    same schema without an error; a field (or an item at the same index) that is the same in both
+    cannot have one now, so it is not checked again. The errors are the same either way."""
     errs: list[FieldError] = []
     if schema is not None:
-        _validate(obj, schema, path, errs, root=True)
+        _validate(obj, schema, path, errs, root=True, old=clean_old)
     return errs
 
 
-def _validate(value: Any, schema: Schema, path: str, errs: list[FieldError], *, root: bool = False) -> None:
+def unchanged(value: Any, old: Any) -> bool:
+    """Whether `value` is `old` to the schema: equal, and with the same JSON types all the way
+    down (Python's == has True == 1 == 1.0, which a schema tells apart). A key order that differs
+    counts as changed: only a cost, never a wrong answer."""
+    if value is old:
+        return True
+    try:
+        return value == old and orjson.dumps(value) == orjson.dumps(old)
+    except (orjson.JSONEncodeError, RecursionError):  # a huge int from YAML, hostile nesting: check it
+        return False
+
+
+def _validate(
+    value: Any, schema: Schema, path: str, errs: list[FieldError], *, root: bool = False, old: Any = None
+) -> None:
     shown = path or "<root>"
     if value is None:
         if schema.get("nullable") or not schema.get("type"):
@@ -178,12 +197,12 @@ def _validate(value: Any, schema: Schema, path: str, errs: list[FieldError], *, 
     elif actual == "string":
         _validate_string(value, schema, shown, errs)
     elif actual == "array":
-        _validate_array(value, schema, path, shown, errs)
+        _validate_array(value, schema, path, shown, errs, old if isinstance(old, list) else None)
     elif actual == "object":
-        _validate_object(value, schema, path, shown, errs, root=root)
+        _validate_object(value, schema, path, shown, errs, root=root, old=old if isinstance(old, dict) else None)
 
     for sub in schema.get("allOf") or []:
-        _validate(value, sub, path, errs)
+        _validate(value, sub, path, errs, old=old)
     any_of = schema.get("anyOf")
     if any_of and not any(not validate(value, s, path) for s in any_of):
         errs.append(invalid(shown, value, f"{shown} in body must match at least one schema in anyOf"))
@@ -234,7 +253,9 @@ def _validate_string(value: str, schema: Schema, shown: str, errs: list[FieldErr
         errs.append(invalid(shown, value, f"{shown} in body must be of type {fmt}: {go_quote(value)}"))
 
 
-def _validate_array(value: list[Any], schema: Schema, path: str, shown: str, errs: list[FieldError]) -> None:
+def _validate_array(
+    value: list[Any], schema: Schema, path: str, shown: str, errs: list[FieldError], old: list[Any] | None = None
+) -> None:
     max_items = schema.get("maxItems")
     if max_items is not None and len(value) > max_items:
         errs.append(FieldError("Too many", shown, f"must have at most {max_items} items", len(value), True))
@@ -261,8 +282,15 @@ def _validate_array(value: list[Any], schema: Schema, path: str, shown: str, err
             seen_keys.add(key)
     items = schema.get("items")
     if isinstance(items, dict):
+        kept = len(old) if old is not None else 0
         for i, item in enumerate(value):
-            _validate(item, items, f"{path}[{i}]", errs)
+            if i < kept:
+                assert old is not None
+                if unchanged(item, old[i]):
+                    continue
+                _validate(item, items, f"{path}[{i}]", errs, old=old[i])
+            else:
+                _validate(item, items, f"{path}[{i}]", errs)
 
 
 def orjson_key(value: Any) -> Any:
@@ -270,7 +298,14 @@ def orjson_key(value: Any) -> Any:
 
 
 def _validate_object(
-    value: dict[str, Any], schema: Schema, path: str, shown: str, errs: list[FieldError], *, root: bool
+    value: dict[str, Any],
+    schema: Schema,
+    path: str,
+    shown: str,
+    errs: list[FieldError],
+    *,
+    root: bool,
+    old: dict[str, Any] | None = None,
 ) -> None:
     for name in schema.get("required") or []:
         if name not in value:
@@ -284,7 +319,13 @@ def _validate_object(
         if child_schema is None and isinstance(additional, dict):
             child_schema = additional
         if child_schema is not None:
-            _validate(child, child_schema, _join(path, key), errs)
+            if old is not None and key in old:
+                before = old[key]
+                if unchanged(child, before):
+                    continue
+                _validate(child, child_schema, _join(path, key), errs, old=before)
+            else:
+                _validate(child, child_schema, _join(path, key), errs)
     max_props = schema.get("maxProperties")
     if max_props is not None and len(value) > max_props:
         errs.append(FieldError("Too many", shown, f"must have at most {max_props} items", len(value), True))

@@ -30,13 +30,17 @@ DELETED = "DELETED"
 
 
 class Entry:
-    """A stored object. `obj` is never mutated after commit; writers build a new dict."""
+    """A stored object. `obj` is never mutated after commit; writers build a new dict.
+    `valid_under`: the schema (dict, compared by identity) the object passed without an error
+    or a warning on its way in, when the write path checked it (ObjectAPI); the next write
+    skips what it left unchanged (schema.validate's clean_old)."""
 
-    __slots__ = ("_raw", "obj")
+    __slots__ = ("_raw", "obj", "valid_under")
 
     def __init__(self, obj: Obj, raw: bytes | None = None) -> None:
         self.obj = obj
         self._raw = raw
+        self.valid_under: object | None = None
 
     @property
     def raw(self) -> bytes:
