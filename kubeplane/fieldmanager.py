@@ -15,13 +15,13 @@ Semantics follow structured-merge-diff as the apiserver uses it:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from .errors import APIError, bad_request
+from .jsondata import json_copy
 
 Obj = dict[str, Any]
 Path = tuple[str, ...]
@@ -322,15 +322,39 @@ def validate_managed_fields(entries: Any) -> None:
 class FieldManager:
     """Field ownership for one resource type (its schema says which lists are associative)."""
 
+    # member maps remembered per object: the stored object a write starts from is the object the
+    # previous write stored, so its members were computed then (by identity; see _recall)
+    REMEMBERED = 512
+
     def __init__(self, schema: Obj | None, *, has_status: bool) -> None:
         self.schema = schema
         self.has_status = has_status
+        self._remembered: dict[tuple[int, bool], tuple[Obj, dict[Path, Any]]] = {}
 
     def _members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
         if obj is None:
             return {}
         scope = "status" if subresource == "status" else "main"
         return members(obj, self.schema, scope=scope, has_status=self.has_status)
+
+    def _remember(self, obj: Obj, subresource: str, found: dict[Path, Any]) -> None:
+        """Keep `obj`'s members for when it comes back as a write's old object. Only for objects
+        nobody changes afterwards outside the metadata fields members ignore (a stored object, or
+        the object an update is about to store). The entry holds `obj`, so its id stays its own."""
+        if len(self._remembered) >= self.REMEMBERED:
+            self._remembered.clear()
+        self._remembered[(id(obj), subresource == "status")] = (obj, found)
+
+    def _stored_members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
+        """The members of a stored object (never changed after commit): remembered or computed."""
+        if obj is None:
+            return {}
+        kept = self._remembered.get((id(obj), subresource == "status"))
+        if kept is not None and kept[0] is obj:
+            return kept[1]
+        found = self._members(obj, subresource)
+        self._remember(obj, subresource, found)
+        return found
 
     def update(
         self,
@@ -358,13 +382,14 @@ class FieldManager:
         else:
             managers = decode_managed(old_entries)
         new_m = self._members(new, subresource)
+        self._remember(new, subresource, new_m)
         added: set[Path]
         modified: set[Path]
         removed: set[Path]
         if old is None:  # a create: everything is added, nothing to compare with
             added, modified, removed = set(new_m), set(), set()
         else:
-            added, modified, removed = compare(self._members(old, subresource), new_m)
+            added, modified, removed = compare(self._stored_members(old, subresource), new_m)
         changed = added | modified
         key = (manager, "Update", subresource)
         for k, m in managers.items():
@@ -398,8 +423,10 @@ class FieldManager:
         now: str,
         resource: str,
         group: str,
+        stored: Obj | None = None,
     ) -> Obj:
-        """Merge an applied configuration into `live` and return the new object."""
+        """Merge an applied configuration into `live` and return the new object. `stored`: the
+        stored object `live` is an unchanged copy of, when it is one (its members are known)."""
         if config.get("metadata", {}).get("managedFields") is not None:
             raise bad_request("metadata.managedFields must be nil")
         managers = decode_managed(live["metadata"].get("managedFields") if live else None)
@@ -408,26 +435,26 @@ class FieldManager:
         applied_members = self._members(config, subresource)
         applied = set(applied_members)
 
-        base = copy.deepcopy(live) if live is not None else {}
+        base = json_copy(live) if live is not None else {}
         merged = _merge(base, config, self.schema)
         if live is not None:
             merged["metadata"] = dict(merged["metadata"])
             for field_name in IGNORED_META:
                 if field_name in live["metadata"]:
-                    merged["metadata"][field_name] = copy.deepcopy(live["metadata"][field_name])
+                    merged["metadata"][field_name] = json_copy(live["metadata"][field_name])
                 else:
                     merged["metadata"].pop(field_name, None)
             if subresource != "status" and self.has_status:
                 _reset_status(merged, live)
             elif subresource == "status":
                 status = merged.get("status")
-                merged = copy.deepcopy(live)
+                merged = json_copy(live)
                 if status is not None:
                     merged["status"] = status
 
         # conflicts come from what merging the configuration changes; removing what this manager
         # stopped applying (below) never conflicts (structured-merge-diff prunes after its update)
-        live_m = self._members(live, subresource)
+        live_m = self._stored_members(stored, subresource) if stored is not None else self._members(live, subresource)
         added, modified, _ = compare(live_m, self._members(merged, subresource))
         changed = added | modified
         conflicts: dict[tuple[str, str, str], set[Path]] = {}
@@ -478,7 +505,7 @@ class FieldManager:
 
 def _reset_status(merged: Obj, live: Obj) -> None:
     if "status" in live:
-        merged["status"] = copy.deepcopy(live["status"])
+        merged["status"] = json_copy(live["status"])
     else:
         merged.pop("status", None)
 
@@ -517,7 +544,7 @@ def _merge(live: Any, config: Any, schema: Obj | None) -> Any:
         out = dict(live)
         for key, value in config.items():
             sub, _ = _child(schema, key)
-            out[key] = _merge(live[key], value, sub) if key in live else copy.deepcopy(value)
+            out[key] = _merge(live[key], value, sub) if key in live else json_copy(value)
         return out
     if isinstance(config, list) and isinstance(live, list):
         kind, keys = _list_type(schema)
@@ -531,16 +558,16 @@ def _merge(live: Any, config: Any, schema: Obj | None) -> Any:
                     idx = ident.index(element)
                     out_list[idx] = _merge(out_list[idx], value, items)
                 else:
-                    out_list.append(copy.deepcopy(value))
+                    out_list.append(json_copy(value))
                     ident.append(element)
             return out_list
         if kind == "set":
             out_list = list(live)
             for value in config:
                 if value not in out_list:
-                    out_list.append(copy.deepcopy(value))
+                    out_list.append(json_copy(value))
             return out_list
-    return copy.deepcopy(config)
+    return json_copy(config)
 
 
 def _remove_path(obj: Any, path: Path) -> None:

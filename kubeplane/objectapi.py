@@ -9,7 +9,6 @@ same semantics a real cluster would give it."""
 from __future__ import annotations
 
 import base64
-import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from . import errors, typed
 from .cel import validate_object
 from .errors import APIError, FieldError
 from .fieldmanager import FieldManager
+from .jsondata import json_copy
 from .meta import generated_suffix, new_uid, now_rfc3339
 from .patches import json_patch, merge_patch, strategic_merge_patch
 from .registry import Obj, Registry, ResourceType
@@ -387,6 +387,7 @@ class ObjectAPI:
             now=now,
             resource=rt.plural,
             group=rt.group,
+            stored=old.obj if rt.to_served is None else None,  # live is a plain copy of it
         )
         stored = self._to_storage(rt, merged, opts)
         return self._write(rt, old, stored, opts, subresource=subresource, managed_done=True)
@@ -423,7 +424,7 @@ class ObjectAPI:
             meta.pop("selfLink", None)
             if "status" in rt.subresources and subresource != "scale":
                 if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
+                    new["status"] = json_copy(old["status"])
                 else:
                     new.pop("status", None)
             if rt.prepare_update is not None:
@@ -756,9 +757,7 @@ class ObjectAPI:
         checked: object | None = None
         if rt.custom and rt.schema is not None:
             clean_old = old if old is not None and old_checked is rt.schema else None
-            errs.extend(
-                e for e in validate(obj, rt.schema, clean_old=clean_old) if not e.field.startswith("metadata")
-            )
+            errs.extend(e for e in validate(obj, rt.schema, clean_old=clean_old) if not e.field.startswith("metadata"))
             errs.extend(validate_object(rt.schema, obj, old, errs, opts.warnings if opts is not None else None))
             checked = rt.schema
         if rt.validate is not None and not errs:
