@@ -162,12 +162,23 @@ def _walk(value: Any, schema: Obj | None, path: Path, out: dict[Path, Any]) -> N
         if _is_atomic_map(schema):
             out[path] = value
             return
+        # _child's answers, looked up once per map rather than once per key
+        props: Obj = (schema.get("properties") or {}) if schema is not None else {}
+        extra = schema.get("additionalProperties") if schema is not None else None
+        if not isinstance(extra, dict):
+            extra = None
         for key, child in value.items():
-            sub, declared = _child(schema, key)
+            sub = props.get(key)
+            declared = sub is not None
+            if not declared:
+                sub = extra
             cpath = (*path, "f:" + key)
-            _walk(child, sub, cpath, out)
-            if child is None or child == {} or not declared:
-                out.setdefault(cpath, _leaf(child))
+            if isinstance(child, (dict, list)):
+                _walk(child, sub, cpath, out)
+                if not declared or child == {}:
+                    out.setdefault(cpath, _leaf(child))
+            else:
+                out[cpath] = child  # a scalar: its own member, whatever the schema says
     elif isinstance(value, list):
         kind, keys = _list_type(schema)
         if kind == "atomic":
@@ -455,7 +466,8 @@ class FieldManager:
         # conflicts come from what merging the configuration changes; removing what this manager
         # stopped applying (below) never conflicts (structured-merge-diff prunes after its update)
         live_m = self._stored_members(stored, subresource) if stored is not None else self._members(live, subresource)
-        added, modified, _ = compare(live_m, self._members(merged, subresource))
+        merged_m = self._members(merged, subresource)
+        added, modified, _ = compare(live_m, merged_m)
         changed = added | modified
         conflicts: dict[tuple[str, str, str], set[Path]] = {}
         for k, m in managers.items():
@@ -467,25 +479,11 @@ class FieldManager:
         if conflicts and not force:
             raise _conflict_error(conflicts, managers, resource, group, merged)
 
-        others: set[Path] = set()
-        for k, m in managers.items():
-            if k != key:
-                others |= m.fields - conflicts.get(k, set())
-        other_prefixes = {p[:i] for p in others for i in range(1, len(p) + 1)}
-        kept = other_prefixes | {p[:i] for p in applied for i in range(1, len(p) + 1)}
-        for path in sorted(last - applied, key=len):
-            if path in other_prefixes:
-                continue
-            _remove_path(merged, path)
-            # the fields above a manager's leaves count as its own too (structured-merge-diff's
-            # EnsureNamedFieldsAreMembers): one left empty goes unless someone still owns or applies it
-            for i in range(len(path) - 1, 0, -1):
-                ancestor = path[:i]
-                if ancestor in kept or _value_at(merged, ancestor) not in ({}, []):
-                    break
-                _remove_path(merged, ancestor)
-
-        _, _, removed = compare(live_m, self._members(merged, subresource))
+        dropped = last - applied
+        if dropped:
+            self._remove_unapplied(merged, dropped, applied, managers, key, conflicts)
+            merged_m = self._members(merged, subresource)  # (what the removals left)
+        _, _, removed = compare(live_m, merged_m)
         for k, m in managers.items():
             if k != key:
                 m.fields -= conflicts.get(k, set())
@@ -501,6 +499,35 @@ class FieldManager:
             meta.pop("managedFields", None)
         result: Obj = merged
         return result
+
+    @staticmethod
+    def _remove_unapplied(
+        merged: Obj,
+        dropped: set[Path],
+        applied: set[Path],
+        managers: dict[tuple[str, str, str], Managed],
+        key: tuple[str, str, str],
+        conflicts: dict[tuple[str, str, str], set[Path]],
+    ) -> None:
+        """Remove from `merged` the fields this manager applied before and no longer applies,
+        unless another manager owns them (or something below them)."""
+        others: set[Path] = set()
+        for k, m in managers.items():
+            if k != key:
+                others |= m.fields - conflicts.get(k, set())
+        other_prefixes = {p[:i] for p in others for i in range(1, len(p) + 1)}
+        kept = other_prefixes | {p[:i] for p in applied for i in range(1, len(p) + 1)}
+        for path in sorted(dropped, key=len):
+            if path in other_prefixes:
+                continue
+            _remove_path(merged, path)
+            # the fields above a manager's leaves count as its own too (structured-merge-diff's
+            # EnsureNamedFieldsAreMembers): one left empty goes unless someone still owns or applies it
+            for i in range(len(path) - 1, 0, -1):
+                ancestor = path[:i]
+                if ancestor in kept or _value_at(merged, ancestor) not in ({}, []):
+                    break
+                _remove_path(merged, ancestor)
 
 
 def _reset_status(merged: Obj, live: Obj) -> None:

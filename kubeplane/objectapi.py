@@ -444,7 +444,8 @@ class ObjectAPI:
                         )
                     ],
                 )
-        self._schema_pass(rt, new, opts)
+        clean_old = old if rt.custom and old_entry.valid_under is rt.schema else None
+        self._schema_pass(rt, new, opts, clean_old)
         meta = new["metadata"]  # a converted view is rebuilt by the schema pass
         checked = self._validate(rt, new, old, opts, old_checked=old_entry.valid_under)
         if rt.has_generation and (
@@ -715,12 +716,14 @@ class ObjectAPI:
             _prune_and_default(rt, obj, opts)
         return rt.stored(obj)
 
-    def _schema_pass(self, rt: ResourceType, obj: Obj, opts: WriteOptions) -> None:
-        """Prune unknown fields (reporting them per fieldValidation), then apply defaults."""
+    def _schema_pass(self, rt: ResourceType, obj: Obj, opts: WriteOptions, clean_old: Obj | None = None) -> None:
+        """Prune unknown fields (reporting them per fieldValidation), then apply defaults.
+        `clean_old`: the stored object this write changes, when it went through this same
+        schema (Entry.valid_under): what the write left as it was is not walked again."""
         if rt.schema is None:
             return
         if rt.to_served is None:
-            _prune_and_default(rt, obj, opts)
+            _prune_and_default(rt, obj, opts, clean_old)
             return
         # the schema describes the served version (events.k8s.io field names, ...): decode against
         # it as the apiserver does, then convert back to the storage form in place
@@ -768,21 +771,21 @@ class ObjectAPI:
         return checked
 
 
-def _prune_and_default(rt: ResourceType, obj: Obj, opts: WriteOptions) -> None:
+def _prune_and_default(rt: ResourceType, obj: Obj, opts: WriteOptions, clean_old: Obj | None = None) -> None:
     """Decode the body as the apiserver does: custom resources against their structural schema,
     built-in kinds through their Go types (unknown fields, types, omitempty zero values)."""
     assert rt.schema is not None
     if not rt.custom and typed.supports(rt.api_version, rt.kind):
         dropped = typed.normalize(obj, rt.api_version, rt.kind).unknown
     else:
-        dropped = prune(obj, rt.schema)
+        dropped = prune(obj, rt.schema, clean_old=clean_old)
     if dropped and opts.field_validation != "Ignore":
         messages = [f'unknown field "{d}"' for d in dropped]
         if opts.field_validation == "Strict":
             raise errors.bad_request("strict decoding error: " + ", ".join(messages))
         opts.warnings.extend(messages)
     if rt.custom:
-        apply_defaults(obj, rt.schema)
+        apply_defaults(obj, rt.schema, clean_old=clean_old)
 
 
 class _SnapshotView:

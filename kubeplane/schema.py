@@ -16,6 +16,7 @@ from .cel import format_checker
 from .cel.gostr import go_quote
 from .cel.regex import Matcher, RegexError, compile_re2
 from .errors import FieldError, invalid, required, unsupported
+from .jsondata import json_copy
 
 Schema = dict[str, Any]
 
@@ -72,16 +73,18 @@ def _join(path: str, name: str) -> str:
 # ------------------------------------------------------------------ pruning
 
 
-def prune(obj: Any, schema: Schema | None, path: str = "", *, root: bool = True) -> list[str]:
-    """Drop fields the schema does not specify; returns the dropped field paths."""
+def prune(obj: Any, schema: Schema | None, path: str = "", *, root: bool = True, clean_old: Any = None) -> list[str]:
+    """Drop fields the schema does not specify; returns the dropped field paths. `clean_old`: an
+    earlier version of the object already pruned and defaulted with this same schema: a field
+    equal to its old self has nothing to drop (nor to default), so it is not walked again."""
     dropped: list[str] = []
     if schema is None:
         return dropped
-    _prune(obj, schema, path, dropped, root=root)
+    _prune(obj, schema, path, dropped, root=root, old=clean_old)
     return dropped
 
 
-def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: bool = False) -> None:
+def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: bool = False, old: Any = None) -> None:
     if isinstance(value, dict):
         if root or schema.get("x-kubernetes-embedded-resource"):
             meta = value.get("metadata")
@@ -92,6 +95,7 @@ def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: b
         props: dict[str, Any] = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        old_map = old if isinstance(old, dict) else None
         for key in list(value):
             if (root or schema.get("x-kubernetes-embedded-resource")) and key in ("apiVersion", "kind", "metadata"):
                 continue
@@ -103,43 +107,72 @@ def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: b
                     del value[key]
                     dropped.append(_join(path, key))
                 continue
-            _prune(value[key], child_schema, _join(path, key), dropped)
+            # (==, not unchanged(): pruning and defaulting see only keys and nulls, and a Python
+            # True == 1 has the same keys and nulls all the way down)
+            if old_map is not None and key in old_map:
+                if value[key] == old_map[key]:
+                    continue
+                _prune(value[key], child_schema, _join(path, key), dropped, old=old_map[key])
+            else:
+                _prune(value[key], child_schema, _join(path, key), dropped)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
+            old_list = old if isinstance(old, list) else ()
             for i, item in enumerate(value):
-                _prune(item, items, f"{path}[{i}]", dropped)
+                if i < len(old_list):
+                    if item == old_list[i]:
+                        continue
+                    _prune(item, items, f"{path}[{i}]", dropped, old=old_list[i])
+                else:
+                    _prune(item, items, f"{path}[{i}]", dropped)
 
 
 # ---------------------------------------------------------------- defaulting
 
 
-def apply_defaults(obj: Any, schema: Schema | None) -> None:
+def apply_defaults(obj: Any, schema: Schema | None, *, clean_old: Any = None) -> None:
+    """Fill in the schema's defaults. `clean_old`: as for prune."""
     if schema is not None:
-        _default(obj, schema)
+        _default(obj, schema, clean_old)
 
 
-def _default(value: Any, schema: Schema) -> None:
+def _default(value: Any, schema: Schema, old: Any = None) -> None:
     if isinstance(value, dict):
+        old_map = old if isinstance(old, dict) else {}
         props: dict[str, Any] = schema.get("properties") or {}
         for key, child in props.items():
             if key in value and value[key] is None and not child.get("nullable"):
                 # null in a non-nullable field is treated as absent, then defaulted
                 del value[key]
             if key not in value and "default" in child:
-                value[key] = copy.deepcopy(child["default"])
+                value[key] = json_copy(child["default"])
             if key in value:
-                _default(value[key], child)
+                _default_child(value[key], child, old_map, key)
         additional = schema.get("additionalProperties")
         if isinstance(additional, dict):
             for key in value:
                 if key not in props:
-                    _default(value[key], additional)
+                    _default_child(value[key], additional, old_map, key)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
-            for item in value:
-                _default(item, items)
+            old_list = old if isinstance(old, list) else ()
+            for i, item in enumerate(value):
+                if i < len(old_list):
+                    if item != old_list[i]:
+                        _default(item, items, old_list[i])
+                else:
+                    _default(item, items)
+
+
+def _default_child(value: Any, schema: Schema, old_map: dict[str, Any], key: str) -> None:
+    if key in old_map:
+        before = old_map[key]
+        if value != before:
+            _default(value, schema, before)
+    else:
+        _default(value, schema)
 
 
 # ---------------------------------------------------------------- validation
