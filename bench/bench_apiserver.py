@@ -35,7 +35,13 @@ import orjson
 import yaml
 
 TARGET_CREATES = 3000.0
-WD_CRD = Path(__file__).resolve().parents[1] / "config" / "crd" / "compute" / "compute.datumapis.com_workloaddeployments.yaml"
+WD_CRD = (
+    Path(__file__).resolve().parents[1]
+    / "config"
+    / "crd"
+    / "compute"
+    / "compute.datumapis.com_workloaddeployments.yaml"
+)
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

@@ -1,0 +1,445 @@
+"""The write path's shortcuts give the answers the full computation gives.
+
+- A write re-checks (prunes, defaults, validates) only what it changed when the stored object
+  passed the same schema (Entry.valid_under): a status write with an unchanged spec checks the
+  status only; a changed invalid field is still refused with the same causes; a value that
+  Python's == confuses with the old one (True for 1) counts as changed; a schema changed since
+  the object was stored checks everything; transition rules (oldSelf) still run.
+- An equivalence property: random write sequences answer the same with the shortcut and
+  with it disabled (every stored entry's valid_under cleared before each write).
+- The re2 VM's memo of answers per text agrees with the VM, is bounded, and is used.
+- A stored object's field members are remembered from the write that stored it.
+- json_copy is deepcopy for JSON data.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubeplane import fieldmanager, schema
+from kubeplane.cel import regex
+from kubeplane.cel.re2 import compile_pattern, search
+from kubeplane.crds import types_for
+from kubeplane.errors import APIError
+from kubeplane.jsondata import json_copy
+from kubeplane.objectapi import APPLY_PATCH, MERGE_PATCH, WriteOptions
+from kubeplane.registry import ResourceType
+from kubeplane.server import ControlPlane
+
+Obj = dict[str, Any]
+
+QUANTITY = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+LABEL = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+
+
+def gadget_schema(size_pattern: str = "^[a-z]+$") -> Obj:
+    return {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["size"],
+                "properties": {
+                    "size": {"type": "string", "pattern": size_pattern, "maxLength": 8},
+                    "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                    "cpu": {"type": "string", "pattern": QUANTITY},
+                    "frozen": {
+                        "type": "string",
+                        "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "frozen is immutable"}],
+                    },
+                    "ports": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "pattern": "^[a-z]+$"},
+                                "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                                "protocol": {"type": "string", "default": "TCP"},
+                            },
+                        },
+                    },
+                },
+            },
+            "status": {
+                "type": "object",
+                "properties": {
+                    "phase": {"type": "string", "enum": ["Pending", "Ready"]},
+                    "ready": {"type": "integer", "minimum": 0},
+                    "reason": {"type": "string", "pattern": LABEL},
+                },
+            },
+        },
+    }
+
+
+def gadget_crd(size_pattern: str = "^[a-z]+$") -> Obj:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.shortcuts.example.com"},
+        "spec": {
+            "group": "shortcuts.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": gadget_schema(size_pattern)},
+                }
+            ],
+        },
+    }
+
+
+def plane_with_gadgets() -> tuple[ControlPlane, ResourceType]:
+    plane = ControlPlane(kubelet=False, garbage_collector=False)
+    entry = plane.api.create(plane.crds.crd_rt, "", gadget_crd(), WriteOptions(field_manager="test"))
+    (rt,) = types_for(entry.obj)
+    plane.registry.add(rt)
+    return plane, rt
+
+
+def gadget(name: str = "g", **spec: Any) -> Obj:
+    body: Obj = {
+        "apiVersion": "shortcuts.example.com/v1",
+        "kind": "Gadget",
+        "metadata": {"name": name},
+        "spec": {"size": "small", "replicas": 2, "cpu": "500m", "frozen": "a", "ports": [{"name": "http", "port": 80}]},
+    }
+    body["spec"].update(spec)
+    return body
+
+
+def opts(manager: str = "test") -> WriteOptions:
+    return WriteOptions(field_manager=manager)
+
+
+def causes(exc: APIError) -> list[tuple[str, str]]:
+    """(field, detail) per cause; the detail without the `Invalid value: <value>: ` lead."""
+    out = []
+    for cause in exc.details.get("causes", []):
+        message = cause.get("message", "")
+        field = cause.get("field", "")
+        detail = message[message.index(field) :] if field and field in message else message
+        out.append((field, detail))
+    return out
+
+
+# ------------------------------------------------------------------ only what changed is checked
+
+
+def test_a_status_write_checks_the_status_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    checked: list[str] = []
+    real = schema._validate_string
+
+    def spy(value: str, sch: Obj, shown: str, errs: list[Any]) -> None:
+        checked.append(shown)
+        real(value, sch, shown, errs)
+
+    pruned: list[str] = []
+    real_prune = schema._prune
+
+    def prune_spy(value: Any, sch: Obj, path: str, dropped: list[str], **kw: Any) -> None:
+        pruned.append(path)
+        real_prune(value, sch, path, dropped, **kw)
+
+    monkeypatch.setattr(schema, "_validate_string", spy)
+    monkeypatch.setattr(schema, "_prune", prune_spy)
+    status = {"status": {"phase": "Ready", "ready": 2, "reason": "AllGood"}}
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, status, opts("cell"), subresource="status")
+    assert checked == ["status.phase", "status.reason"]
+    assert pruned == ["", "status", "status.phase", "status.ready", "status.reason"]
+    checked.clear()
+    pruned.clear()
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 3}}, opts())
+    assert checked == []  # an integer changed: no string of the object was checked again
+    assert pruned == ["", "spec", "spec.replicas"]
+
+
+def test_a_changed_invalid_field_is_refused_with_its_causes() -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"size": "BIG", "cpu": "lots"}}, opts())
+    assert exc.value.code == 422
+    assert causes(exc.value) == [
+        ("spec.size", "spec.size in body should match '^[a-z]+$'"),
+        ("spec.cpu", f"spec.cpu in body should match '{QUANTITY}'"),
+    ]
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(
+            rt, "default", "g", MERGE_PATCH, {"spec": {"ports": [{"name": "http", "port": 80}, {"port": 0}]}}, opts()
+        )
+    assert causes(exc.value) == [
+        ("spec.ports[1].port", "spec.ports[1].port in body should be greater than or equal to 1")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "message"),
+    [
+        (1, True, 'spec.replicas in body must be of type integer: "boolean"'),
+        (1, 1.0, 'spec.replicas in body must be of type integer: "number"'),
+    ],
+)
+def test_a_value_equal_only_to_python_is_a_change(before: int, after: Any, message: str) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(replicas=before), opts())
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": after}}, opts())
+    # (then apiextensions' "some validation rules were not checked", as for any type error)
+    assert causes(exc.value)[0] == ("spec.replicas", message)
+
+
+def test_a_schema_changed_since_the_write_checks_everything() -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    # the CRD now wants digits: the stored spec.size ("small") no longer passes
+    tightened = gadget_crd(size_pattern="^[0-9]+$")
+    (rt2,) = types_for(tightened)
+    assert rt2.storage_key == rt.storage_key and rt2.schema is not rt.schema
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt2, "default", "g", MERGE_PATCH, {"status": {"phase": "Ready"}}, opts(), subresource="status")
+    assert causes(exc.value) == [("spec.size", "spec.size in body should match '^[0-9]+$'")]
+
+
+def test_transition_rules_still_run() -> None:
+    # (CEL rules are evaluated on every write, shortcut or not: oldSelf changes between writes)
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"frozen": "b"}}, opts())
+    assert causes(exc.value) == [("spec.frozen", 'Invalid value: "string": frozen is immutable')]
+    entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 4}}, opts())
+    assert entry.obj["spec"]["frozen"] == "a" and entry.valid_under is rt.schema
+
+
+def test_only_checked_writes_mark_the_entry() -> None:
+    plane, rt = plane_with_gadgets()
+    created = plane.api.create(rt, "default", gadget(), opts())
+    assert created.valid_under is rt.schema
+    dry = plane.api.patch(
+        rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 5}}, WriteOptions(field_manager="t", dry_run=True)
+    )
+    assert dry.valid_under is None
+    cm_rt = plane.registry.get("", "v1", "configmaps")
+    assert cm_rt is not None
+    cm = plane.api.create(cm_rt, "default", {"metadata": {"name": "c"}, "data": {"a": "b"}}, opts())
+    assert cm.valid_under is None  # built-in kinds are checked by their Go-type rules, every time
+
+
+# ------------------------------------------------------------------ equivalence, by property
+
+SIZES = st.sampled_from(["small", "BIG", "x" * 9, "medium", None])
+CPUS = st.sampled_from(["500m", "1", "1.5Gi", "lots", "", None])
+REPLICAS = st.sampled_from([0, 1, 2, -1, True, 1.0, "2", None])
+PORTS = st.lists(
+    st.fixed_dictionaries(
+        {"name": st.sampled_from(["http", "HTTP", "metrics"]), "port": st.sampled_from([80, 0, 70000, True])},
+        optional={"protocol": st.sampled_from(["TCP", "UDP", None]), "extra": st.just("dropped")},
+    ),
+    max_size=3,
+)
+SPEC_PATCHES = st.fixed_dictionaries(
+    {}, optional={"size": SIZES, "cpu": CPUS, "replicas": REPLICAS, "ports": PORTS, "unknown": st.just(1)}
+)
+STATUS_PATCHES = st.fixed_dictionaries(
+    {},
+    optional={
+        "phase": st.sampled_from(["Pending", "Ready", "Gone", None]),
+        "ready": st.sampled_from([0, 3, -2, True]),
+        "reason": st.sampled_from(["ok", "example.com/Fine", "-bad-", None]),
+    },
+)
+WRITES = st.lists(
+    st.one_of(
+        st.tuples(st.just("spec"), SPEC_PATCHES),
+        st.tuples(st.just("status"), STATUS_PATCHES),
+        st.tuples(st.just("apply"), SPEC_PATCHES),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def run_writes(writes: list[tuple[str, Obj]], *, shortcut: bool) -> list[Any]:
+    plane, rt = plane_with_gadgets()
+    store = plane.api.store_for(rt)
+    plane.api.create(rt, "default", gadget(), opts())
+    outcomes: list[Any] = []
+    for kind, patch in writes:
+        if not shortcut:
+            for entry in store.iter_entries():
+                entry.valid_under = None
+        write = WriteOptions(field_manager="writer", force=True)
+        try:
+            if kind == "spec":
+                entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": patch}, write)
+            elif kind == "status":
+                entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": patch}, write, subresource="status")
+            else:
+                body = gadget()
+                body["spec"] = {k: v for k, v in patch.items() if v is not None} | {"size": "small"}
+                entry = plane.api.patch(rt, "default", "g", APPLY_PATCH, body, write)
+        except APIError as exc:
+            outcomes.append(("error", exc.code, exc.message, exc.details))
+            continue
+        obj = copy.deepcopy(entry.obj)
+        for key in ("uid", "creationTimestamp"):
+            obj["metadata"].pop(key, None)
+        for managed in obj["metadata"].get("managedFields", []):
+            managed.pop("time", None)
+        outcomes.append(("ok", obj, sorted(write.warnings)))
+    return outcomes
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(WRITES)
+def test_writes_answer_the_same_with_and_without_the_shortcut(writes: list[tuple[str, Obj]]) -> None:
+    assert run_writes(writes, shortcut=True) == run_writes(writes, shortcut=False)
+
+
+# ------------------------------------------------------------------ the pieces
+
+
+BIG = 2**70
+
+
+@pytest.mark.parametrize(
+    ("value", "old", "same"),
+    [
+        ({"a": [1, {"b": "c"}]}, {"a": [1, {"b": "c"}]}, True),
+        (1, True, False),
+        (1, 1.0, False),
+        ({"a": [0]}, {"a": [False]}, False),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}, False),  # another order: checked again, only a cost
+        (BIG, BIG, True),  # the same object
+        ([BIG], [BIG], False),  # JSON cannot carry it: checked again, never an error
+        (None, None, True),
+    ],
+)
+def test_unchanged_is_json_equality(value: Any, old: Any, same: bool) -> None:
+    assert schema.unchanged(value, old) is same
+
+
+def test_validate_skips_only_what_matches_the_clean_old() -> None:
+    sch = gadget_schema()
+    bad = {"spec": {"size": "BIG", "cpu": "lots"}}
+    # what the contract promises: a field equal to a clean old is not checked again ...
+    assert schema.validate(bad, sch, clean_old=copy.deepcopy(bad)) == []
+    # ... and everything else is
+    changed = {"spec": {"size": "BIG", "cpu": "1"}}
+    cpu_errors = [e for e in schema.validate(bad, sch) if e.field == "spec.cpu"]
+    assert len(cpu_errors) == 1
+    assert schema.validate(bad, sch, clean_old=changed) == cpu_errors
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from([1.0, 0.5]) | st.sampled_from(["a", "B", "1"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["size", "replicas", "ports", "name", "port", "x"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, JSON)
+def test_prune_default_and_validate_agree_with_a_clean_old(new_spec: Any, old_spec: Any) -> None:
+    sch = gadget_schema()
+    old = {"spec": old_spec}
+    schema.prune(old, sch)
+    schema.apply_defaults(old, sch)
+    if schema.validate(old, sch):
+        old = {"spec": {"size": "small"}}  # the contract: the old object passed
+    full, short = {"spec": copy.deepcopy(new_spec)}, {"spec": copy.deepcopy(new_spec)}
+    assert schema.prune(short, sch, clean_old=old) == schema.prune(full, sch)
+    schema.apply_defaults(short, sch, clean_old=old)
+    schema.apply_defaults(full, sch)
+    assert orjson.dumps(short) == orjson.dumps(full)
+    assert schema.validate(short, sch, clean_old=old) == schema.validate(full, sch)
+
+
+RISKY = [QUANTITY, LABEL, "^(a+)+$", "(x|y)*z", "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"]
+TEXTS = ["500m", "1Gi", "-1.5e3", "1.", ".5", "lots", "", "a" * 30 + "!", "aaa", "xyxz", "example.com/Ready", "-x"]
+
+
+@pytest.mark.parametrize("pattern", RISKY)
+def test_the_re2_memo_agrees_with_the_vm(pattern: str) -> None:
+    matcher = regex.Matcher(pattern)
+    program = compile_pattern(pattern)
+    for text in TEXTS:
+        first, again = matcher.matches(text), matcher.matches(text)
+        assert first is again is search(program, text), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(RISKY), st.text(alphabet="0123456789.eEmkKiGa-+/xyz!", max_size=12))
+def test_the_re2_memo_agrees_with_the_vm_on_any_text(pattern: str, text: str) -> None:
+    matcher = regex.compile_re2(pattern)
+    assert matcher.matches(text) is matcher.matches(text) is search(compile_pattern(pattern), text)
+
+
+def test_the_re2_memo_is_used_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = regex.search
+
+    def counting(program: Any, text: str) -> bool:
+        calls.append(text)
+        return real(program, text)
+
+    monkeypatch.setattr(regex, "search", counting)
+    matcher = regex.Matcher(QUANTITY)
+    assert matcher.matches("500m") and matcher.matches("500m")
+    assert calls == ["500m"]
+    long_text = "1" * (regex.MEMO_TEXT_MAX + 1)
+    assert matcher.matches(long_text) and matcher.matches(long_text)
+    assert calls.count(long_text) == 2  # long texts are not kept
+    for i in range(regex.MEMO_ENTRIES + 10):
+        matcher.matches(str(i))
+    assert len(matcher._memo) <= regex.MEMO_ENTRIES
+
+
+def test_a_stored_objects_members_come_from_the_write_that_stored_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    calls: list[Obj] = []
+    real = fieldmanager.members
+
+    def counting(obj: Obj, sch: Obj | None, **kw: Any) -> dict[Any, Any]:
+        calls.append(obj)
+        return real(obj, sch, **kw)
+
+    monkeypatch.setattr(fieldmanager, "members", counting)
+    entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 3}}, opts("other"))
+    assert len(calls) == 1  # the new object's; the stored one's was remembered at its create
+    fm = plane.api.field_manager(rt)
+    assert fm._stored_members(entry.obj, "") == real(entry.obj, rt.schema, has_status=True)
+    managed = {m["manager"]: m["fieldsV1"] for m in entry.obj["metadata"]["managedFields"]}
+    assert managed["other"] == {"f:spec": {"f:replicas": {}}}
+
+
+def test_json_copy_is_deepcopy_for_json_data() -> None:
+    data = {"a": [1, {"b": None, "c": [True, 1.5, "x"]}], "n": math.nan, "big": 2**80}
+    copied = json_copy(data)
+    assert repr(copied) == repr(copy.deepcopy(data))  # (repr: NaN is not equal to itself)
+    assert math.isnan(copied["n"]) and copied["big"] == 2**80
+    copied["a"][1]["c"].append("y")
+    assert data["a"][1]["c"] == [True, 1.5, "x"]
