@@ -270,42 +270,79 @@ class Managed:
     api_version: str
     time: str
     fields: set[Path] = field(default_factory=set)
+    # the fieldsV1 tree this entry was decoded from, when this server encoded it from `fields`
+    # (Encodings): an unchanged field set is written back without encoding it again
+    encoded: tuple[Obj, frozenset[Path]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.manager, self.operation, self.subresource)
 
 
-def decode_managed(entries: Any) -> dict[tuple[str, str, str], Managed]:
+class Encodings:
+    """fieldsV1 trees this server encoded, by identity, with the field set each encodes. A stored
+    object keeps the very dicts its write encoded, so the next write on it reads its field sets
+    back without decoding them and, for the managers it leaves alone, without encoding them.
+    Only trees encoded here count (a client's own managedFields need not be in normal form)."""
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._trees: dict[int, tuple[Obj, frozenset[Path]]] = {}
+
+    def lookup(self, tree: Any) -> tuple[Obj, frozenset[Path]] | None:
+        found = self._trees.get(id(tree))
+        return found if found is not None and found[0] is tree else None
+
+    def add(self, tree: Obj, fields: frozenset[Path]) -> None:
+        if len(self._trees) >= self.LIMIT:
+            self._trees.clear()
+        self._trees[id(tree)] = (tree, fields)  # (holding the tree keeps its id its own)
+
+
+def decode_managed(entries: Any, known: Encodings | None = None) -> dict[tuple[str, str, str], Managed]:
     out: dict[tuple[str, str, str], Managed] = {}
     if not isinstance(entries, list):
         return out
     for entry in entries:
         if not isinstance(entry, dict):
             continue
+        tree = entry.get("fieldsV1") or {}
+        encoded = known.lookup(tree) if known is not None else None
         m = Managed(
             manager=str(entry.get("manager", "")),
             operation=str(entry.get("operation", "Update")),
             subresource=str(entry.get("subresource", "")),
             api_version=str(entry.get("apiVersion", "")),
             time=str(entry.get("time", "")),
-            fields=from_fields_v1(entry.get("fieldsV1") or {}),
+            fields=set(encoded[1]) if encoded is not None else from_fields_v1(tree),
+            encoded=encoded,
         )
         out[m.key] = m
     return out
 
 
-def encode_managed(managers: dict[tuple[str, str, str], Managed]) -> list[Obj]:
+def encode_managed(managers: dict[tuple[str, str, str], Managed], known: Encodings | None = None) -> list[Obj]:
     ordered = sorted(managers.values(), key=lambda m: (m.operation != "Apply", m.time, m.manager))
     out = []
     for m in ordered:
+        if m.encoded is not None and m.encoded[1] == m.fields:
+            # a copy (no dict shared between two objects); a tree holds only names and {}, so
+            # orjson's round trip is exact, and the cheapest copy there is
+            tree: Obj = orjson.loads(orjson.dumps(m.encoded[0]))
+            fields = m.encoded[1]
+        else:
+            tree = to_fields_v1(m.fields)
+            fields = frozenset(m.fields)
+        if known is not None:
+            known.add(tree, fields)
         entry: Obj = {
             "manager": m.manager,
             "operation": m.operation,
             "apiVersion": m.api_version,
             "time": m.time,
             "fieldsType": "FieldsV1",
-            "fieldsV1": to_fields_v1(m.fields),
+            "fieldsV1": tree,
         }
         if m.subresource:
             entry["subresource"] = m.subresource
@@ -341,6 +378,7 @@ class FieldManager:
         self.schema = schema
         self.has_status = has_status
         self._remembered: dict[tuple[int, bool], tuple[Obj, dict[Path, Any]]] = {}
+        self._encodings = Encodings()
 
     def _members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
         if obj is None:
@@ -391,7 +429,7 @@ class FieldManager:
                 meta["managedFields"] = incoming
                 return
         else:
-            managers = decode_managed(old_entries)
+            managers = decode_managed(old_entries, self._encodings)
         new_m = self._members(new, subresource)
         self._remember(new, subresource, new_m)
         added: set[Path]
@@ -418,7 +456,7 @@ class FieldManager:
         managers[key] = mine
         managers = {k: m for k, m in managers.items() if m.fields}
         if managers:
-            meta["managedFields"] = encode_managed(managers)
+            meta["managedFields"] = encode_managed(managers, self._encodings)
         else:
             meta.pop("managedFields", None)
 
@@ -437,16 +475,18 @@ class FieldManager:
         stored: Obj | None = None,
     ) -> Obj:
         """Merge an applied configuration into `live` and return the new object. `stored`: the
-        stored object `live` is an unchanged copy of, when it is one (its members are known)."""
+        stored object `live` is an unchanged, private copy of, when it is one: its members and
+        field sets are known, and `live` is merged into rather than copied first."""
         if config.get("metadata", {}).get("managedFields") is not None:
             raise bad_request("metadata.managedFields must be nil")
-        managers = decode_managed(live["metadata"].get("managedFields") if live else None)
+        source = stored if stored is not None else live  # (the stored object holds encoded trees)
+        managers = decode_managed(source["metadata"].get("managedFields") if source else None, self._encodings)
         key = (manager, "Apply", subresource)
         last = managers[key].fields if key in managers else set()
         applied_members = self._members(config, subresource)
         applied = set(applied_members)
 
-        base = json_copy(live) if live is not None else {}
+        base = (live if stored is not None else json_copy(live)) if live is not None else {}
         merged = _merge(base, config, self.schema)
         if live is not None:
             merged["metadata"] = dict(merged["metadata"])
@@ -494,7 +534,7 @@ class FieldManager:
         managers = {k: m for k, m in managers.items() if m.fields}
         meta = merged.setdefault("metadata", {})
         if managers:
-            meta["managedFields"] = encode_managed(managers)
+            meta["managedFields"] = encode_managed(managers, self._encodings)
         else:
             meta.pop("managedFields", None)
         result: Obj = merged

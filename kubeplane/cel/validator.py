@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..errors import FieldError, forbidden, invalid, required
@@ -103,8 +104,9 @@ class NodeValidator:
     def type_name(self) -> str:
         return str(self.schema.get("type") or "")
 
-    @property
+    @cached_property
     def uses_old(self) -> bool:
+        # (asked on every evaluation; the rules are fixed once the tree is built)
         return any(r.transition for r in self.rules)
 
 
