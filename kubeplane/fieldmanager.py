@@ -285,7 +285,7 @@ class Encodings:
     back without decoding them and, for the managers it leaves alone, without encoding them.
     Only trees encoded here count (a client's own managedFields need not be in normal form)."""
 
-    LIMIT = 4096
+    LIMIT = 2048  # (a tree and its set: a few KB)
 
     def __init__(self) -> None:
         self._trees: dict[int, tuple[Obj, frozenset[Path]]] = {}
@@ -295,9 +295,10 @@ class Encodings:
         return found if found is not None and found[0] is tree else None
 
     def add(self, tree: Obj, fields: frozenset[Path]) -> None:
-        if len(self._trees) >= self.LIMIT:
-            self._trees.clear()
-        self._trees[id(tree)] = (tree, fields)  # (holding the tree keeps its id its own)
+        trees = self._trees
+        if len(trees) >= self.LIMIT:
+            del trees[next(iter(trees))]  # the oldest first (as FieldManager._remember)
+        trees[id(tree)] = (tree, fields)  # (holding the tree keeps its id its own)
 
 
 def decode_managed(entries: Any, known: Encodings | None = None) -> dict[tuple[str, str, str], Managed]:
@@ -372,7 +373,7 @@ class FieldManager:
 
     # member maps remembered per object: the stored object a write starts from is the object the
     # previous write stored, so its members were computed then (by identity; see _recall)
-    REMEMBERED = 512
+    REMEMBERED = 1024  # (a WorkloadDeployment's map: ~4 KB, and the object it belongs to)
 
     def __init__(self, schema: Obj | None, *, has_status: bool) -> None:
         self.schema = schema
@@ -389,10 +390,13 @@ class FieldManager:
     def _remember(self, obj: Obj, subresource: str, found: dict[Path, Any]) -> None:
         """Keep `obj`'s members for when it comes back as a write's old object. Only for objects
         nobody changes afterwards outside the metadata fields members ignore (a stored object, or
-        the object an update is about to store). The entry holds `obj`, so its id stays its own."""
-        if len(self._remembered) >= self.REMEMBERED:
-            self._remembered.clear()
-        self._remembered[(id(obj), subresource == "status")] = (obj, found)
+        the object an update is about to store). The entry holds `obj`, so its id stays its own.
+        The oldest goes first: the writes of one object come close together (a create, its
+        status, a copy's apply), so a bounded memory keeps what is about to be asked for."""
+        remembered = self._remembered
+        if len(remembered) >= self.REMEMBERED:
+            del remembered[next(iter(remembered))]
+        remembered[(id(obj), subresource == "status")] = (obj, found)
 
     def _stored_members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
         """The members of a stored object (never changed after commit): remembered or computed."""

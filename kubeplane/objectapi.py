@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from . import errors, typed
-from .cel import validate_object
+from .cel import evaluate_object
 from .errors import APIError, FieldError
 from .fieldmanager import FieldManager
 from .jsondata import json_copy
@@ -279,7 +279,7 @@ class ObjectAPI:
         if opts.dry_run:
             return Entry(obj)
         entry = self.db.commit(store, obj, None)
-        entry.valid_under = checked
+        entry.valid_under, entry.cel_cost = checked
         return entry
 
     # ------------------------------------------------------------- update
@@ -447,7 +447,7 @@ class ObjectAPI:
         clean_old = old if rt.custom and old_entry.valid_under is rt.schema else None
         self._schema_pass(rt, new, opts, clean_old)
         meta = new["metadata"]  # a converted view is rebuilt by the schema pass
-        checked = self._validate(rt, new, old, opts, old_checked=old_entry.valid_under)
+        checked = self._validate(rt, new, old, opts, old_entry=old_entry)
         if rt.has_generation and (
             _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources)
             or (rt.generation_counts_annotations and _annotations_changed(old, new))
@@ -472,7 +472,7 @@ class ObjectAPI:
         if meta.get("deletionTimestamp") and not self.blocks_removal(rt, new):
             return self.db.delete(store, Entry(new))
         entry = self.db.commit(store, new, old_entry)
-        entry.valid_under = checked
+        entry.valid_under, entry.cel_cost = checked
         return entry
 
     @staticmethod
@@ -740,11 +740,12 @@ class ObjectAPI:
         old: Obj | None,
         opts: WriteOptions | None = None,
         *,
-        old_checked: object | None = None,
-    ) -> object | None:
-        """Raise APIError (422) for an invalid object. Returns the schema the object passed (for
-        Entry.valid_under), or None when it has none. `old_checked`: the old entry's valid_under;
-        when it is this same schema, fields the write left unchanged are not checked again."""
+        old_entry: Entry | None = None,
+    ) -> tuple[object | None, int | None]:
+        """Raise APIError (422) for an invalid object. Returns what the new entry records: the
+        schema the object passed (Entry.valid_under) or None when it has none, and the bound of
+        its CEL rules' cost (Entry.cel_cost). When `old_entry` (the stored `old`) passed this same
+        schema, what the write left unchanged is not checked again: same answers, less work."""
         # built-in kinds validate metadata with kube-apiserver's rules, CRDs and custom resources
         # with apimachinery's (which only warns about finalizer names that are not qualified)
         kube_rules = not rt.custom and rt.group != "apiextensions.k8s.io"
@@ -758,17 +759,23 @@ class ObjectAPI:
         if rt.custom and opts is not None:
             opts.warnings.extend(finalizer_warnings(obj["metadata"], old["metadata"] if old else None))
         checked: object | None = None
+        cel_cost: int | None = None
         if rt.custom and rt.schema is not None:
-            clean_old = old if old is not None and old_checked is rt.schema else None
+            same_schema = old is not None and old_entry is not None and old_entry.valid_under is rt.schema
+            clean_old = old if same_schema else None
             errs.extend(e for e in validate(obj, rt.schema, clean_old=clean_old) if not e.field.startswith("metadata"))
-            errs.extend(validate_object(rt.schema, obj, old, errs, opts.warnings if opts is not None else None))
-            checked = rt.schema
+            old_cost = old_entry.cel_cost if same_schema and old_entry is not None else None
+            outcome = evaluate_object(rt.schema, obj, old, errs, old_cost=old_cost)
+            errs.extend(outcome.errors)
+            if opts is not None:
+                opts.warnings.extend(outcome.warnings)
+            checked, cel_cost = rt.schema, outcome.cost
         if rt.validate is not None and not errs:
             errs.extend(rt.validate(obj, old))
         if errs:
             name = obj["metadata"].get("name") or obj["metadata"].get("generateName") or ""
             raise errors.invalid_object(rt.kind, rt.group, name, errs)
-        return checked
+        return checked, cel_cost
 
 
 def _prune_and_default(rt: ResourceType, obj: Obj, opts: WriteOptions, clean_old: Obj | None = None) -> None:

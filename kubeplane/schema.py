@@ -10,13 +10,11 @@ import copy
 from functools import lru_cache
 from typing import Any
 
-import orjson
-
 from .cel import format_checker
 from .cel.gostr import go_quote
 from .cel.regex import Matcher, RegexError, compile_re2
 from .errors import FieldError, invalid, required, unsupported
-from .jsondata import json_copy
+from .jsondata import json_copy, unchanged
 
 Schema = dict[str, Any]
 
@@ -186,18 +184,6 @@ def validate(obj: Any, schema: Schema | None, path: str = "", *, clean_old: Any 
     if schema is not None:
         _validate(obj, schema, path, errs, root=True, old=clean_old)
     return errs
-
-
-def unchanged(value: Any, old: Any) -> bool:
-    """Whether `value` is `old` to the schema: equal, and with the same JSON types all the way
-    down (Python's == has True == 1 == 1.0, which a schema tells apart). A key order that differs
-    counts as changed: only a cost, never a wrong answer."""
-    if value is old:
-        return True
-    try:
-        return value == old and orjson.dumps(value) == orjson.dumps(old)
-    except (orjson.JSONEncodeError, RecursionError):  # a huge int from YAML, hostile nesting: check it
-        return False
 
 
 def _validate(

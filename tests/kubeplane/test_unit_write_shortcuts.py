@@ -25,11 +25,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kubeplane import fieldmanager, schema
-from kubeplane.cel import regex
+from kubeplane.cel import regex, validator
 from kubeplane.cel.re2 import compile_pattern, search
 from kubeplane.crds import types_for
 from kubeplane.errors import APIError
-from kubeplane.jsondata import json_copy
+from kubeplane.jsondata import json_copy, unchanged
 from kubeplane.objectapi import APPLY_PATCH, MERGE_PATCH, WriteOptions
 from kubeplane.registry import ResourceType
 from kubeplane.server import ControlPlane
@@ -44,7 +44,7 @@ LABEL = (
 )
 
 
-def gadget_schema(size_pattern: str = "^[a-z]+$") -> Obj:
+def gadget_schema(size_pattern: str = "^[a-z]+$", max_label: int = 10) -> Obj:
     return {
         "type": "object",
         "properties": {
@@ -58,6 +58,15 @@ def gadget_schema(size_pattern: str = "^[a-z]+$") -> Obj:
                     "frozen": {
                         "type": "string",
                         "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "frozen is immutable"}],
+                    },
+                    "labels": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "string",
+                            "x-kubernetes-validations": [
+                                {"rule": f"self.size() <= {max_label}", "message": "label too long"}
+                            ],
+                        },
                     },
                     "ports": {
                         "type": "array",
@@ -79,12 +88,13 @@ def gadget_schema(size_pattern: str = "^[a-z]+$") -> Obj:
                     "ready": {"type": "integer", "minimum": 0},
                     "reason": {"type": "string", "pattern": LABEL},
                 },
+                "x-kubernetes-validations": [{"rule": "!has(self.ready) || self.ready <= 50", "message": "too many"}],
             },
         },
     }
 
 
-def gadget_crd(size_pattern: str = "^[a-z]+$") -> Obj:
+def gadget_crd(size_pattern: str = "^[a-z]+$", max_label: int = 10) -> Obj:
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -99,7 +109,7 @@ def gadget_crd(size_pattern: str = "^[a-z]+$") -> Obj:
                     "served": True,
                     "storage": True,
                     "subresources": {"status": {}},
-                    "schema": {"openAPIV3Schema": gadget_schema(size_pattern)},
+                    "schema": {"openAPIV3Schema": gadget_schema(size_pattern, max_label)},
                 }
             ],
         },
@@ -119,7 +129,14 @@ def gadget(name: str = "g", **spec: Any) -> Obj:
         "apiVersion": "shortcuts.example.com/v1",
         "kind": "Gadget",
         "metadata": {"name": name},
-        "spec": {"size": "small", "replicas": 2, "cpu": "500m", "frozen": "a", "ports": [{"name": "http", "port": 80}]},
+        "spec": {
+            "size": "small",
+            "replicas": 2,
+            "cpu": "500m",
+            "frozen": "a",
+            "ports": [{"name": "http", "port": 80}],
+            "labels": {"team": "blue", "tier": "web"},
+        },
     }
     body["spec"].update(spec)
     return body
@@ -245,6 +262,69 @@ def test_only_checked_writes_mark_the_entry() -> None:
     assert cm.valid_under is None  # built-in kinds are checked by their Go-type rules, every time
 
 
+def test_unchanged_values_skip_the_cel_rules_that_do_not_read_oldself(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    evaluated: list[str] = []
+    real = validator._evaluate_rules
+
+    def spy(node: Any, value: Any, old: Any, path: str, ratchet: Any, run: Any) -> None:
+        evaluated.append(path)
+        real(node, value, old, path, ratchet, run)
+
+    monkeypatch.setattr(validator, "_evaluate_rules", spy)
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 1}}, opts("cell"), subresource="status")
+    # the status changed; spec.frozen's rule reads oldSelf, so it runs although frozen did not
+    # change; the labels' rules (unchanged values) do not
+    assert evaluated == ["spec.frozen", "status"]
+    evaluated.clear()
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"labels": {"zone": "east"}}}, opts())
+    assert evaluated == ["spec.frozen", "spec.labels[zone]"]
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"labels": {"zone": "x" * 11}}}, opts())
+    assert causes(exc.value) == [("spec.labels[zone]", 'Invalid value: "string": label too long')]
+
+
+def test_a_ratcheted_rule_warns_on_every_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    # the CRD now allows 3-character labels: "blue" fails ("web" passes), but it is unchanged
+    # (ratcheted: a warning, not an error), on this write and the next
+    (rt2,) = types_for(gadget_crd(max_label=3))
+    for ready in (1, 2):
+        write = opts("cell")
+        entry = plane.api.patch(
+            rt2, "default", "g", MERGE_PATCH, {"status": {"ready": ready}}, write, subresource="status"
+        )
+        assert write.warnings == ['spec.labels[team]: Invalid value: "string": label too long']
+        assert entry.valid_under is rt2.schema and entry.cel_cost is None
+
+
+def test_when_the_budget_could_matter_every_rule_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    created = plane.api.create(rt, "default", gadget(), opts())
+    assert created.cel_cost is not None and created.cel_cost > 0
+    runs: list[bool] = []
+    real = validator._evaluate
+
+    def spy(node: Any, obj: Any, old: Any, skip: bool) -> Any:
+        runs.append(skip)
+        return real(node, obj, old, skip)
+
+    monkeypatch.setattr(validator, "_evaluate", spy)
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 1}}, opts("cell"), subresource="status")
+    assert runs == [True]
+    # a budget the stored object's cost and this write's could exceed together: the shortcut
+    # cannot know what the skipped rules would add, so it evaluates them all, and the object
+    # is refused as a full evaluation refuses it (the skipping run alone stayed in budget)
+    runs.clear()
+    monkeypatch.setattr(validator, "RUNTIME_BUDGET", created.cel_cost + 1)
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 2}}, opts("cell"), subresource="status")
+    assert runs == [True, False]
+    assert exc.value.code == 422 and validator.OUT_OF_BUDGET in exc.value.message
+
+
 # ------------------------------------------------------------------ equivalence, by property
 
 SIZES = st.sampled_from(["small", "BIG", "x" * 9, "medium", None])
@@ -257,14 +337,25 @@ PORTS = st.lists(
     ),
     max_size=3,
 )
+LABELS = st.dictionaries(
+    st.sampled_from(["team", "tier", "zone"]), st.sampled_from(["blue", "x" * 11, None]), max_size=2
+)
 SPEC_PATCHES = st.fixed_dictionaries(
-    {}, optional={"size": SIZES, "cpu": CPUS, "replicas": REPLICAS, "ports": PORTS, "unknown": st.just(1)}
+    {},
+    optional={
+        "size": SIZES,
+        "cpu": CPUS,
+        "replicas": REPLICAS,
+        "ports": PORTS,
+        "labels": LABELS,
+        "unknown": st.just(1),
+    },
 )
 STATUS_PATCHES = st.fixed_dictionaries(
     {},
     optional={
         "phase": st.sampled_from(["Pending", "Ready", "Gone", None]),
-        "ready": st.sampled_from([0, 3, -2, True]),
+        "ready": st.sampled_from([0, 3, -2, True, 51]),
         "reason": st.sampled_from(["ok", "example.com/Fine", "-bad-", None]),
     },
 )
@@ -338,7 +429,7 @@ BIG = 2**70
     ],
 )
 def test_unchanged_is_json_equality(value: Any, old: Any, same: bool) -> None:
-    assert schema.unchanged(value, old) is same
+    assert unchanged(value, old) is same
 
 
 def test_validate_skips_only_what_matches_the_clean_old() -> None:
