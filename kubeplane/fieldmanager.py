@@ -153,6 +153,57 @@ def members(obj: Obj, schema: Obj | None, *, scope: str = "main", has_status: bo
     return out
 
 
+def members_since(
+    obj: Obj,
+    schema: Obj | None,
+    old: Obj,
+    old_members: dict[Path, Any],
+    *,
+    scope: str = "main",
+    has_status: bool = False,
+) -> dict[Path, Any]:
+    """members(obj), given `old_members` = members(old) (same schema and scope): the members of a
+    field (a metadata field) whose value equals the old one are taken from old_members rather
+    than walked again. Their leaf values are the old ones, equal under == (a True where the old
+    object had 1): what compare() asks of them; the member paths are the same."""
+    groups: dict[Path, list[tuple[Path, Any]]] = {}
+    for member, leaf in old_members.items():
+        group = member[:2] if member[0] == "f:metadata" else member[:1]
+        groups.setdefault(group, []).append((member, leaf))
+    out: dict[Path, Any] = {}
+    old_meta = old.get("metadata")
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        path: Path = ("f:" + key,)
+        # the scope's filter, as members() applies it
+        if scope == "status" and path != STATUS:
+            continue
+        if scope != "status" and has_status and path == STATUS:
+            continue
+        if key == "metadata" and isinstance(value, dict):
+            for mkey, mval in value.items():
+                if mkey in IGNORED_META:
+                    continue
+                mpath = (*path, "f:" + mkey)
+                if isinstance(old_meta, dict) and mkey in old_meta and old_meta[mkey] == mval:
+                    out.update(groups.get(mpath, ()))
+                    continue
+                msub, mdeclared = _child(OBJECT_META_SCHEMA, mkey)
+                _walk(mval, msub, mpath, out)
+                if mval is None or mval == {} or not mdeclared:
+                    out.setdefault(mpath, _leaf(mval))
+            continue
+        if key in old and old[key] == value:
+            out.update(groups.get(path, ()))
+            continue
+        sub, declared = _child(schema, key)
+        _walk(value, sub, path, out)
+        if value is None or value == {} or not declared:
+            out.setdefault(path, _leaf(value))
+    return out
+
+
 def _leaf(value: Any) -> Any:
     return _CONTAINER if isinstance(value, (dict, list)) and value else value
 
@@ -387,6 +438,10 @@ class FieldManager:
         scope = "status" if subresource == "status" else "main"
         return members(obj, self.schema, scope=scope, has_status=self.has_status)
 
+    def _members_since(self, obj: Obj, old: Obj, old_members: dict[Path, Any], subresource: str) -> dict[Path, Any]:
+        scope = "status" if subresource == "status" else "main"
+        return members_since(obj, self.schema, old, old_members, scope=scope, has_status=self.has_status)
+
     def _remember(self, obj: Obj, subresource: str, found: dict[Path, Any]) -> None:
         """Keep `obj`'s members for when it comes back as a write's old object. Only for objects
         nobody changes afterwards outside the metadata fields members ignore (a stored object, or
@@ -434,15 +489,17 @@ class FieldManager:
                 return
         else:
             managers = decode_managed(old_entries, self._encodings)
-        new_m = self._members(new, subresource)
-        self._remember(new, subresource, new_m)
         added: set[Path]
         modified: set[Path]
         removed: set[Path]
         if old is None:  # a create: everything is added, nothing to compare with
+            new_m = self._members(new, subresource)
             added, modified, removed = set(new_m), set(), set()
         else:
-            added, modified, removed = compare(self._stored_members(old, subresource), new_m)
+            old_m = self._stored_members(old, subresource)
+            new_m = self._members_since(new, old, old_m, subresource)
+            added, modified, removed = compare(old_m, new_m)
+        self._remember(new, subresource, new_m)
         changed = added | modified
         key = (manager, "Update", subresource)
         for k, m in managers.items():
@@ -510,7 +567,11 @@ class FieldManager:
         # conflicts come from what merging the configuration changes; removing what this manager
         # stopped applying (below) never conflicts (structured-merge-diff prunes after its update)
         live_m = self._stored_members(stored, subresource) if stored is not None else self._members(live, subresource)
-        merged_m = self._members(merged, subresource)
+        merged_m = (
+            self._members(merged, subresource)
+            if live is None
+            else self._members_since(merged, live, live_m, subresource)
+        )
         added, modified, _ = compare(live_m, merged_m)
         changed = added | modified
         conflicts: dict[tuple[str, str, str], set[Path]] = {}
@@ -526,7 +587,7 @@ class FieldManager:
         dropped = last - applied
         if dropped:
             self._remove_unapplied(merged, dropped, applied, managers, key, conflicts)
-            merged_m = self._members(merged, subresource)  # (what the removals left)
+            merged_m = self._members(merged, subresource)  # (what the removals left: walked again)
         _, _, removed = compare(live_m, merged_m)
         for k, m in managers.items():
             if k != key:

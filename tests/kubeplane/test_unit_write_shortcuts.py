@@ -523,11 +523,71 @@ def test_a_stored_objects_members_come_from_the_write_that_stored_it(monkeypatch
 
     monkeypatch.setattr(fieldmanager, "members", counting)
     entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 3}}, opts("other"))
-    assert len(calls) == 1  # the new object's; the stored one's was remembered at its create
+    # nothing walked whole: the stored object's members were remembered at its create, and the
+    # new object's come from them, only spec walked again (members_since)
+    assert calls == []
     fm = plane.api.field_manager(rt)
     assert fm._stored_members(entry.obj, "") == real(entry.obj, rt.schema, has_status=True)
     managed = {m["manager"]: m["fieldsV1"] for m in entry.obj["metadata"]["managedFields"]}
     assert managed["other"] == {"f:spec": {"f:replicas": {}}}
+
+
+MEMBER_SCHEMA: Obj = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+                },
+                "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            },
+            "additionalProperties": {"type": "object"},
+        },
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    },
+}
+TOP = st.dictionaries(
+    st.sampled_from(["spec", "status", "data"]),
+    st.dictionaries(st.sampled_from(["ports", "tags", "x", "y"]), JSON, max_size=3),
+    max_size=3,
+)
+META = st.fixed_dictionaries(
+    {"name": st.just("g")},
+    optional={
+        "labels": st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["1", "2"]), max_size=2),
+        "finalizers": st.lists(st.sampled_from(["x/y", "z/w"]), max_size=2),
+        "resourceVersion": st.sampled_from(["1", "2"]),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TOP, META, TOP, META, st.lists(st.sampled_from(["spec", "status", "data", "metadata"]), max_size=4))
+def test_members_since_an_old_object_are_its_members(
+    old_top: Obj, old_meta: Obj, fresh_top: Obj, fresh_meta: Obj, keep: list[str]
+) -> None:
+    old = {"apiVersion": "v1", "kind": "Gadget", "metadata": old_meta, **old_top}
+    # the new object keeps some top-level fields (and metadata fields) of the old, changes others
+    new: Obj = {"apiVersion": "v1", "kind": "Gadget"}
+    new["metadata"] = copy.deepcopy(old_meta) if "metadata" in keep else dict(old_meta, **fresh_meta)
+    for key in {*old_top, *fresh_top}:
+        if key in keep and key in old_top:
+            new[key] = copy.deepcopy(old_top[key])
+        elif key in fresh_top:
+            new[key] = fresh_top[key]
+    for scope, has_status in (("main", True), ("main", False), ("status", True)):
+        old_m = fieldmanager.members(old, MEMBER_SCHEMA, scope=scope, has_status=has_status)
+        full = fieldmanager.members(new, MEMBER_SCHEMA, scope=scope, has_status=has_status)
+        since = fieldmanager.members_since(new, MEMBER_SCHEMA, old, old_m, scope=scope, has_status=has_status)
+        assert set(since) == set(full)
+        assert all(since[p] is full[p] if full[p] is fieldmanager._CONTAINER else since[p] == full[p] for p in full)
+        for other in (old_m, {}, full):
+            assert fieldmanager.compare(other, since) == fieldmanager.compare(other, full)
 
 
 def test_unchanged_field_sets_are_not_encoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
