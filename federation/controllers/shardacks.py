@@ -30,9 +30,11 @@ from federation.fleet.sharding import (
     ShardingOptions,
 )
 from mcruntime.fields import get_str, get_str_map
+from mcruntime.handlers import EventHandler, RequestSink
+from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.objects import make_key
-from mcruntime.predicates import label_selector, labels_changed
+from mcruntime.ownwrites import request_key
 from mcruntime.reconciler import Result
 from mcruntime.request import Request
 from mcruntime.resources import Resource
@@ -97,6 +99,24 @@ def owned_by(mgr: Manager, shard: str, resource: Resource = WORKLOAD_DEPLOYMENTS
     return owner
 
 
+class Drained(EventHandler):
+    """The object, when the cache holds it drained: read from the drain index the cache
+    computed as it stored the object, so no event is decoded here (every object this shard
+    caches passes: a cold start's, each status write), and every object assigned here
+    arrives undrained and costs nothing. A removal from the view hands nothing back."""
+
+    def __init__(self, mgr: Manager, resource: Resource) -> None:
+        self.mgr = mgr
+        self.resource = resource
+
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        if event.type is EventType.DELETED:
+            return
+        store = self.mgr.get_cluster(source_cluster).cache.informer_of(self.resource).store
+        if store.indexed(DRAIN_INDEX, DRAINING, event.key):
+            sink.enqueue(request_key(source_cluster, event))
+
+
 def register(mgr: Manager, options: ShardingOptions) -> None:
     """Wire the watches: project WDs and Workloads (their labels)."""
     gate = mgr.shard_gate
@@ -104,9 +124,8 @@ def register(mgr: Manager, options: ShardingOptions) -> None:
         raise ValueError("the drain acknowledger runs on a shard: the manager needs a shard Lease")
     for name, resource in ((NAME, WORKLOAD_DEPLOYMENTS), (WORKLOADS_NAME, WORKLOADS)):
         ctrl = mgr.new_controller(name, DrainAcknowledger(mgr, gate, options, resource), workers=4)
-        # only what is drained, or was: every WD that arrives (is assigned here) is not
-        ctrl.for_(resource, clusters=PROJECTS, predicates=[labels_changed, label_selector(SHARD_LABELS.drain)],
-                  indexers=SHARD_INDEXERS)  # fmt: skip
+        # only what is drained: every WD that arrives (is assigned here) is not
+        ctrl.watch(resource, Drained(mgr, resource), clusters=PROJECTS, indexers=SHARD_INDEXERS)
         ctrl.shard(gate, _acknowledging(mgr, options.shard, resource))
 
 

@@ -414,6 +414,54 @@ async def test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh
             await shards.stop_all()
 
 
+async def test_the_sharders_own_label_write_costs_no_second_reconcile(tmp_path: Path) -> None:
+    """Assigning a new WD costs the sharder one reconcile: its label patch's echo (the WD
+    relabelled in the view of the other shards' WDs, or gone from it and arrived in its own
+    shard's view) wakes nothing. Without it each assignment costs at least two (the echo
+    always comes: during the reconcile it marks the request dirty, after it enqueues it). A
+    second reconcile is left only when the echo outran the patch's answer. Each decision reads
+    the ring's Leases from the sharder's view of them: no LIST of Leases per WD. A label
+    change that leaves a WD as the ring says (as a cold start's WDs arrive) wakes nothing."""
+    recorder = Recorder()
+    async with fleet(tmp_path, projects=("acme/web",), cells=(("cell-dfw", "DFW"),)) as f, AsyncExitStack() as stack:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        shards = Shards(tg, tmp_path, recorder)
+        try:
+            await shards.start_joined("shard-a", "shard-b")
+            assert await shards.idle()  # the joins' re-decisions done before the WDs come
+            for shard, manager in shards.managers.items():
+                recorder.wrap(manager, shard, "sharder")
+            lease_lists = f.server("management").plane.counters.get("list", "leases.coordination.k8s.io")
+            for i in range(N_WDS):
+                WDs(f, "web").create(workload_deployment(f"api-{i:02d}", "DFW", 1))
+            await eventually(lambda: assigned_as_the_ring_says(f, ["shard-a", "shard-b"]), "assigned", within=30)
+            await eventually(lambda: copies_in_cell(f) == N_WDS, "every WD federated", within=30)
+            assert await shards.idle()
+            owners = ring_owners(f, ["shard-a", "shard-b"])
+            assert set(owners.values()) == {"shard-a", "shard-b"}  # both echoes: moved to its own view, and not
+            per_wd = defaultdict(int)
+            for r in recorder.of("sharder"):
+                per_wd[r.request.name] += 1
+            assert set(per_wd) == set(owners), per_wd
+            assert sum(per_wd.values()) <= N_WDS * 3 // 2, per_wd
+            assert sum(1 for n in per_wd.values() if n == 1) >= N_WDS // 2, per_wd
+            assert f.server("management").plane.counters.get("list", "leases.coordination.k8s.io") == lease_lists
+
+            decided = len(recorder.of("sharder"))
+            for name in owners:
+                WDs(f, "web").edit("default", name, lambda wd: wd["metadata"].setdefault("labels", {}).update(team="x"))
+            sharder = next(m for m in shards.managers.values() if m.elector is not None and m.elector.is_leader)
+            own = sharder.get_cluster("web").cache.informer_of(WORKLOAD_DEPLOYMENTS).store
+            await eventually(
+                lambda: own.list() and all(wd["metadata"]["labels"].get("team") == "x" for wd in own.list()),
+                "the sharder's own WDs relabelled in its cache",
+            )
+            assert await shards.idle()
+            assert len(recorder.of("sharder")) == decided, recorder.of("sharder")[decided:]
+        finally:
+            await shards.stop_all()
+
+
 def projections(f: Fleet) -> dict[str, str]:
     """The project's Instance projections (uid), by name."""
     found = Plane(f.server("web")).list("instances", "default", group=GROUP, version=VERSION)
