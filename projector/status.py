@@ -16,7 +16,9 @@ tests/federation/test_version_skew.py); NoMatchingLocation (test_no_cell_for_the
 spec, else AwaitingPropagation a delay after the copies' write (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes,
 test_copies_written_late_cost_one_status_write, test_a_slow_cell_shows_awaiting_propagation,
 test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more); its own write's event wakes nothing
-(test_the_own_status_write_coming_back_costs_no_reconcile); Suspended (tests/e2e/test_suspension.py); SourceNotFound
+(test_the_own_status_write_coming_back_costs_no_reconcile), nor does a change of finalizers or the federator's claim
+alone, while a copy deleted by hand or a cell's change does
+(test_finalizers_alone_wake_nothing_but_a_copy_deleted_by_hand_or_a_cell_change_does); Suspended (tests/e2e/test_suspension.py); SourceNotFound
 (test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.api.conditionjson import find_condition_json
+from federation.api.constants import Annotation
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.aggregate import (
@@ -74,6 +77,7 @@ from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
 from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites
+from mcruntime.predicates import Predicate, changed_beyond
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -83,6 +87,15 @@ from mcruntime.tracing import stage_span, tracer_for
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "projector"
+
+# Updates of a project WD that change only its finalizers and the federator's
+# `federation-namespace` annotation (the federator's claim, once per WD, while its copies
+# are being written): nothing the status is computed from (spec, status, labels, deletion,
+# the copies) moved, so the reconcile would find what the last one found.
+NOT_CLAIM_ONLY: Predicate = changed_beyond(finalizers=True, annotations=[str(Annotation.FEDERATION_NAMESPACE)])
+# Updates of a copy that change only its finalizers (the cell WD controller's, added once
+# per copy): the aggregate reads a copy's spec, annotations, status and deletion, never them.
+NOT_FINALIZERS_ONLY: Predicate = changed_beyond(finalizers=True)
 
 
 class StatusProjector:
@@ -283,9 +296,10 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         batch_period=options.status_batch_period,
     )
     # the WD itself, but not its own status write coming back: that state is what the write
-    # was computed to be, and a second reconcile of it would find nothing to do
+    # was computed to be, and a second reconcile of it would find nothing to do; nor the
+    # federator's claim (`NOT_CLAIM_ONLY`)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
-               indexers=WD_INDEXERS)  # fmt: skip
+               indexers=WD_INDEXERS, predicates=[NOT_CLAIM_ONLY])  # fmt: skip
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     ctrl.watch(
         LOCATIONS,
@@ -316,5 +330,6 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         EnqueueRequestsFromMapFunc(wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
         clusters=CELLS,
         label_selector=CELL_COPIES_SELECTOR,
+        predicates=[NOT_FINALIZERS_ONLY],
     )
     ctrl.watch_clusters(routes.wds_of_cell, clusters=CELLS)

@@ -14,7 +14,7 @@ import anyio
 import orjson
 import pytest
 
-from federation.api.constants import Label
+from federation.api.constants import Annotation, Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.routing import Routes
 from mcruntime import Manager, Request
@@ -471,6 +471,55 @@ async def test_the_own_status_write_coming_back_costs_no_reconcile(tmp_path: Pat
         Plane(f.server("web")).update_status("workloaddeployments", edited, group=GROUP, version=VERSION)
         await eventually(lambda: status(f).get("readyReplicas") == 3, "the status restored")
         assert recording.requests.count(api) >= 2
+
+
+async def test_finalizers_alone_wake_nothing_but_a_copy_deleted_by_hand_or_a_cell_change_does(tmp_path: Path) -> None:
+    """The status follows from the WD's spec, status, labels and deletion and from its copies'
+    spec, annotations, status and deletion, never from finalizers or the federator's
+    `federation-namespace` annotation: a change of those alone (the federator's claim, here
+    made again after the annotation was dropped by hand; a finalizer on the project WD or on a
+    copy, as the cell WD controller adds) costs the projector no reconcile (`NOT_CLAIM_ONLY`,
+    `NOT_FINALIZERS_ONLY`). A copy deleted by hand and a cell's status change still reach
+    the project WD's status."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, mgr):
+        await converged_api(f)
+        assert await all_idle(mgr)
+        recording = record(mgr, "status-projector")
+        federator = record(mgr, "federator")
+        api = Request("web", "default", "api")
+        namespace_annotation = str(Annotation.FEDERATION_NAMESPACE)
+
+        def unclaim(wd: dict[str, Any]) -> None:
+            wd["metadata"]["finalizers"].append("example.com/keep")
+            del wd["metadata"]["annotations"][namespace_annotation]
+
+        WDs(f, "web").edit("default", "api", unclaim)
+        reclaimed = lambda: (
+            namespace_annotation in (WDs(f, "web").get("default", "api") or {})["metadata"]["annotations"]
+        )  # noqa: E731
+        await eventually(reclaimed, "the federator's claim made again")
+        copy_namespace = WDs(f, "dfw-1").list()[0]["metadata"]["namespace"]
+        WDs(f, "dfw-1").edit(
+            copy_namespace, "api", lambda o: o["metadata"].setdefault("finalizers", []).append("example.com/cell")
+        )
+        await eventually(lambda: all_idle(mgr), "the events handled")
+        assert federator.requests.count(api) >= 1, "the federator took the annotation's removal"
+        assert recording.requests.count(api) == 0, (
+            f"no status reconcile for finalizers and the claim: {recording.requests}"
+        )
+
+        WDs(f, "dfw-2").delete(copy_namespace, "api")
+
+        def awaiting() -> bool:
+            ready = cond(status(f), "ReplicasReady")
+            return ready.get("reason") == "AwaitingPropagation" and "dfw-2" in ready.get("message", "")
+
+        await eventually(awaiting, f"the copy deleted by hand named on the project WD: {status(f)}")
+        assert recording.requests.count(api) >= 1
+        settle(f, "dfw-2")
+        settle(f, "dfw-1", broken={0: ("ImageUnavailable", "no such image")})
+        named = lambda: cond(status(f), "ReplicasReady").get("reason") == "ImageUnavailable"  # noqa: E731
+        await eventually(named, f"the cell's change reaches the project WD: {status(f)}")
 
 
 async def test_the_own_projection_write_coming_back_costs_no_reconcile(tmp_path: Path) -> None:
