@@ -148,6 +148,8 @@ def _wd(**meta: Any) -> dict[str, Any]:
 
 
 CLAIMED = {"finalizers": ["example.com/f"], "annotations": {"example.com/where": "ns-1"}}
+CLAIMED_AND_MORE = {"finalizers": ["example.com/f"], "annotations": {"example.com/where": "ns-1", "example.com/o": "1"}}
+DELETED_AT = "2026-01-01T00:00:00Z"
 
 
 def _with(obj: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -170,11 +172,8 @@ def _with(obj: dict[str, Any], **fields: Any) -> dict[str, Any]:
         ("status removed", _wd(), {"metadata": _wd(resourceVersion="6")["metadata"], "spec": {"replicas": 2}}, True),
         ("a label", _wd(), _wd(resourceVersion="6", labels={"a": "1"}), True),
         ("another annotation", _wd(), _wd(resourceVersion="6", annotations={"example.com/other": "1"}), True),
-        ("the claim and another annotation", _wd(),
-         _wd(resourceVersion="6", finalizers=["example.com/f"],
-             annotations={"example.com/where": "ns-1", "example.com/other": "1"}), True),  # fmt: skip
-        ("deletion", _wd(**CLAIMED), _wd(resourceVersion="6", deletionTimestamp="2026-01-01T00:00:00Z", **CLAIMED),
-         True),  # fmt: skip
+        ("the claim and another annotation", _wd(), _wd(resourceVersion="6", **CLAIMED_AND_MORE), True),
+        ("deletion", _wd(**CLAIMED), _wd(resourceVersion="6", deletionTimestamp=DELETED_AT, **CLAIMED), True),
         ("recreated (another uid)", _wd(), _wd(uid="u2", resourceVersion="6"), True),
     ],
 )

@@ -494,9 +494,10 @@ async def test_finalizers_alone_wake_nothing_but_a_copy_deleted_by_hand_or_a_cel
             del wd["metadata"]["annotations"][namespace_annotation]
 
         WDs(f, "web").edit("default", "api", unclaim)
-        reclaimed = lambda: (
-            namespace_annotation in (WDs(f, "web").get("default", "api") or {})["metadata"]["annotations"]
-        )  # noqa: E731
+
+        def reclaimed() -> bool:
+            return namespace_annotation in (WDs(f, "web").get("default", "api") or {})["metadata"]["annotations"]
+
         await eventually(reclaimed, "the federator's claim made again")
         copy_namespace = WDs(f, "dfw-1").list()[0]["metadata"]["namespace"]
         WDs(f, "dfw-1").edit(
