@@ -19,7 +19,8 @@ test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more); its own w
 (test_the_own_status_write_coming_back_costs_no_reconcile), nor does a change of finalizers or the federator's claim
 alone, while a copy deleted by hand or a cell's change does
 (test_finalizers_alone_wake_nothing_but_a_copy_deleted_by_hand_or_a_cell_change_does); Suspended
-(tests/e2e/test_suspension.py); SourceNotFound (test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py)."""
+(tests/e2e/test_suspension.py); SourceNotFound (test_a_missing_source_is_named_on_the_project_wd);
+idle: no writes (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
