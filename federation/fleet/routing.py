@@ -245,9 +245,7 @@ class Routes:
             if cell.cache.view_of(INSTANCES) is None or not cell_synced(cell):
                 continue
             instances = cell.cache.informer_of(INSTANCES).store
-            for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
-                for inst_key in instances.index_keys(
-                    INSTANCES_OF_COPY_INDEX, f"{get_str(ns, 'metadata.name')}/{wd_name}"
-                ):
+            for ns_name in cell.cache.informer_of(NAMESPACES).store.index_keys(UPSTREAM_INDEX, key):
+                for inst_key in instances.index_keys(INSTANCES_OF_COPY_INDEX, f"{ns_name}/{wd_name}"):
                     names.add(inst_key.rpartition("/")[2])
         return [Request(project_name, namespace, name) for name in sorted(names)]
