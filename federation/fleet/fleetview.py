@@ -78,6 +78,12 @@ def upstream_key(project: str, namespace: str) -> str:
     return f"{project}/{namespace}"
 
 
+def upstream_of_key(key: str) -> tuple[str, str]:
+    """(project, project namespace) of an `upstream_key` (a namespace name holds no "/")."""
+    project, _, namespace = key.rpartition("/")
+    return project, namespace
+
+
 def namespace_upstream(ns: dict[str, Any]) -> list[str]:
     """Index: the project (bare name) and project namespace a downstream namespace serves."""
     ref = upstream_identity(None, ns)
