@@ -18,7 +18,8 @@ test_copies_written_late_cost_one_status_write, test_a_slow_cell_shows_awaiting_
 test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more); its own write's event wakes nothing
 (test_the_own_status_write_coming_back_costs_no_reconcile), nor does a change of finalizers or the federator's claim
 alone, while a copy deleted by hand or a cell's change does
-(test_finalizers_alone_wake_nothing_but_a_copy_deleted_by_hand_or_a_cell_change_does); Suspended
+(test_finalizers_alone_wake_nothing_but_a_copy_deleted_by_hand_or_a_cell_change_does), nor a copy event of a version
+its last reconcile already read (test_a_copy_event_of_a_version_the_last_reconcile_read_wakes_nothing); Suspended
 (tests/e2e/test_suspension.py); SourceNotFound (test_a_missing_source_is_named_on_the_project_wd);
 idle: no writes (tests/federation/test_steady_state.py)."""
 
@@ -73,11 +74,12 @@ from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterNotReadyError
 from mcruntime.fields import get_int, get_mapping, get_str, is_deleting
-from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, EventHandler, RequestSink
+from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
-from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, version_of
 from mcruntime.predicates import Predicate, changed_beyond
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
@@ -113,6 +115,9 @@ class StatusProjector:
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
         self.written = WrittenSpecs()  # whether a copy carries its desired spec, per copy and spec version
+        # per WD: each copy (cell, uid) its last reconcile read, at the resourceVersion it read
+        # (`CopyEvents`: an event of that very version brings nothing that reconcile missed)
+        self.copies_read: dict[Request, dict[tuple[str, str], str]] = {}
 
     async def reconcile(self, project: Cluster, wd: Obj) -> Result:
         # 1-2. the project and the cached WD (`ForObject`: a cluster not engaged is dropped,
@@ -126,6 +131,7 @@ class StatusProjector:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
         # 4. desired status from the pure functions (plan, aggregate)
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
+        self.copies_read[req] = _versions(found)
         copies = own_copies(wd, found)
         target, shares, unplaced = self._placement(wd, found)
         namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
@@ -167,6 +173,7 @@ class StatusProjector:
         """A WD gone or going: nothing to hold back for it any more."""
         self._awaiting.pop(req, None)
         self.own_writes.forget(req)
+        self.copies_read.pop(req, None)
         return Result()
 
     def _with_own_write(self, req: Request, wd: Obj) -> Obj:
@@ -275,12 +282,51 @@ class StatusProjector:
             await self.events.event(project, wd, "Warning", str(NO_MATCHING_LOCATION), message)
 
 
+def _versions(found: list[tuple[str, Obj]]) -> dict[tuple[str, str], str]:
+    """(cell, uid) → resourceVersion of each copy found."""
+    read: dict[tuple[str, str], str] = {}
+    for cell, copy in found:
+        if (version := version_of(copy)) is not None:
+            read[cell, version[0]] = version[1]
+    return read
+
+
 def _last_seen(cell: Cluster | None) -> datetime.datetime | None:
     return cell.last_contact if cell is not None else None
 
 
 def _source_exists(project: Cluster, kind: str, name: str, namespace: str) -> bool:
     return project.cache.informer_of(SOURCE_RESOURCES[kind]).get(name, namespace=namespace) is not None
+
+
+class CopyEvents(EventHandler):
+    """A copy's event → its project WD (`Routes.wd_of_copy`; an update's old state too, so
+    a WD that lost the copy hears of it), but not a WD whose last reconcile already read
+    this very version of the copy. A cell's cache holds the new version before its event
+    reaches this handler, so a reconcile running in between (woken by the WD's other copy,
+    say) reads it; its event coming after that would only wake a reconcile that finds what
+    the last one found and decided on (it wrote, held with a requeue, or failed and
+    retries). A deletion always goes through (its version is not one read)."""
+
+    def __init__(self, projector: StatusProjector, routes: Routes) -> None:
+        self.projector = projector
+        self.routes = routes
+        self.clock = projector.clock
+
+    def _read(self, request: Request, cell: str, copy: Obj) -> bool:
+        version = version_of(copy)
+        return version is not None and self.projector.copies_read.get(request, {}).get((cell, version[0])) == version[1]
+
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        self.clock.copy_changed(event.obj)  # the cell write -> projection clock starts as its event arrives
+        requests = await self.routes.wd_of_copy(source_cluster, event.obj)
+        if event.type is EventType.MODIFIED and event.old is not None:
+            self.clock.copy_changed(event.old)
+            requests += await self.routes.wd_of_copy(source_cluster, event.old)
+        for request in dict.fromkeys(requests):
+            if event.type is not EventType.DELETED and self._read(request, source_cluster, event.obj):
+                continue
+            sink.enqueue(request)
 
 
 def register(mgr: Manager, options: ManagementOptions) -> None:
@@ -320,15 +366,9 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         label_selector=CELL_NAMESPACES_SELECTOR,
         indexers={UPSTREAM_INDEX: namespace_upstream},
     )
-    clock = clock_of(mgr)
-
-    async def wd_of_copy(cluster: str, copy: Obj) -> list[Request]:
-        clock.copy_changed(copy)  # the cell write -> projection clock starts as its event arrives
-        return await routes.wd_of_copy(cluster, copy)
-
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
-        EnqueueRequestsFromMapFunc(wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
+        CopyEvents(projector, routes),
         clusters=CELLS,
         label_selector=CELL_COPIES_SELECTOR,
         predicates=[NOT_FINALIZERS_ONLY],
