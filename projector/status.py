@@ -8,20 +8,16 @@ Writes, and alone writes: the project WD's `status` (status subresource, field m
 `projector`), only when the aggregate differs from what is cached.
 Never writes: the project WD's metadata or spec, anything in a cell.
 
-DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_projector.py: counters summed,
-observedGeneration only when every target cell observed the spec, worst reason wins naming the cell
-(test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back,
-tests/federation/test_version_skew.py); NoMatchingLocation (test_no_cell_for_the_city); a dark cell Unknown after
-`--cell-status-stale-after` (test_a_dark_cell_turns_unknown_and_recovers); one status write once the cells observed a
-spec, else AwaitingPropagation a delay after the copies' write (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes,
-test_copies_written_late_cost_one_status_write, test_a_slow_cell_shows_awaiting_propagation,
-test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more); its own write's event wakes nothing
-(test_the_own_status_write_coming_back_costs_no_reconcile), nor does a change of finalizers or the federator's claim
-alone, while a copy deleted by hand or a cell's change does
-(test_finalizers_alone_wake_nothing_but_a_copy_deleted_by_hand_or_a_cell_change_does), nor a copy event of a version
-its last reconcile already read (test_a_copy_event_of_a_version_the_last_reconcile_read_wakes_nothing); Suspended
-(tests/e2e/test_suspension.py); SourceNotFound (test_a_missing_source_is_named_on_the_project_wd);
-idle: no writes (tests/federation/test_steady_state.py)."""
+DESIGN §3 Projector, pinned by tests/projector/test_projector.py: counters summed, observedGeneration only when every
+target cell observed the spec, worst reason wins naming the cell (test_instances_and_status_reach_the_project,
+test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.py); NoMatchingLocation
+(test_no_cell_for_the_city); a dark cell Unknown after `--cell-status-stale-after`
+(test_a_dark_cell_turns_unknown_and_recovers); one status write once the cells observed a spec, else AwaitingPropagation
+after a delay (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
+test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
+Suspended (tests/e2e/test_suspension.py); no needless wake-up (test_the_own_status_write_coming_back_costs_no_reconcile,
+test_a_copy_version_already_read_wakes_nothing, test_finalizers_alone_wake_nothing_a_cell_change_does); SourceNotFound
+(test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 

@@ -476,7 +476,7 @@ async def test_the_own_status_write_coming_back_costs_no_reconcile(tmp_path: Pat
         assert recording.requests.count(api) >= 2
 
 
-async def test_finalizers_alone_wake_nothing_but_a_copy_deleted_by_hand_or_a_cell_change_does(tmp_path: Path) -> None:
+async def test_finalizers_alone_wake_nothing_a_cell_change_does(tmp_path: Path) -> None:
     """The status follows from the WD's spec, status, labels and deletion and from its copies'
     spec, annotations, status and deletion, never from finalizers or the federator's
     `federation-namespace` annotation: a change of those alone (the federator's claim, here
@@ -539,7 +539,7 @@ class Requests:
         raise AssertionError(f"dropped ({reason}): {detail}")
 
 
-async def test_a_copy_event_of_a_version_the_last_reconcile_read_wakes_nothing(tmp_path: Path) -> None:
+async def test_a_copy_version_already_read_wakes_nothing(tmp_path: Path) -> None:
     """A cell's cache holds a copy's new version before its event is handed to the
     projector: a reconcile in between reads it, and the event coming after would only wake
     a reconcile that finds what that one found (`CopyEvents`). A version not read yet, and
