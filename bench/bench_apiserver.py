@@ -5,8 +5,15 @@ on the same machine as the reference ceiling.
 The server runs in its own process (`federation-manager apiserver`), the clients in this
 one, so on a 2-core machine each side has a core.
 
-    python bench/bench_apiserver.py            # full run
-    python bench/bench_apiserver.py --smoke    # a few seconds, checks it still runs
+It also reports the server's CPU per request (its process time over the phase, divided by the
+requests) for each write a federation manager and its cells make on a custom resource: a
+WorkloadDeployment (the compute CRD's schema, patterns and CEL rules) created, applied
+(server-side apply, creating and changing), merge-patched, and its status merge-patched and
+applied. CPU time, not wall time: it holds steady on a machine shared with other work.
+
+    python bench/bench_apiserver.py              # full run
+    python bench/bench_apiserver.py --smoke      # a few seconds, checks it still runs
+    python bench/bench_apiserver.py --crd-writes # only the CPU per custom-resource write
 """
 
 from __future__ import annotations
@@ -25,8 +32,17 @@ from typing import Any
 
 import aiohttp
 import orjson
+import yaml
 
 TARGET_CREATES = 3000.0
+WD_CRD = (
+    Path(__file__).resolve().parents[1]
+    / "config"
+    / "crd"
+    / "compute"
+    / "compute.datumapis.com_workloaddeployments.yaml"
+)
+CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -313,13 +329,168 @@ async def trivial_creates(n: int, concurrency: int) -> float:
         proc.wait(10)
 
 
+# ---------------------------------------------------------------------- CPU per CRD write
+
+
+def process_cpu(pid: int) -> float:
+    """CPU-seconds (user + system) a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def wd_body(name: str, replicas: int) -> dict[str, Any]:
+    """A WorkloadDeployment as the federation writes one (bench/harness.py's shape)."""
+    return {
+        "apiVersion": "compute.datumapis.com/v1alpha",
+        "kind": "WorkloadDeployment",
+        "metadata": {"name": name, "namespace": "default", "labels": {"app": "bench"}},
+        "spec": {
+            "workloadRef": {"name": name, "uid": "00000000-0000-0000-0000-00000000b0b0"},
+            "placementName": "bench",
+            "cityCode": "DFW",
+            "replicas": replicas,
+            "scaleSettings": {"minReplicas": replicas},
+            "template": {
+                "metadata": {"labels": {"app": "bench"}},
+                "spec": {
+                    "runtime": {
+                        "resources": {"instanceType": "datumcloud/d1-standard-2"},
+                        "sandbox": {
+                            "containers": [
+                                {
+                                    "name": "app",
+                                    "image": "docker.io/library/nginx:1.27",
+                                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
+                                }
+                            ]
+                        },
+                    },
+                    "networkInterfaces": [{"network": {"name": "default"}}],
+                },
+            },
+        },
+    }
+
+
+def wd_status(replicas: int, generation: int) -> dict[str, Any]:
+    """What a cell reports for a copy (bench_fanout's echo cells' status)."""
+    conditions = [
+        {
+            "type": type_,
+            "status": "True",
+            "reason": reason,
+            "message": f"{replicas}/{replicas} instances ready",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+            "observedGeneration": generation,
+        }
+        for type_, reason in (("Available", "StableInstanceFound"), ("ReplicasReady", "ReplicasAvailable"))
+    ]
+    counts = ("replicas", "currentReplicas", "updatedReplicas", "readyReplicas", "desiredReplicas")
+    return {"observedGeneration": generation, **{k: replicas for k in counts}, "conditions": conditions}
+
+
+async def crd_write_costs(url: str, pid: int, n: int, concurrency: int) -> dict[str, float]:
+    """Server CPU-milliseconds per request, per kind of custom-resource write."""
+    crd = yaml.safe_load(WD_CRD.read_text())
+    wds = "/apis/compute.datumapis.com/v1alpha/namespaces/default/workloaddeployments"
+    out: dict[str, float] = {}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=concurrency)) as session:
+
+        async def send(method: str, path: str, body: Any, ctype: str, query: str = "", ok: int = 200) -> None:
+            async with session.request(
+                method, url + path + query, data=orjson.dumps(body), headers={"Content-Type": ctype}
+            ) as resp:
+                if resp.status not in (ok, 201 if ok == 200 else ok):
+                    raise SystemExit(f"{method} {path} failed: {resp.status} {await resp.text()}")
+                await resp.read()
+
+        await send("POST", "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", crd, "application/json", ok=201)
+        for _ in range(200):  # the CRD is served once it is Established
+            async with session.get(url + wds) as resp:
+                if resp.status == 200:
+                    break
+            await asyncio.sleep(0.05)
+
+        apply = "?fieldManager=bench-federator&force=true"
+        status_apply = "?fieldManager=bench-status&force=true"
+        phases: list[tuple[str, Callable[[int], Awaitable[None]]]] = [
+            ("create (POST)", lambda i: send("POST", wds, wd_body(f"c-{i}", 2), "application/json", ok=201)),
+            (
+                "server-side apply, creating",
+                lambda i: send("PATCH", f"{wds}/a-{i}", wd_body(f"a-{i}", 2), "application/apply-patch+yaml", apply),
+            ),
+            (
+                "server-side apply, replicas 2 -> 3",
+                lambda i: send("PATCH", f"{wds}/a-{i}", wd_body(f"a-{i}", 3), "application/apply-patch+yaml", apply),
+            ),
+            (
+                "merge patch of spec.replicas",
+                lambda i: send(
+                    "PATCH",
+                    f"{wds}/c-{i}",
+                    {"spec": {"replicas": 3, "scaleSettings": {"minReplicas": 3}}},
+                    "application/merge-patch+json",
+                ),
+            ),
+            (
+                "status merge patch",
+                lambda i: send(
+                    "PATCH", f"{wds}/c-{i}/status", {"status": wd_status(3, 2)}, "application/merge-patch+json"
+                ),
+            ),
+            (
+                "status server-side apply",
+                lambda i: send(
+                    "PATCH",
+                    f"{wds}/a-{i}/status",
+                    {
+                        "apiVersion": "compute.datumapis.com/v1alpha",
+                        "kind": "WorkloadDeployment",
+                        "metadata": {"name": f"a-{i}", "namespace": "default"},
+                        "status": wd_status(3, 2),
+                    },
+                    "application/apply-patch+yaml",
+                    status_apply,
+                ),
+            ),
+        ]
+        for label, job in phases:
+            before = process_cpu(pid)
+            await run_concurrently(n, concurrency, job)
+            out[label] = (process_cpu(pid) - before) / n * 1000
+    return out
+
+
+async def crd_writes_only(n: int, concurrency: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        proc, url = start_embedded(Path(tmp) / "kubeconfig")
+        try:
+            await wait_ready(url, proc)
+            costs = await crd_write_costs(url, proc.pid, n, concurrency)
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=15)
+    print_crd_costs(costs, n, concurrency)
+
+
+def print_crd_costs(costs: dict[str, float], n: int, concurrency: int) -> None:
+    print(f"API server CPU per WorkloadDeployment write ({n} requests per kind, concurrency {concurrency}):")
+    for label, ms in costs.items():
+        print(f"  {label:<40}{ms:8.2f} ms CPU/request")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the benchmark still runs")
     parser.add_argument("--objects", type=int, default=0, help="objects per phase (default 5000, smoke 200)")
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--watchers", type=int, default=0, help="concurrent watches (default 50, smoke 5)")
+    parser.add_argument("--crd-writes", action="store_true", help="only the server's CPU per custom-resource write")
     args = parser.parse_args()
+    crd_n = 50 if args.smoke else 400
+    if args.crd_writes:
+        await crd_writes_only(args.objects or crd_n, min(args.concurrency, 16))
+        return
     n = args.objects or (200 if args.smoke else 5000)
     watchers = args.watchers or (5 if args.smoke else 50)
     updates = 20 if args.smoke else 400
@@ -333,6 +504,7 @@ async def main() -> None:
             fan = await watch_fanout(url, watchers, updates, "fan")
             typed = await asyncio_client(kubeconfig, max(n // 5, 100), args.concurrency, "typed")
             typed_fan = await asyncio_watch_fanout(kubeconfig, url, watchers, max(updates // 4, 10), "tfan")
+            crd_costs = await crd_write_costs(url, proc.pid, crd_n, min(args.concurrency, 16))
         finally:
             proc.terminate()
             _, err = proc.communicate(timeout=15)
@@ -356,6 +528,7 @@ async def main() -> None:
         f"embedded creates vs trivial store: {raw['create'] / trivial:.2f}x; "
         f"vs the {TARGET_CREATES:.0f}/s target: {raw['create'] / TARGET_CREATES:.2f}x"
     )
+    print_crd_costs(crd_costs, crd_n, min(args.concurrency, 16))
 
 
 if __name__ == "__main__":

@@ -15,13 +15,13 @@ Semantics follow structured-merge-diff as the apiserver uses it:
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from .errors import APIError, bad_request
+from .jsondata import json_copy
 
 Obj = dict[str, Any]
 Path = tuple[str, ...]
@@ -153,6 +153,57 @@ def members(obj: Obj, schema: Obj | None, *, scope: str = "main", has_status: bo
     return out
 
 
+def members_since(
+    obj: Obj,
+    schema: Obj | None,
+    old: Obj,
+    old_members: dict[Path, Any],
+    *,
+    scope: str = "main",
+    has_status: bool = False,
+) -> dict[Path, Any]:
+    """members(obj), given `old_members` = members(old) (same schema and scope): the members of a
+    field (a metadata field) whose value equals the old one are taken from old_members rather
+    than walked again. Their leaf values are the old ones, equal under == (a True where the old
+    object had 1): what compare() asks of them; the member paths are the same."""
+    groups: dict[Path, list[tuple[Path, Any]]] = {}
+    for member, leaf in old_members.items():
+        group = member[:2] if member[0] == "f:metadata" else member[:1]
+        groups.setdefault(group, []).append((member, leaf))
+    out: dict[Path, Any] = {}
+    old_meta = old.get("metadata")
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind"):
+            continue
+        path: Path = ("f:" + key,)
+        # the scope's filter, as members() applies it
+        if scope == "status" and path != STATUS:
+            continue
+        if scope != "status" and has_status and path == STATUS:
+            continue
+        if key == "metadata" and isinstance(value, dict):
+            for mkey, mval in value.items():
+                if mkey in IGNORED_META:
+                    continue
+                mpath = (*path, "f:" + mkey)
+                if isinstance(old_meta, dict) and mkey in old_meta and old_meta[mkey] == mval:
+                    out.update(groups.get(mpath, ()))
+                    continue
+                msub, mdeclared = _child(OBJECT_META_SCHEMA, mkey)
+                _walk(mval, msub, mpath, out)
+                if mval is None or mval == {} or not mdeclared:
+                    out.setdefault(mpath, _leaf(mval))
+            continue
+        if key in old and old[key] == value:
+            out.update(groups.get(path, ()))
+            continue
+        sub, declared = _child(schema, key)
+        _walk(value, sub, path, out)
+        if value is None or value == {} or not declared:
+            out.setdefault(path, _leaf(value))
+    return out
+
+
 def _leaf(value: Any) -> Any:
     return _CONTAINER if isinstance(value, (dict, list)) and value else value
 
@@ -162,12 +213,23 @@ def _walk(value: Any, schema: Obj | None, path: Path, out: dict[Path, Any]) -> N
         if _is_atomic_map(schema):
             out[path] = value
             return
+        # _child's answers, looked up once per map rather than once per key
+        props: Obj = (schema.get("properties") or {}) if schema is not None else {}
+        extra = schema.get("additionalProperties") if schema is not None else None
+        if not isinstance(extra, dict):
+            extra = None
         for key, child in value.items():
-            sub, declared = _child(schema, key)
+            sub = props.get(key)
+            declared = sub is not None
+            if not declared:
+                sub = extra
             cpath = (*path, "f:" + key)
-            _walk(child, sub, cpath, out)
-            if child is None or child == {} or not declared:
-                out.setdefault(cpath, _leaf(child))
+            if isinstance(child, (dict, list)):
+                _walk(child, sub, cpath, out)
+                if not declared or child == {}:
+                    out.setdefault(cpath, _leaf(child))
+            else:
+                out[cpath] = child  # a scalar: its own member, whatever the schema says
     elif isinstance(value, list):
         kind, keys = _list_type(schema)
         if kind == "atomic":
@@ -259,42 +321,80 @@ class Managed:
     api_version: str
     time: str
     fields: set[Path] = field(default_factory=set)
+    # the fieldsV1 tree this entry was decoded from, when this server encoded it from `fields`
+    # (Encodings): an unchanged field set is written back without encoding it again
+    encoded: tuple[Obj, frozenset[Path]] | None = field(default=None, compare=False, repr=False)
 
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.manager, self.operation, self.subresource)
 
 
-def decode_managed(entries: Any) -> dict[tuple[str, str, str], Managed]:
+class Encodings:
+    """fieldsV1 trees this server encoded, by identity, with the field set each encodes. A stored
+    object keeps the very dicts its write encoded, so the next write on it reads its field sets
+    back without decoding them and, for the managers it leaves alone, without encoding them.
+    Only trees encoded here count (a client's own managedFields need not be in normal form)."""
+
+    LIMIT = 2048  # (a tree and its set: a few KB)
+
+    def __init__(self) -> None:
+        self._trees: dict[int, tuple[Obj, frozenset[Path]]] = {}
+
+    def lookup(self, tree: Any) -> tuple[Obj, frozenset[Path]] | None:
+        found = self._trees.get(id(tree))
+        return found if found is not None and found[0] is tree else None
+
+    def add(self, tree: Obj, fields: frozenset[Path]) -> None:
+        trees = self._trees
+        if len(trees) >= self.LIMIT:
+            del trees[next(iter(trees))]  # the oldest first (as FieldManager._remember)
+        trees[id(tree)] = (tree, fields)  # (holding the tree keeps its id its own)
+
+
+def decode_managed(entries: Any, known: Encodings | None = None) -> dict[tuple[str, str, str], Managed]:
     out: dict[tuple[str, str, str], Managed] = {}
     if not isinstance(entries, list):
         return out
     for entry in entries:
         if not isinstance(entry, dict):
             continue
+        tree = entry.get("fieldsV1") or {}
+        encoded = known.lookup(tree) if known is not None else None
         m = Managed(
             manager=str(entry.get("manager", "")),
             operation=str(entry.get("operation", "Update")),
             subresource=str(entry.get("subresource", "")),
             api_version=str(entry.get("apiVersion", "")),
             time=str(entry.get("time", "")),
-            fields=from_fields_v1(entry.get("fieldsV1") or {}),
+            fields=set(encoded[1]) if encoded is not None else from_fields_v1(tree),
+            encoded=encoded,
         )
         out[m.key] = m
     return out
 
 
-def encode_managed(managers: dict[tuple[str, str, str], Managed]) -> list[Obj]:
+def encode_managed(managers: dict[tuple[str, str, str], Managed], known: Encodings | None = None) -> list[Obj]:
     ordered = sorted(managers.values(), key=lambda m: (m.operation != "Apply", m.time, m.manager))
     out = []
     for m in ordered:
+        if m.encoded is not None and m.encoded[1] == m.fields:
+            # a copy (no dict shared between two objects); a tree holds only names and {}, so
+            # orjson's round trip is exact, and the cheapest copy there is
+            tree: Obj = orjson.loads(orjson.dumps(m.encoded[0]))
+            fields = m.encoded[1]
+        else:
+            tree = to_fields_v1(m.fields)
+            fields = frozenset(m.fields)
+        if known is not None:
+            known.add(tree, fields)
         entry: Obj = {
             "manager": m.manager,
             "operation": m.operation,
             "apiVersion": m.api_version,
             "time": m.time,
             "fieldsType": "FieldsV1",
-            "fieldsV1": to_fields_v1(m.fields),
+            "fieldsV1": tree,
         }
         if m.subresource:
             entry["subresource"] = m.subresource
@@ -322,15 +422,47 @@ def validate_managed_fields(entries: Any) -> None:
 class FieldManager:
     """Field ownership for one resource type (its schema says which lists are associative)."""
 
+    # member maps remembered per object: the stored object a write starts from is the object the
+    # previous write stored, so its members were computed then (by identity; see _recall)
+    REMEMBERED = 1024  # (a WorkloadDeployment's map: ~4 KB, and the object it belongs to)
+
     def __init__(self, schema: Obj | None, *, has_status: bool) -> None:
         self.schema = schema
         self.has_status = has_status
+        self._remembered: dict[tuple[int, bool], tuple[Obj, dict[Path, Any]]] = {}
+        self._encodings = Encodings()
 
     def _members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
         if obj is None:
             return {}
         scope = "status" if subresource == "status" else "main"
         return members(obj, self.schema, scope=scope, has_status=self.has_status)
+
+    def _members_since(self, obj: Obj, old: Obj, old_members: dict[Path, Any], subresource: str) -> dict[Path, Any]:
+        scope = "status" if subresource == "status" else "main"
+        return members_since(obj, self.schema, old, old_members, scope=scope, has_status=self.has_status)
+
+    def _remember(self, obj: Obj, subresource: str, found: dict[Path, Any]) -> None:
+        """Keep `obj`'s members for when it comes back as a write's old object. Only for objects
+        nobody changes afterwards outside the metadata fields members ignore (a stored object, or
+        the object an update is about to store). The entry holds `obj`, so its id stays its own.
+        The oldest goes first: the writes of one object come close together (a create, its
+        status, a copy's apply), so a bounded memory keeps what is about to be asked for."""
+        remembered = self._remembered
+        if len(remembered) >= self.REMEMBERED:
+            del remembered[next(iter(remembered))]
+        remembered[(id(obj), subresource == "status")] = (obj, found)
+
+    def _stored_members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
+        """The members of a stored object (never changed after commit): remembered or computed."""
+        if obj is None:
+            return {}
+        kept = self._remembered.get((id(obj), subresource == "status"))
+        if kept is not None and kept[0] is obj:
+            return kept[1]
+        found = self._members(obj, subresource)
+        self._remember(obj, subresource, found)
+        return found
 
     def update(
         self,
@@ -356,15 +488,18 @@ class FieldManager:
                 meta["managedFields"] = incoming
                 return
         else:
-            managers = decode_managed(old_entries)
-        new_m = self._members(new, subresource)
+            managers = decode_managed(old_entries, self._encodings)
         added: set[Path]
         modified: set[Path]
         removed: set[Path]
         if old is None:  # a create: everything is added, nothing to compare with
+            new_m = self._members(new, subresource)
             added, modified, removed = set(new_m), set(), set()
         else:
-            added, modified, removed = compare(self._members(old, subresource), new_m)
+            old_m = self._stored_members(old, subresource)
+            new_m = self._members_since(new, old, old_m, subresource)
+            added, modified, removed = compare(old_m, new_m)
+        self._remember(new, subresource, new_m)
         changed = added | modified
         key = (manager, "Update", subresource)
         for k, m in managers.items():
@@ -382,7 +517,7 @@ class FieldManager:
         managers[key] = mine
         managers = {k: m for k, m in managers.items() if m.fields}
         if managers:
-            meta["managedFields"] = encode_managed(managers)
+            meta["managedFields"] = encode_managed(managers, self._encodings)
         else:
             meta.pop("managedFields", None)
 
@@ -398,37 +533,46 @@ class FieldManager:
         now: str,
         resource: str,
         group: str,
+        stored: Obj | None = None,
     ) -> Obj:
-        """Merge an applied configuration into `live` and return the new object."""
+        """Merge an applied configuration into `live` and return the new object. `stored`: the
+        stored object `live` is an unchanged, private copy of, when it is one: its members and
+        field sets are known, and `live` is merged into rather than copied first."""
         if config.get("metadata", {}).get("managedFields") is not None:
             raise bad_request("metadata.managedFields must be nil")
-        managers = decode_managed(live["metadata"].get("managedFields") if live else None)
+        source = stored if stored is not None else live  # (the stored object holds encoded trees)
+        managers = decode_managed(source["metadata"].get("managedFields") if source else None, self._encodings)
         key = (manager, "Apply", subresource)
         last = managers[key].fields if key in managers else set()
         applied_members = self._members(config, subresource)
         applied = set(applied_members)
 
-        base = copy.deepcopy(live) if live is not None else {}
+        base = (live if stored is not None else json_copy(live)) if live is not None else {}
         merged = _merge(base, config, self.schema)
         if live is not None:
             merged["metadata"] = dict(merged["metadata"])
             for field_name in IGNORED_META:
                 if field_name in live["metadata"]:
-                    merged["metadata"][field_name] = copy.deepcopy(live["metadata"][field_name])
+                    merged["metadata"][field_name] = json_copy(live["metadata"][field_name])
                 else:
                     merged["metadata"].pop(field_name, None)
             if subresource != "status" and self.has_status:
                 _reset_status(merged, live)
             elif subresource == "status":
                 status = merged.get("status")
-                merged = copy.deepcopy(live)
+                merged = json_copy(live)
                 if status is not None:
                     merged["status"] = status
 
         # conflicts come from what merging the configuration changes; removing what this manager
         # stopped applying (below) never conflicts (structured-merge-diff prunes after its update)
-        live_m = self._members(live, subresource)
-        added, modified, _ = compare(live_m, self._members(merged, subresource))
+        live_m = self._stored_members(stored, subresource) if stored is not None else self._members(live, subresource)
+        merged_m = (
+            self._members(merged, subresource)
+            if live is None
+            else self._members_since(merged, live, live_m, subresource)
+        )
+        added, modified, _ = compare(live_m, merged_m)
         changed = added | modified
         conflicts: dict[tuple[str, str, str], set[Path]] = {}
         for k, m in managers.items():
@@ -440,13 +584,45 @@ class FieldManager:
         if conflicts and not force:
             raise _conflict_error(conflicts, managers, resource, group, merged)
 
+        dropped = last - applied
+        if dropped:
+            self._remove_unapplied(merged, dropped, applied, managers, key, conflicts)
+            merged_m = self._members(merged, subresource)  # (what the removals left: walked again)
+        _, _, removed = compare(live_m, merged_m)
+        for k, m in managers.items():
+            if k != key:
+                m.fields -= conflicts.get(k, set())
+                m.fields -= removed
+        mine = managers.get(key)
+        if mine is None or mine.fields != applied:
+            managers[key] = Managed(manager, "Apply", subresource, api_version, now, applied)
+        managers = {k: m for k, m in managers.items() if m.fields}
+        meta = merged.setdefault("metadata", {})
+        if managers:
+            meta["managedFields"] = encode_managed(managers, self._encodings)
+        else:
+            meta.pop("managedFields", None)
+        result: Obj = merged
+        return result
+
+    @staticmethod
+    def _remove_unapplied(
+        merged: Obj,
+        dropped: set[Path],
+        applied: set[Path],
+        managers: dict[tuple[str, str, str], Managed],
+        key: tuple[str, str, str],
+        conflicts: dict[tuple[str, str, str], set[Path]],
+    ) -> None:
+        """Remove from `merged` the fields this manager applied before and no longer applies,
+        unless another manager owns them (or something below them)."""
         others: set[Path] = set()
         for k, m in managers.items():
             if k != key:
                 others |= m.fields - conflicts.get(k, set())
         other_prefixes = {p[:i] for p in others for i in range(1, len(p) + 1)}
         kept = other_prefixes | {p[:i] for p in applied for i in range(1, len(p) + 1)}
-        for path in sorted(last - applied, key=len):
+        for path in sorted(dropped, key=len):
             if path in other_prefixes:
                 continue
             _remove_path(merged, path)
@@ -458,27 +634,10 @@ class FieldManager:
                     break
                 _remove_path(merged, ancestor)
 
-        _, _, removed = compare(live_m, self._members(merged, subresource))
-        for k, m in managers.items():
-            if k != key:
-                m.fields -= conflicts.get(k, set())
-                m.fields -= removed
-        mine = managers.get(key)
-        if mine is None or mine.fields != applied:
-            managers[key] = Managed(manager, "Apply", subresource, api_version, now, applied)
-        managers = {k: m for k, m in managers.items() if m.fields}
-        meta = merged.setdefault("metadata", {})
-        if managers:
-            meta["managedFields"] = encode_managed(managers)
-        else:
-            meta.pop("managedFields", None)
-        result: Obj = merged
-        return result
-
 
 def _reset_status(merged: Obj, live: Obj) -> None:
     if "status" in live:
-        merged["status"] = copy.deepcopy(live["status"])
+        merged["status"] = json_copy(live["status"])
     else:
         merged.pop("status", None)
 
@@ -517,7 +676,7 @@ def _merge(live: Any, config: Any, schema: Obj | None) -> Any:
         out = dict(live)
         for key, value in config.items():
             sub, _ = _child(schema, key)
-            out[key] = _merge(live[key], value, sub) if key in live else copy.deepcopy(value)
+            out[key] = _merge(live[key], value, sub) if key in live else json_copy(value)
         return out
     if isinstance(config, list) and isinstance(live, list):
         kind, keys = _list_type(schema)
@@ -531,16 +690,16 @@ def _merge(live: Any, config: Any, schema: Obj | None) -> Any:
                     idx = ident.index(element)
                     out_list[idx] = _merge(out_list[idx], value, items)
                 else:
-                    out_list.append(copy.deepcopy(value))
+                    out_list.append(json_copy(value))
                     ident.append(element)
             return out_list
         if kind == "set":
             out_list = list(live)
             for value in config:
                 if value not in out_list:
-                    out_list.append(copy.deepcopy(value))
+                    out_list.append(json_copy(value))
             return out_list
-    return copy.deepcopy(config)
+    return json_copy(config)
 
 
 def _remove_path(obj: Any, path: Path) -> None:

@@ -482,11 +482,12 @@ class HTTPFront:
         manager = explicit or _manager_from_agent(request.headers.get("User-Agent", ""))
         if len(explicit) > 128:
             errs.append(errors.FieldError("Too long", "fieldManager", "may not be more than 128 bytes"))
-        errs.extend(
-            errors.invalid("fieldManager", explicit, f"invalid character {ch!r} (at position {i})")
-            for i, ch in enumerate(explicit)
-            if not ch.isprintable()
-        )
+        if not explicit.isprintable():  # (the common case, a printable name, in one call)
+            errs.extend(
+                errors.invalid("fieldManager", explicit, f"invalid character {ch!r} (at position {i})")
+                for i, ch in enumerate(explicit)
+                if not ch.isprintable()
+            )
         validation = q.get("fieldValidation", "") or "Warn"
         if validation not in ("Ignore", "Warn", "Strict"):
             errs.append(errors.unsupported("fieldValidation", validation, ["", "Ignore", "Strict", "Warn"]))

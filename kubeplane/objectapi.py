@@ -9,7 +9,6 @@ same semantics a real cluster would give it."""
 from __future__ import annotations
 
 import base64
-import copy
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,9 +17,10 @@ from typing import Any
 import orjson
 
 from . import errors, typed
-from .cel import validate_object
+from .cel import evaluate_object
 from .errors import APIError, FieldError
 from .fieldmanager import FieldManager
+from .jsondata import json_copy
 from .meta import generated_suffix, new_uid, now_rfc3339
 from .patches import json_patch, merge_patch, strategic_merge_patch
 from .registry import Obj, Registry, ResourceType
@@ -252,7 +252,7 @@ class ObjectAPI:
                 if store.get(meta.get("namespace") or "", candidate) is None:
                     meta["name"] = candidate
                     break
-        self._validate(rt, obj, None, opts)
+        checked = self._validate(rt, obj, None, opts)
         meta["uid"] = new_uid()
         meta["creationTimestamp"] = now_rfc3339()
         if rt.has_generation:
@@ -278,7 +278,9 @@ class ObjectAPI:
             opts.admit(rt, obj, None, "")
         if opts.dry_run:
             return Entry(obj)
-        return self.db.commit(store, obj, None)
+        entry = self.db.commit(store, obj, None)
+        entry.valid_under, entry.cel_cost = checked
+        return entry
 
     # ------------------------------------------------------------- update
     def update(
@@ -385,6 +387,7 @@ class ObjectAPI:
             now=now,
             resource=rt.plural,
             group=rt.group,
+            stored=old.obj if rt.to_served is None else None,  # live is a plain copy of it
         )
         stored = self._to_storage(rt, merged, opts)
         return self._write(rt, old, stored, opts, subresource=subresource, managed_done=True)
@@ -421,7 +424,7 @@ class ObjectAPI:
             meta.pop("selfLink", None)
             if "status" in rt.subresources and subresource != "scale":
                 if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
+                    new["status"] = json_copy(old["status"])
                 else:
                     new.pop("status", None)
             if rt.prepare_update is not None:
@@ -441,9 +444,10 @@ class ObjectAPI:
                         )
                     ],
                 )
-        self._schema_pass(rt, new, opts)
+        clean_old = old if rt.custom and old_entry.valid_under is rt.schema else None
+        self._schema_pass(rt, new, opts, clean_old)
         meta = new["metadata"]  # a converted view is rebuilt by the schema pass
-        self._validate(rt, new, old, opts)
+        checked = self._validate(rt, new, old, opts, old_entry=old_entry)
         if rt.has_generation and (
             _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources)
             or (rt.generation_counts_annotations and _annotations_changed(old, new))
@@ -467,7 +471,9 @@ class ObjectAPI:
         store = self.store_for(rt)
         if meta.get("deletionTimestamp") and not self.blocks_removal(rt, new):
             return self.db.delete(store, Entry(new))
-        return self.db.commit(store, new, old_entry)
+        entry = self.db.commit(store, new, old_entry)
+        entry.valid_under, entry.cel_cost = checked
+        return entry
 
     @staticmethod
     def blocks_removal(rt: ResourceType, obj: Obj) -> bool:
@@ -710,12 +716,14 @@ class ObjectAPI:
             _prune_and_default(rt, obj, opts)
         return rt.stored(obj)
 
-    def _schema_pass(self, rt: ResourceType, obj: Obj, opts: WriteOptions) -> None:
-        """Prune unknown fields (reporting them per fieldValidation), then apply defaults."""
+    def _schema_pass(self, rt: ResourceType, obj: Obj, opts: WriteOptions, clean_old: Obj | None = None) -> None:
+        """Prune unknown fields (reporting them per fieldValidation), then apply defaults.
+        `clean_old`: the stored object this write changes, when it went through this same
+        schema (Entry.valid_under): what the write left as it was is not walked again."""
         if rt.schema is None:
             return
         if rt.to_served is None:
-            _prune_and_default(rt, obj, opts)
+            _prune_and_default(rt, obj, opts, clean_old)
             return
         # the schema describes the served version (events.k8s.io field names, ...): decode against
         # it as the apiserver does, then convert back to the storage form in place
@@ -725,7 +733,19 @@ class ObjectAPI:
         obj.clear()
         obj.update(stored)
 
-    def _validate(self, rt: ResourceType, obj: Obj, old: Obj | None, opts: WriteOptions | None = None) -> None:
+    def _validate(
+        self,
+        rt: ResourceType,
+        obj: Obj,
+        old: Obj | None,
+        opts: WriteOptions | None = None,
+        *,
+        old_entry: Entry | None = None,
+    ) -> tuple[object | None, int | None]:
+        """Raise APIError (422) for an invalid object. Returns what the new entry records: the
+        schema the object passed (Entry.valid_under) or None when it has none, and the bound of
+        its CEL rules' cost (Entry.cel_cost). When `old_entry` (the stored `old`) passed this same
+        schema, what the write left unchanged is not checked again: same answers, less work."""
         # built-in kinds validate metadata with kube-apiserver's rules, CRDs and custom resources
         # with apimachinery's (which only warns about finalizer names that are not qualified)
         kube_rules = not rt.custom and rt.group != "apiextensions.k8s.io"
@@ -738,31 +758,41 @@ class ObjectAPI:
         )
         if rt.custom and opts is not None:
             opts.warnings.extend(finalizer_warnings(obj["metadata"], old["metadata"] if old else None))
+        checked: object | None = None
+        cel_cost: int | None = None
         if rt.custom and rt.schema is not None:
-            errs.extend(e for e in validate(obj, rt.schema) if not e.field.startswith("metadata"))
-            errs.extend(validate_object(rt.schema, obj, old, errs, opts.warnings if opts is not None else None))
+            same_schema = old is not None and old_entry is not None and old_entry.valid_under is rt.schema
+            clean_old = old if same_schema else None
+            errs.extend(e for e in validate(obj, rt.schema, clean_old=clean_old) if not e.field.startswith("metadata"))
+            old_cost = old_entry.cel_cost if same_schema and old_entry is not None else None
+            outcome = evaluate_object(rt.schema, obj, old, errs, old_cost=old_cost)
+            errs.extend(outcome.errors)
+            if opts is not None:
+                opts.warnings.extend(outcome.warnings)
+            checked, cel_cost = rt.schema, outcome.cost
         if rt.validate is not None and not errs:
             errs.extend(rt.validate(obj, old))
         if errs:
             name = obj["metadata"].get("name") or obj["metadata"].get("generateName") or ""
             raise errors.invalid_object(rt.kind, rt.group, name, errs)
+        return checked, cel_cost
 
 
-def _prune_and_default(rt: ResourceType, obj: Obj, opts: WriteOptions) -> None:
+def _prune_and_default(rt: ResourceType, obj: Obj, opts: WriteOptions, clean_old: Obj | None = None) -> None:
     """Decode the body as the apiserver does: custom resources against their structural schema,
     built-in kinds through their Go types (unknown fields, types, omitempty zero values)."""
     assert rt.schema is not None
     if not rt.custom and typed.supports(rt.api_version, rt.kind):
         dropped = typed.normalize(obj, rt.api_version, rt.kind).unknown
     else:
-        dropped = prune(obj, rt.schema)
+        dropped = prune(obj, rt.schema, clean_old=clean_old)
     if dropped and opts.field_validation != "Ignore":
         messages = [f'unknown field "{d}"' for d in dropped]
         if opts.field_validation == "Strict":
             raise errors.bad_request("strict decoding error: " + ", ".join(messages))
         opts.warnings.extend(messages)
     if rt.custom:
-        apply_defaults(obj, rt.schema)
+        apply_defaults(obj, rt.schema, clean_old=clean_old)
 
 
 class _SnapshotView:

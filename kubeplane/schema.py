@@ -14,6 +14,7 @@ from .cel import format_checker
 from .cel.gostr import go_quote
 from .cel.regex import Matcher, RegexError, compile_re2
 from .errors import FieldError, invalid, required, unsupported
+from .jsondata import json_copy, unchanged
 
 Schema = dict[str, Any]
 
@@ -70,16 +71,18 @@ def _join(path: str, name: str) -> str:
 # ------------------------------------------------------------------ pruning
 
 
-def prune(obj: Any, schema: Schema | None, path: str = "", *, root: bool = True) -> list[str]:
-    """Drop fields the schema does not specify; returns the dropped field paths."""
+def prune(obj: Any, schema: Schema | None, path: str = "", *, root: bool = True, clean_old: Any = None) -> list[str]:
+    """Drop fields the schema does not specify; returns the dropped field paths. `clean_old`: an
+    earlier version of the object already pruned and defaulted with this same schema: a field
+    equal to its old self has nothing to drop (nor to default), so it is not walked again."""
     dropped: list[str] = []
     if schema is None:
         return dropped
-    _prune(obj, schema, path, dropped, root=root)
+    _prune(obj, schema, path, dropped, root=root, old=clean_old)
     return dropped
 
 
-def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: bool = False) -> None:
+def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: bool = False, old: Any = None) -> None:
     if isinstance(value, dict):
         if root or schema.get("x-kubernetes-embedded-resource"):
             meta = value.get("metadata")
@@ -90,6 +93,7 @@ def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: b
         props: dict[str, Any] = schema.get("properties") or {}
         additional = schema.get("additionalProperties")
         preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
+        old_map = old if isinstance(old, dict) else None
         for key in list(value):
             if (root or schema.get("x-kubernetes-embedded-resource")) and key in ("apiVersion", "kind", "metadata"):
                 continue
@@ -101,56 +105,90 @@ def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: b
                     del value[key]
                     dropped.append(_join(path, key))
                 continue
-            _prune(value[key], child_schema, _join(path, key), dropped)
+            # (==, not unchanged(): pruning and defaulting see only keys and nulls, and a Python
+            # True == 1 has the same keys and nulls all the way down)
+            if old_map is not None and key in old_map:
+                if value[key] == old_map[key]:
+                    continue
+                _prune(value[key], child_schema, _join(path, key), dropped, old=old_map[key])
+            else:
+                _prune(value[key], child_schema, _join(path, key), dropped)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
+            old_list = old if isinstance(old, list) else ()
             for i, item in enumerate(value):
-                _prune(item, items, f"{path}[{i}]", dropped)
+                if i < len(old_list):
+                    if item == old_list[i]:
+                        continue
+                    _prune(item, items, f"{path}[{i}]", dropped, old=old_list[i])
+                else:
+                    _prune(item, items, f"{path}[{i}]", dropped)
 
 
 # ---------------------------------------------------------------- defaulting
 
 
-def apply_defaults(obj: Any, schema: Schema | None) -> None:
+def apply_defaults(obj: Any, schema: Schema | None, *, clean_old: Any = None) -> None:
+    """Fill in the schema's defaults. `clean_old`: as for prune."""
     if schema is not None:
-        _default(obj, schema)
+        _default(obj, schema, clean_old)
 
 
-def _default(value: Any, schema: Schema) -> None:
+def _default(value: Any, schema: Schema, old: Any = None) -> None:
     if isinstance(value, dict):
+        old_map = old if isinstance(old, dict) else {}
         props: dict[str, Any] = schema.get("properties") or {}
         for key, child in props.items():
             if key in value and value[key] is None and not child.get("nullable"):
                 # null in a non-nullable field is treated as absent, then defaulted
                 del value[key]
             if key not in value and "default" in child:
-                value[key] = copy.deepcopy(child["default"])
+                value[key] = json_copy(child["default"])
             if key in value:
-                _default(value[key], child)
+                _default_child(value[key], child, old_map, key)
         additional = schema.get("additionalProperties")
         if isinstance(additional, dict):
             for key in value:
                 if key not in props:
-                    _default(value[key], additional)
+                    _default_child(value[key], additional, old_map, key)
     elif isinstance(value, list):
         items = schema.get("items")
         if isinstance(items, dict):
-            for item in value:
-                _default(item, items)
+            old_list = old if isinstance(old, list) else ()
+            for i, item in enumerate(value):
+                if i < len(old_list):
+                    if item != old_list[i]:
+                        _default(item, items, old_list[i])
+                else:
+                    _default(item, items)
+
+
+def _default_child(value: Any, schema: Schema, old_map: dict[str, Any], key: str) -> None:
+    if key in old_map:
+        before = old_map[key]
+        if value != before:
+            _default(value, schema, before)
+    else:
+        _default(value, schema)
 
 
 # ---------------------------------------------------------------- validation
 
 
-def validate(obj: Any, schema: Schema | None, path: str = "") -> list[FieldError]:
+def validate(obj: Any, schema: Schema | None, path: str = "", *, clean_old: Any = None) -> list[FieldError]:
+    """The schema's errors for `obj`. `clean_old`: an earlier version of the object that passed this
+    same schema without an error; a field (or an item at the same index) that is the same in both
+    cannot have one now, so it is not checked again. The errors are the same either way."""
     errs: list[FieldError] = []
     if schema is not None:
-        _validate(obj, schema, path, errs, root=True)
+        _validate(obj, schema, path, errs, root=True, old=clean_old)
     return errs
 
 
-def _validate(value: Any, schema: Schema, path: str, errs: list[FieldError], *, root: bool = False) -> None:
+def _validate(
+    value: Any, schema: Schema, path: str, errs: list[FieldError], *, root: bool = False, old: Any = None
+) -> None:
     shown = path or "<root>"
     if value is None:
         if schema.get("nullable") or not schema.get("type"):
@@ -178,12 +216,12 @@ def _validate(value: Any, schema: Schema, path: str, errs: list[FieldError], *, 
     elif actual == "string":
         _validate_string(value, schema, shown, errs)
     elif actual == "array":
-        _validate_array(value, schema, path, shown, errs)
+        _validate_array(value, schema, path, shown, errs, old if isinstance(old, list) else None)
     elif actual == "object":
-        _validate_object(value, schema, path, shown, errs, root=root)
+        _validate_object(value, schema, path, shown, errs, root=root, old=old if isinstance(old, dict) else None)
 
     for sub in schema.get("allOf") or []:
-        _validate(value, sub, path, errs)
+        _validate(value, sub, path, errs, old=old)
     any_of = schema.get("anyOf")
     if any_of and not any(not validate(value, s, path) for s in any_of):
         errs.append(invalid(shown, value, f"{shown} in body must match at least one schema in anyOf"))
@@ -234,7 +272,9 @@ def _validate_string(value: str, schema: Schema, shown: str, errs: list[FieldErr
         errs.append(invalid(shown, value, f"{shown} in body must be of type {fmt}: {go_quote(value)}"))
 
 
-def _validate_array(value: list[Any], schema: Schema, path: str, shown: str, errs: list[FieldError]) -> None:
+def _validate_array(
+    value: list[Any], schema: Schema, path: str, shown: str, errs: list[FieldError], old: list[Any] | None = None
+) -> None:
     max_items = schema.get("maxItems")
     if max_items is not None and len(value) > max_items:
         errs.append(FieldError("Too many", shown, f"must have at most {max_items} items", len(value), True))
@@ -261,8 +301,15 @@ def _validate_array(value: list[Any], schema: Schema, path: str, shown: str, err
             seen_keys.add(key)
     items = schema.get("items")
     if isinstance(items, dict):
+        kept = len(old) if old is not None else 0
         for i, item in enumerate(value):
-            _validate(item, items, f"{path}[{i}]", errs)
+            if i < kept:
+                assert old is not None
+                if unchanged(item, old[i]):
+                    continue
+                _validate(item, items, f"{path}[{i}]", errs, old=old[i])
+            else:
+                _validate(item, items, f"{path}[{i}]", errs)
 
 
 def orjson_key(value: Any) -> Any:
@@ -270,7 +317,14 @@ def orjson_key(value: Any) -> Any:
 
 
 def _validate_object(
-    value: dict[str, Any], schema: Schema, path: str, shown: str, errs: list[FieldError], *, root: bool
+    value: dict[str, Any],
+    schema: Schema,
+    path: str,
+    shown: str,
+    errs: list[FieldError],
+    *,
+    root: bool,
+    old: dict[str, Any] | None = None,
 ) -> None:
     for name in schema.get("required") or []:
         if name not in value:
@@ -284,7 +338,13 @@ def _validate_object(
         if child_schema is None and isinstance(additional, dict):
             child_schema = additional
         if child_schema is not None:
-            _validate(child, child_schema, _join(path, key), errs)
+            if old is not None and key in old:
+                before = old[key]
+                if unchanged(child, before):
+                    continue
+                _validate(child, child_schema, _join(path, key), errs, old=before)
+            else:
+                _validate(child, child_schema, _join(path, key), errs)
     max_props = schema.get("maxProperties")
     if max_props is not None and len(value) > max_props:
         errs.append(FieldError("Too many", shown, f"must have at most {max_props} items", len(value), True))

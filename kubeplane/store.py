@@ -30,13 +30,20 @@ DELETED = "DELETED"
 
 
 class Entry:
-    """A stored object. `obj` is never mutated after commit; writers build a new dict."""
+    """A stored object. `obj` is never mutated after commit; writers build a new dict.
+    `valid_under`: the schema (dict, compared by identity) the object passed without an error
+    on its way in, when the write path checked it (ObjectAPI); the next write skips what it left
+    unchanged (schema.validate's clean_old). `cel_cost`: with valid_under, when the object also
+    passed that schema's CEL rules without an error or a warning, a bound of their cost (the
+    CEL validator's old_cost)."""
 
-    __slots__ = ("_raw", "obj")
+    __slots__ = ("_raw", "cel_cost", "obj", "valid_under")
 
     def __init__(self, obj: Obj, raw: bytes | None = None) -> None:
         self.obj = obj
         self._raw = raw
+        self.valid_under: object | None = None
+        self.cel_cost: int | None = None
 
     @property
     def raw(self) -> bytes:

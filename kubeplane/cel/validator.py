@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..errors import FieldError, forbidden, invalid, required
+from ..jsondata import unchanged
 from .interp import Activation
 from .program import PER_CALL_LIMIT
 from .rules import CompiledRule, compile_errors, compile_rule, spec_errors
@@ -103,9 +105,19 @@ class NodeValidator:
     def type_name(self) -> str:
         return str(self.schema.get("type") or "")
 
-    @property
+    @cached_property
     def uses_old(self) -> bool:
+        # (asked on every evaluation; the rules are fixed once the tree is built)
         return any(r.transition for r in self.rules)
+
+    @cached_property
+    def old_below(self) -> bool:
+        """Whether a rule at or below this node reads oldSelf (its answer can change while the
+        value stays the same, so an unchanged value is still evaluated)."""
+        children = [*self.properties.values(), *self.all_of, self.items, self.additional]
+        return any(r.transition or r.optional_old_self for r in self.rules) or any(
+            c.old_below for c in children if c is not None
+        )
 
 
 def build(schema: Any, resource_root: bool, node_schema: Any = None) -> NodeValidator | None:
@@ -212,7 +224,7 @@ class _Ratchet:
 class _Run:
     errors: list[FieldError] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
-    remaining: int = RUNTIME_BUDGET
+    remaining: int = field(default_factory=lambda: RUNTIME_BUDGET)  # (read when a run starts)
     stopped: bool = False
 
     def done(self) -> bool:
@@ -229,18 +241,54 @@ def validate_object(
 ) -> list[FieldError]:
     """Evaluate every rule of `schema` on `obj` (an update when `old` is given). `prior` are the
     object's other validation errors: some of them keep the rules from running at all."""
+    outcome = evaluate_object(schema, obj, old, prior)
+    if warnings is not None:
+        warnings.extend(outcome.warnings)
+    return outcome.errors
+
+
+@dataclass
+class Outcome:
+    errors: list[FieldError]
+    warnings: list[str]
+    # an upper bound of what evaluating every rule of the object costs, when it passed them all
+    # without a warning (what a later write may rely on: evaluate_object's old_cost); else None
+    cost: int | None
+
+
+def evaluate_object(
+    schema: dict[str, Any], obj: dict[str, Any], old: dict[str, Any] | None, prior: list[FieldError], *,
+    old_cost: int | None = None,
+) -> Outcome:  # fmt: skip
+    """validate_object, with what it found. `old_cost`: `old` passed every rule of this same schema
+    without an error or a warning, at most at this cost. Then a value equal to its old self (the
+    same JSON) under nodes whose rules never read oldSelf passed already and is not evaluated
+    again; when the runtime budget could matter (the old cost plus this one's above it) every
+    rule is evaluated, so the answer is always the one a full evaluation gives."""
     validator = validator_for(schema)
     if validator is None:
-        return []
+        return Outcome([], [], 0)
     blocked = blocking_error(prior)
     if blocked is not None:
-        return [blocked]
+        return Outcome([blocked], [], None)
+    skip = old is not None and old_cost is not None
+    run = _evaluate(validator, obj, old, skip)
+    budget = RUNTIME_BUDGET
+    spent = budget - run.remaining
+    if skip and (run.stopped or (old_cost or 0) + spent > budget):
+        run, skip = _evaluate(validator, obj, old, False), False  # the skipped rules' cost could count
+        spent = budget - run.remaining
+    clean = not run.errors and not run.warnings
+    # what was skipped cost at most old_cost when `old` was evaluated: the bound holds
+    cost = (spent + (old_cost or 0) if skip else spent) if clean else None
+    return Outcome(run.errors, run.warnings, cost)
+
+
+def _evaluate(validator: NodeValidator, obj: dict[str, Any], old: dict[str, Any] | None, skip: bool) -> _Run:
     run = _Run()
     ratchet = _Ratchet(_Corr(obj, old)) if old is not None else _Ratchet()
-    _validate(validator, obj, old, "", ratchet, run)
-    if warnings is not None:
-        warnings.extend(run.warnings)
-    return run.errors
+    _validate(validator, obj, old, "", ratchet, run, skip)
+    return run
 
 
 def blocking_error(errs: list[FieldError]) -> FieldError | None:
@@ -256,7 +304,15 @@ def _child(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
 
 
-def _validate(node: NodeValidator, value: Any, old: Any, path: str, ratchet: _Ratchet, run: _Run) -> None:
+def _passed(node: NodeValidator, item: Any, old_item: Any, skip: bool) -> bool:
+    """Whether `item` is known to pass `node`'s rules: its old self, which passed them all (skip),
+    is the same JSON, and no rule below reads oldSelf."""
+    return skip and old_item is not None and not node.old_below and unchanged(item, old_item)
+
+
+def _validate(
+    node: NodeValidator, value: Any, old: Any, path: str, ratchet: _Ratchet, run: _Run, skip: bool = False
+) -> None:
     if value is None or run.done():
         return
     if node.rules:
@@ -265,20 +321,26 @@ def _validate(node: NodeValidator, value: Any, old: Any, path: str, ratchet: _Ra
             return
     for sub in node.all_of:
         # like apiextensions: allOf errors ratchet only on an unchanged parent, not on the node itself
-        _validate(sub, value, old, path, _Ratchet(None, ratchet.parent), run)
+        _validate(sub, value, old, path, _Ratchet(None, ratchet.parent), run, skip)
         if run.done():
             return
     if isinstance(value, dict):
         old_map = old if isinstance(old, dict) else {}
         if node.additional is not None:
             for key, item in value.items():
-                _validate(node.additional, item, old_map.get(key), f"{path}[{key}]", ratchet.key(key), run)
+                old_item = old_map.get(key)
+                if _passed(node.additional, item, old_item, skip):
+                    continue
+                _validate(node.additional, item, old_item, f"{path}[{key}]", ratchet.key(key), run, skip)
                 if run.done():
                     return
         for key, child in node.properties.items():
             item = value.get(key)
             if item is not None:
-                _validate(child, item, old_map.get(key), _child(path, key), ratchet.key(key), run)
+                old_item = old_map.get(key)
+                if _passed(child, item, old_item, skip):
+                    continue
+                _validate(child, item, old_item, _child(path, key), ratchet.key(key), run, skip)
                 if run.done():
                     return
     elif isinstance(value, list) and node.items is not None:
@@ -286,7 +348,10 @@ def _validate(node: NodeValidator, value: Any, old: Any, path: str, ratchet: _Ra
         by_key = _old_items_by_key(old, keys) if node.schema.get("x-kubernetes-list-type") == "map" else None
         for i, item in enumerate(value):
             old_item = by_key.get(_item_key(item, keys)) if by_key is not None else None
-            _validate(node.items, item, old_item, f"{path}[{i}]", ratchet.index(i, old_item, old_item is not None), run)
+            if _passed(node.items, item, old_item, skip):
+                continue
+            correlated = ratchet.index(i, old_item, old_item is not None)
+            _validate(node.items, item, old_item, f"{path}[{i}]", correlated, run, skip)
             if run.done():
                 return
 

@@ -1,0 +1,648 @@
+"""The write path's shortcuts give the answers the full computation gives.
+
+- A write re-checks (prunes, defaults, validates) only what it changed when the stored object
+  passed the same schema (Entry.valid_under): a status write with an unchanged spec checks the
+  status only; a changed invalid field is still refused with the same causes; a value that
+  Python's == confuses with the old one (True for 1) counts as changed; a schema changed since
+  the object was stored checks everything; transition rules (oldSelf) still run.
+- An equivalence property: random write sequences answer the same with the shortcut and
+  with it disabled (every stored entry's valid_under cleared before each write).
+- The re2 VM's memo of answers per text agrees with the VM, is bounded, and is used.
+- A stored object's field members are remembered from the write that stored it, and the field
+  sets this server encoded are read back (and written back, when unchanged) without coding.
+- json_copy is deepcopy for JSON data.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from kubeplane import fieldmanager, schema
+from kubeplane.cel import regex, validator
+from kubeplane.cel.re2 import compile_pattern, search
+from kubeplane.crds import types_for
+from kubeplane.errors import APIError
+from kubeplane.jsondata import json_copy, unchanged
+from kubeplane.objectapi import APPLY_PATCH, MERGE_PATCH, WriteOptions
+from kubeplane.registry import ResourceType
+from kubeplane.server import ControlPlane
+
+Obj = dict[str, Any]
+
+QUANTITY = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+LABEL = (
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$"
+)
+
+
+def gadget_schema(size_pattern: str = "^[a-z]+$", max_label: int = 10) -> Obj:
+    return {
+        "type": "object",
+        "properties": {
+            "spec": {
+                "type": "object",
+                "required": ["size"],
+                "properties": {
+                    "size": {"type": "string", "pattern": size_pattern, "maxLength": 8},
+                    "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                    "cpu": {"type": "string", "pattern": QUANTITY},
+                    "frozen": {
+                        "type": "string",
+                        "x-kubernetes-validations": [{"rule": "self == oldSelf", "message": "frozen is immutable"}],
+                    },
+                    "labels": {
+                        "type": "object",
+                        "additionalProperties": {
+                            "type": "string",
+                            "x-kubernetes-validations": [
+                                {"rule": f"self.size() <= {max_label}", "message": "label too long"}
+                            ],
+                        },
+                    },
+                    "ports": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {
+                                "name": {"type": "string", "pattern": "^[a-z]+$"},
+                                "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+                                "protocol": {"type": "string", "default": "TCP"},
+                            },
+                        },
+                    },
+                },
+            },
+            "status": {
+                "type": "object",
+                "properties": {
+                    "phase": {"type": "string", "enum": ["Pending", "Ready"]},
+                    "ready": {"type": "integer", "minimum": 0},
+                    "reason": {"type": "string", "pattern": LABEL},
+                },
+                "x-kubernetes-validations": [{"rule": "!has(self.ready) || self.ready <= 50", "message": "too many"}],
+            },
+        },
+    }
+
+
+def gadget_crd(size_pattern: str = "^[a-z]+$", max_label: int = 10) -> Obj:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.shortcuts.example.com"},
+        "spec": {
+            "group": "shortcuts.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [
+                {
+                    "name": "v1",
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "schema": {"openAPIV3Schema": gadget_schema(size_pattern, max_label)},
+                }
+            ],
+        },
+    }
+
+
+def plane_with_gadgets() -> tuple[ControlPlane, ResourceType]:
+    plane = ControlPlane(kubelet=False, garbage_collector=False)
+    entry = plane.api.create(plane.crds.crd_rt, "", gadget_crd(), WriteOptions(field_manager="test"))
+    (rt,) = types_for(entry.obj)
+    plane.registry.add(rt)
+    return plane, rt
+
+
+def gadget(name: str = "g", **spec: Any) -> Obj:
+    body: Obj = {
+        "apiVersion": "shortcuts.example.com/v1",
+        "kind": "Gadget",
+        "metadata": {"name": name},
+        "spec": {
+            "size": "small",
+            "replicas": 2,
+            "cpu": "500m",
+            "frozen": "a",
+            "ports": [{"name": "http", "port": 80}],
+            "labels": {"team": "blue", "tier": "web"},
+        },
+    }
+    body["spec"].update(spec)
+    return body
+
+
+def opts(manager: str = "test") -> WriteOptions:
+    return WriteOptions(field_manager=manager)
+
+
+def causes(exc: APIError) -> list[tuple[str, str]]:
+    """(field, detail) per cause; the detail without the `Invalid value: <value>: ` lead."""
+    out = []
+    for cause in exc.details.get("causes", []):
+        message = cause.get("message", "")
+        field = cause.get("field", "")
+        detail = message[message.index(field) :] if field and field in message else message
+        out.append((field, detail))
+    return out
+
+
+# ------------------------------------------------------------------ only what changed is checked
+
+
+def test_a_status_write_checks_the_status_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    checked: list[str] = []
+    real = schema._validate_string
+
+    def spy(value: str, sch: Obj, shown: str, errs: list[Any]) -> None:
+        checked.append(shown)
+        real(value, sch, shown, errs)
+
+    pruned: list[str] = []
+    real_prune = schema._prune
+
+    def prune_spy(value: Any, sch: Obj, path: str, dropped: list[str], **kw: Any) -> None:
+        pruned.append(path)
+        real_prune(value, sch, path, dropped, **kw)
+
+    monkeypatch.setattr(schema, "_validate_string", spy)
+    monkeypatch.setattr(schema, "_prune", prune_spy)
+    status = {"status": {"phase": "Ready", "ready": 2, "reason": "AllGood"}}
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, status, opts("cell"), subresource="status")
+    assert checked == ["status.phase", "status.reason"]
+    assert pruned == ["", "status", "status.phase", "status.ready", "status.reason"]
+    checked.clear()
+    pruned.clear()
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 3}}, opts())
+    assert checked == []  # an integer changed: no string of the object was checked again
+    assert pruned == ["", "spec", "spec.replicas"]
+
+
+def test_a_changed_invalid_field_is_refused_with_its_causes() -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"size": "BIG", "cpu": "lots"}}, opts())
+    assert exc.value.code == 422
+    assert causes(exc.value) == [
+        ("spec.size", "spec.size in body should match '^[a-z]+$'"),
+        ("spec.cpu", f"spec.cpu in body should match '{QUANTITY}'"),
+    ]
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(
+            rt, "default", "g", MERGE_PATCH, {"spec": {"ports": [{"name": "http", "port": 80}, {"port": 0}]}}, opts()
+        )
+    assert causes(exc.value) == [
+        ("spec.ports[1].port", "spec.ports[1].port in body should be greater than or equal to 1")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "message"),
+    [
+        (1, True, 'spec.replicas in body must be of type integer: "boolean"'),
+        (1, 1.0, 'spec.replicas in body must be of type integer: "number"'),
+    ],
+)
+def test_a_value_equal_only_to_python_is_a_change(before: int, after: Any, message: str) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(replicas=before), opts())
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": after}}, opts())
+    # (then apiextensions' "some validation rules were not checked", as for any type error)
+    assert causes(exc.value)[0] == ("spec.replicas", message)
+
+
+def test_a_schema_changed_since_the_write_checks_everything() -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    # the CRD now wants digits: the stored spec.size ("small") no longer passes
+    tightened = gadget_crd(size_pattern="^[0-9]+$")
+    (rt2,) = types_for(tightened)
+    assert rt2.storage_key == rt.storage_key and rt2.schema is not rt.schema
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt2, "default", "g", MERGE_PATCH, {"status": {"phase": "Ready"}}, opts(), subresource="status")
+    assert causes(exc.value) == [("spec.size", "spec.size in body should match '^[0-9]+$'")]
+
+
+def test_transition_rules_still_run() -> None:
+    # (CEL rules are evaluated on every write, shortcut or not: oldSelf changes between writes)
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"frozen": "b"}}, opts())
+    assert causes(exc.value) == [("spec.frozen", 'Invalid value: "string": frozen is immutable')]
+    entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 4}}, opts())
+    assert entry.obj["spec"]["frozen"] == "a" and entry.valid_under is rt.schema
+
+
+def test_only_checked_writes_mark_the_entry() -> None:
+    plane, rt = plane_with_gadgets()
+    created = plane.api.create(rt, "default", gadget(), opts())
+    assert created.valid_under is rt.schema
+    dry = plane.api.patch(
+        rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 5}}, WriteOptions(field_manager="t", dry_run=True)
+    )
+    assert dry.valid_under is None
+    cm_rt = plane.registry.get("", "v1", "configmaps")
+    assert cm_rt is not None
+    cm = plane.api.create(cm_rt, "default", {"metadata": {"name": "c"}, "data": {"a": "b"}}, opts())
+    assert cm.valid_under is None  # built-in kinds are checked by their Go-type rules, every time
+
+
+def test_unchanged_values_skip_the_cel_rules_that_do_not_read_oldself(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    evaluated: list[str] = []
+    real = validator._evaluate_rules
+
+    def spy(node: Any, value: Any, old: Any, path: str, ratchet: Any, run: Any) -> None:
+        evaluated.append(path)
+        real(node, value, old, path, ratchet, run)
+
+    monkeypatch.setattr(validator, "_evaluate_rules", spy)
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 1}}, opts("cell"), subresource="status")
+    # the status changed; spec.frozen's rule reads oldSelf, so it runs although frozen did not
+    # change; the labels' rules (unchanged values) do not
+    assert evaluated == ["spec.frozen", "status"]
+    evaluated.clear()
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"labels": {"zone": "east"}}}, opts())
+    assert evaluated == ["spec.frozen", "spec.labels[zone]"]
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"labels": {"zone": "x" * 11}}}, opts())
+    assert causes(exc.value) == [("spec.labels[zone]", 'Invalid value: "string": label too long')]
+
+
+def test_a_ratcheted_rule_warns_on_every_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    # the CRD now allows 3-character labels: "blue" fails ("web" passes), but it is unchanged
+    # (ratcheted: a warning, not an error), on this write and the next
+    (rt2,) = types_for(gadget_crd(max_label=3))
+    for ready in (1, 2):
+        write = opts("cell")
+        entry = plane.api.patch(
+            rt2, "default", "g", MERGE_PATCH, {"status": {"ready": ready}}, write, subresource="status"
+        )
+        assert write.warnings == ['spec.labels[team]: Invalid value: "string": label too long']
+        assert entry.valid_under is rt2.schema and entry.cel_cost is None
+
+
+def test_when_the_budget_could_matter_every_rule_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    created = plane.api.create(rt, "default", gadget(), opts())
+    assert created.cel_cost is not None and created.cel_cost > 0
+    runs: list[bool] = []
+    real = validator._evaluate
+
+    def spy(node: Any, obj: Any, old: Any, skip: bool) -> Any:
+        runs.append(skip)
+        return real(node, obj, old, skip)
+
+    monkeypatch.setattr(validator, "_evaluate", spy)
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 1}}, opts("cell"), subresource="status")
+    assert runs == [True]
+    # a budget the stored object's cost and this write's could exceed together: the shortcut
+    # cannot know what the skipped rules would add, so it evaluates them all, and the object
+    # is refused as a full evaluation refuses it (the skipping run alone stayed in budget)
+    runs.clear()
+    monkeypatch.setattr(validator, "RUNTIME_BUDGET", created.cel_cost + 1)
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 2}}, opts("cell"), subresource="status")
+    assert runs == [True, False]
+    assert exc.value.code == 422 and validator.OUT_OF_BUDGET in exc.value.message
+
+
+# ------------------------------------------------------------------ equivalence, by property
+
+SIZES = st.sampled_from(["small", "BIG", "x" * 9, "medium", None])
+CPUS = st.sampled_from(["500m", "1", "1.5Gi", "lots", "", None])
+REPLICAS = st.sampled_from([0, 1, 2, -1, True, 1.0, "2", None])
+PORTS = st.lists(
+    st.fixed_dictionaries(
+        {"name": st.sampled_from(["http", "HTTP", "metrics"]), "port": st.sampled_from([80, 0, 70000, True])},
+        optional={"protocol": st.sampled_from(["TCP", "UDP", None]), "extra": st.just("dropped")},
+    ),
+    max_size=3,
+)
+LABELS = st.dictionaries(
+    st.sampled_from(["team", "tier", "zone"]), st.sampled_from(["blue", "x" * 11, None]), max_size=2
+)
+SPEC_PATCHES = st.fixed_dictionaries(
+    {},
+    optional={
+        "size": SIZES,
+        "cpu": CPUS,
+        "replicas": REPLICAS,
+        "ports": PORTS,
+        "labels": LABELS,
+        "unknown": st.just(1),
+    },
+)
+STATUS_PATCHES = st.fixed_dictionaries(
+    {},
+    optional={
+        "phase": st.sampled_from(["Pending", "Ready", "Gone", None]),
+        "ready": st.sampled_from([0, 3, -2, True, 51]),
+        "reason": st.sampled_from(["ok", "example.com/Fine", "-bad-", None]),
+    },
+)
+WRITES = st.lists(
+    st.one_of(
+        st.tuples(st.just("spec"), SPEC_PATCHES),
+        st.tuples(st.just("status"), STATUS_PATCHES),
+        st.tuples(st.just("apply"), SPEC_PATCHES),
+        st.tuples(st.just("status-apply"), STATUS_PATCHES),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+def run_writes(writes: list[tuple[str, Obj]], *, shortcut: bool) -> list[Any]:
+    plane, rt = plane_with_gadgets()
+    store = plane.api.store_for(rt)
+    plane.api.create(rt, "default", gadget(), opts())
+    outcomes: list[Any] = []
+    for kind, patch in writes:
+        if not shortcut:
+            for entry in store.iter_entries():
+                entry.valid_under = None
+            plane.api._field_managers.clear()  # nothing remembered: members, encoded field sets
+        write = WriteOptions(field_manager=f"writer-{kind}", force=True)
+        try:
+            if kind == "spec":
+                entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": patch}, write)
+            elif kind == "status":
+                entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": patch}, write, subresource="status")
+            else:
+                body = gadget()
+                body["spec"] = {k: v for k, v in patch.items() if v is not None} | {"size": "small"}
+                entry = plane.api.patch(rt, "default", "g", APPLY_PATCH, body, write)
+        except APIError as exc:
+            outcomes.append(("error", exc.code, exc.message, exc.details))
+            continue
+        obj = copy.deepcopy(entry.obj)
+        for key in ("uid", "creationTimestamp"):
+            obj["metadata"].pop(key, None)
+        for managed in obj["metadata"].get("managedFields", []):
+            managed.pop("time", None)
+        outcomes.append(("ok", obj, sorted(write.warnings)))
+    return outcomes
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(WRITES)
+def test_writes_answer_the_same_with_and_without_the_shortcut(writes: list[tuple[str, Obj]]) -> None:
+    assert run_writes(writes, shortcut=True) == run_writes(writes, shortcut=False)
+
+
+# ------------------------------------------------------------------ the pieces
+
+
+BIG = 2**70
+
+
+@pytest.mark.parametrize(
+    ("value", "old", "same"),
+    [
+        ({"a": [1, {"b": "c"}]}, {"a": [1, {"b": "c"}]}, True),
+        (1, True, False),
+        (1, 1.0, False),
+        ({"a": [0]}, {"a": [False]}, False),
+        ({"a": 1, "b": 2}, {"b": 2, "a": 1}, False),  # another order: checked again, only a cost
+        (BIG, BIG, True),  # the same object
+        ([BIG], [BIG], False),  # JSON cannot carry it: checked again, never an error
+        (None, None, True),
+    ],
+)
+def test_unchanged_is_json_equality(value: Any, old: Any, same: bool) -> None:
+    assert unchanged(value, old) is same
+
+
+def test_validate_skips_only_what_matches_the_clean_old() -> None:
+    sch = gadget_schema()
+    bad = {"spec": {"size": "BIG", "cpu": "lots"}}
+    # what the contract promises: a field equal to a clean old is not checked again ...
+    assert schema.validate(bad, sch, clean_old=copy.deepcopy(bad)) == []
+    # ... and everything else is
+    changed = {"spec": {"size": "BIG", "cpu": "1"}}
+    cpu_errors = [e for e in schema.validate(bad, sch) if e.field == "spec.cpu"]
+    assert len(cpu_errors) == 1
+    assert schema.validate(bad, sch, clean_old=changed) == cpu_errors
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 5) | st.sampled_from([1.0, 0.5]) | st.sampled_from(["a", "B", "1"]),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["size", "replicas", "ports", "name", "port", "x"]), inner, max_size=3)
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, JSON)
+def test_prune_default_and_validate_agree_with_a_clean_old(new_spec: Any, old_spec: Any) -> None:
+    sch = gadget_schema()
+    old = {"spec": old_spec}
+    schema.prune(old, sch)
+    schema.apply_defaults(old, sch)
+    if schema.validate(old, sch):
+        old = {"spec": {"size": "small"}}  # the contract: the old object passed
+    full, short = {"spec": copy.deepcopy(new_spec)}, {"spec": copy.deepcopy(new_spec)}
+    assert schema.prune(short, sch, clean_old=old) == schema.prune(full, sch)
+    schema.apply_defaults(short, sch, clean_old=old)
+    schema.apply_defaults(full, sch)
+    assert orjson.dumps(short) == orjson.dumps(full)
+    assert schema.validate(short, sch, clean_old=old) == schema.validate(full, sch)
+
+
+RISKY = [QUANTITY, LABEL, "^(a+)+$", "(x|y)*z", "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$"]
+TEXTS = ["500m", "1Gi", "-1.5e3", "1.", ".5", "lots", "", "a" * 30 + "!", "aaa", "xyxz", "example.com/Ready", "-x"]
+
+
+@pytest.mark.parametrize("pattern", RISKY)
+def test_the_re2_memo_agrees_with_the_vm(pattern: str) -> None:
+    matcher = regex.Matcher(pattern)
+    program = compile_pattern(pattern)
+    for text in TEXTS:
+        first, again = matcher.matches(text), matcher.matches(text)
+        assert first is again is search(program, text), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(RISKY), st.text(alphabet="0123456789.eEmkKiGa-+/xyz!", max_size=12))
+def test_the_re2_memo_agrees_with_the_vm_on_any_text(pattern: str, text: str) -> None:
+    matcher = regex.compile_re2(pattern)
+    assert matcher.matches(text) is matcher.matches(text) is search(compile_pattern(pattern), text)
+
+
+def test_the_re2_memo_is_used_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = regex.search
+
+    def counting(program: Any, text: str) -> bool:
+        calls.append(text)
+        return real(program, text)
+
+    monkeypatch.setattr(regex, "search", counting)
+    matcher = regex.Matcher(QUANTITY)
+    assert matcher.matches("500m") and matcher.matches("500m")
+    assert calls == ["500m"]
+    long_text = "1" * (regex.MEMO_TEXT_MAX + 1)
+    assert matcher.matches(long_text) and matcher.matches(long_text)
+    assert calls.count(long_text) == 2  # long texts are not kept
+    for i in range(regex.MEMO_ENTRIES + 10):
+        matcher.matches(str(i))
+    assert len(matcher._memo) <= regex.MEMO_ENTRIES
+
+
+def test_a_stored_objects_members_come_from_the_write_that_stored_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    calls: list[Obj] = []
+    real = fieldmanager.members
+
+    def counting(obj: Obj, sch: Obj | None, **kw: Any) -> dict[Any, Any]:
+        calls.append(obj)
+        return real(obj, sch, **kw)
+
+    monkeypatch.setattr(fieldmanager, "members", counting)
+    entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 3}}, opts("other"))
+    # nothing walked whole: the stored object's members were remembered at its create, and the
+    # new object's come from them, only spec walked again (members_since)
+    assert calls == []
+    fm = plane.api.field_manager(rt)
+    assert fm._stored_members(entry.obj, "") == real(entry.obj, rt.schema, has_status=True)
+    managed = {m["manager"]: m["fieldsV1"] for m in entry.obj["metadata"]["managedFields"]}
+    assert managed["other"] == {"f:spec": {"f:replicas": {}}}
+
+
+MEMBER_SCHEMA: Obj = {
+    "type": "object",
+    "properties": {
+        "spec": {
+            "type": "object",
+            "properties": {
+                "ports": {
+                    "type": "array",
+                    "x-kubernetes-list-type": "map",
+                    "x-kubernetes-list-map-keys": ["name"],
+                    "items": {"type": "object", "properties": {"name": {"type": "string"}}},
+                },
+                "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            },
+            "additionalProperties": {"type": "object"},
+        },
+        "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+    },
+}
+TOP = st.dictionaries(
+    st.sampled_from(["spec", "status", "data"]),
+    st.dictionaries(st.sampled_from(["ports", "tags", "x", "y"]), JSON, max_size=3),
+    max_size=3,
+)
+META = st.fixed_dictionaries(
+    {"name": st.just("g")},
+    optional={
+        "labels": st.dictionaries(st.sampled_from(["a", "b"]), st.sampled_from(["1", "2"]), max_size=2),
+        "finalizers": st.lists(st.sampled_from(["x/y", "z/w"]), max_size=2),
+        "resourceVersion": st.sampled_from(["1", "2"]),
+    },
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(TOP, META, TOP, META, st.lists(st.sampled_from(["spec", "status", "data", "metadata"]), max_size=4))
+def test_members_since_an_old_object_are_its_members(
+    old_top: Obj, old_meta: Obj, fresh_top: Obj, fresh_meta: Obj, keep: list[str]
+) -> None:
+    old = {"apiVersion": "v1", "kind": "Gadget", "metadata": old_meta, **old_top}
+    # the new object keeps some top-level fields (and metadata fields) of the old, changes others
+    new: Obj = {"apiVersion": "v1", "kind": "Gadget"}
+    new["metadata"] = copy.deepcopy(old_meta) if "metadata" in keep else dict(old_meta, **fresh_meta)
+    for key in {*old_top, *fresh_top}:
+        if key in keep and key in old_top:
+            new[key] = copy.deepcopy(old_top[key])
+        elif key in fresh_top:
+            new[key] = fresh_top[key]
+    for scope, has_status in (("main", True), ("main", False), ("status", True)):
+        old_m = fieldmanager.members(old, MEMBER_SCHEMA, scope=scope, has_status=has_status)
+        full = fieldmanager.members(new, MEMBER_SCHEMA, scope=scope, has_status=has_status)
+        since = fieldmanager.members_since(new, MEMBER_SCHEMA, old, old_m, scope=scope, has_status=has_status)
+        assert set(since) == set(full)
+        assert all(since[p] is full[p] if full[p] is fieldmanager._CONTAINER else since[p] == full[p] for p in full)
+        for other in (old_m, {}, full):
+            assert fieldmanager.compare(other, since) == fieldmanager.compare(other, full)
+
+
+def test_unchanged_field_sets_are_not_encoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts("creator"))
+    encoded: list[set[Any]] = []
+    decoded: list[Any] = []
+    real_to, real_from = fieldmanager.to_fields_v1, fieldmanager.from_fields_v1
+
+    def to_spy(paths: set[Any]) -> Obj:
+        encoded.append(set(paths))
+        return real_to(paths)
+
+    def from_spy(tree: Obj, prefix: Any = ()) -> set[Any]:
+        if not prefix:
+            decoded.append(tree)
+        return real_from(tree, prefix)
+
+    monkeypatch.setattr(fieldmanager, "to_fields_v1", to_spy)
+    monkeypatch.setattr(fieldmanager, "from_fields_v1", from_spy)
+    status = {"status": {"phase": "Ready"}}
+    entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, status, opts("cell"), subresource="status")
+    assert decoded == []  # the creator's set was encoded here: known
+    assert encoded == [{("f:status", "f:phase")}]  # only the new manager's
+    by_manager = {m["manager"]: m for m in entry.obj["metadata"]["managedFields"]}
+    assert by_manager["creator"]["fieldsV1"] == real_to(real_from(by_manager["creator"]["fieldsV1"]))
+
+    # managedFields a client wrote itself (keys out of order) are decoded, and written back
+    # in normal form, as before
+    spec = entry.obj["spec"]
+    own = [
+        {
+            "manager": "client",
+            "operation": "Update",
+            "apiVersion": "shortcuts.example.com/v1",
+            "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:size": {}, "f:replicas": {}}},
+        }
+    ]
+    body = gadget() | {
+        "metadata": {"name": "g", "managedFields": own, "resourceVersion": entry.obj["metadata"]["resourceVersion"]}
+    }
+    body["spec"] = spec
+    plane.api.update(rt, "default", "g", body, opts("client"))
+    decoded.clear()
+    after = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"cpu": "2"}}, opts("other"))
+    assert own[0]["fieldsV1"] in decoded
+    (client,) = [m for m in after.obj["metadata"]["managedFields"] if m["manager"] == "client"]
+    assert list(client["fieldsV1"]["f:spec"]) == ["f:replicas", "f:size"]
+
+
+def test_json_copy_is_deepcopy_for_json_data() -> None:
+    data = {"a": [1, {"b": None, "c": [True, 1.5, "x"]}], "n": math.nan, "big": 2**80}
+    copied = json_copy(data)
+    assert repr(copied) == repr(copy.deepcopy(data))  # (repr: NaN is not equal to itself)
+    assert math.isnan(copied["n"]) and copied["big"] == 2**80
+    copied["a"][1]["c"].append("y")
+    assert data["a"][1]["c"] == [True, 1.5, "x"]
