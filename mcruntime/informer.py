@@ -69,9 +69,14 @@ class ObjectEvent:
     decoded dicts live while one handler runs, not until the last listener got to the event:
     a LIST hands a whole cluster's objects to each listener in turn, and keeping them decoded
     for the next listener held all of them at once (the collector then walked them over and
-    over: ~20% of a cold start's CPU at 100k objects)."""
+    over: ~20% of a cold start's CPU at 100k objects).
 
-    __slots__ = ("_decoded", "_obj", "_old", "_old_raw", "_raw", "final_state_unknown", "key", "type")
+    A watch event hands its object in decoded (kept by the event anyway), and its `old` is
+    kept decoded too once a listener read it: one event at a time, each listener's
+    predicates and map functions read it, and decoding it again for each of them cost as
+    much as the rest of their work."""
+
+    __slots__ = ("_decoded", "_keep_old", "_obj", "_old", "_old_raw", "_raw", "final_state_unknown", "key", "type")
 
     def __init__(
         self,
@@ -88,6 +93,7 @@ class ObjectEvent:
         self._obj = obj
         self._raw = raw
         self._decoded = False  # `_obj` was decoded from `_raw` here (not handed in)
+        self._keep_old = obj is not None  # a watch event: `old` decoded once for every listener
         self._old: Obj | None = None
         self._old_raw = old_raw
         self.final_state_unknown = final_state_unknown  # a delete noticed by a re-list
@@ -108,11 +114,12 @@ class ObjectEvent:
 
     def release(self) -> None:
         """Forget what was decoded here (read again, it is decoded again); an object handed
-        in with the event is kept."""
+        in with the event is kept, and so is the `old` of such an event."""
         if self._decoded:
             self._obj = None
             self._decoded = False
-        self._old = None
+        if not self._keep_old:
+            self._old = None
 
     def __repr__(self) -> str:
         return f"ObjectEvent({self.type.value} {self.key})"

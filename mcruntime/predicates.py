@@ -4,7 +4,7 @@ for non-update events the change-detecting predicates let everything through."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .fields import get_int, get_str, get_str_map
@@ -48,6 +48,51 @@ not_status_or_finalizers_only: Predicate = _changed(lambda o: _not_status(o)[:-1
 """As `not_status_only`, and a change of finalizers alone is ignored too: for watches of
 objects another controller (the one that finalizes them) adds its finalizer to, when
 what the watcher writes does not follow from the finalizers."""
+# what the server changes on every write, whoever made it: no change of the object's own
+_SERVER_KEPT = frozenset({"resourceVersion", "managedFields"})
+
+
+def changed_beyond(*, finalizers: bool = False, annotations: Iterable[str] = ()) -> Predicate:
+    """Updates that change more than the finalizers (with `finalizers=True`) and the named
+    annotations: for a watcher whose result follows from none of them, when another
+    controller writes them (a finalizer and its bookkeeping annotation, added once per
+    object). Everything else counts: spec, status, labels, other annotations, deletion,
+    any other field; absent and empty are alike, as in `not_status_only`."""
+    ignored = _SERVER_KEPT | ({"finalizers"} if finalizers else frozenset())
+    ignored_annotations = frozenset(annotations)
+
+    def other_annotations(value: Any) -> Any:
+        if not ignored_annotations or not isinstance(value, Mapping):
+            return value or None
+        return {k: v for k, v in value.items() if k not in ignored_annotations} or None
+
+    def beyond(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        if old.keys() != new.keys():
+            return True
+        old_meta, new_meta = old.get("metadata"), new.get("metadata")
+        if not isinstance(old_meta, Mapping) or not isinstance(new_meta, Mapping):
+            return True
+        # the generation first: a spec change is told without comparing the spec
+        if old_meta.get("generation") != new_meta.get("generation"):
+            return True
+        for key in old_meta.keys() | new_meta.keys():
+            if key in ignored:
+                continue
+            before, after = old_meta.get(key), new_meta.get(key)
+            if key == "annotations":
+                before, after = other_annotations(before), other_annotations(after)
+            if (before or None) != (after or None):
+                return True
+        return any(value != old[key] for key, value in new.items() if key != "metadata")
+
+    def predicate(event: ObjectEvent) -> bool:
+        if event.type is not EventType.MODIFIED or event.old is None:
+            return True
+        return beyond(event.old, event.obj)
+
+    return predicate
+
+
 labels_changed: Predicate = _changed(lambda o: get_str_map(o, "metadata.labels"))
 annotations_changed: Predicate = _changed(lambda o: get_str_map(o, "metadata.annotations"))
 

@@ -216,6 +216,16 @@ class Store:
         except KeyError:
             raise KeyError(f"no index named {index!r}; have {', '.join(self.index_names)}") from None
 
+    def values_of(self, index: str, key: str) -> tuple[str, ...]:
+        """The values `index` holds the object at `key` under (O(1), nothing decoded); ()
+        when the object is not stored or not indexed there."""
+        if index == NAMESPACE:
+            return (split_key(key)[0],) if key in self._items else ()
+        try:
+            return self._values[index].get(key, ())
+        except KeyError:
+            raise KeyError(f"no index named {index!r}; have {', '.join(self.index_names)}") from None
+
     def by_index(self, index: str, value: str) -> Objs:
         return self._decode(self.index_keys(index, value))
 

@@ -8,15 +8,15 @@ Writes, and alone writes: the project WD's `status` (status subresource, field m
 `projector`), only when the aggregate differs from what is cached.
 Never writes: the project WD's metadata or spec, anything in a cell.
 
-DESIGN §3 Projector (status, freshness), pinned by tests/projector/test_projector.py: counters summed,
-observedGeneration only when every target cell observed the spec, worst reason wins naming the cell
-(test_instances_and_status_reach_the_project, test_a_roll_holds_observed_generation_back,
-tests/federation/test_version_skew.py); NoMatchingLocation (test_no_cell_for_the_city); a dark cell Unknown after
-`--cell-status-stale-after` (test_a_dark_cell_turns_unknown_and_recovers); one status write once the cells observed a
-spec, else AwaitingPropagation a delay after the copies' write (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes,
-test_copies_written_late_cost_one_status_write, test_a_slow_cell_shows_awaiting_propagation,
-test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more); its own write's event wakes nothing
-(test_the_own_status_write_coming_back_costs_no_reconcile); Suspended (tests/e2e/test_suspension.py); SourceNotFound
+DESIGN §3 Projector, pinned by tests/projector/test_projector.py: counters summed, observedGeneration only when every
+target cell observed the spec, worst reason wins naming the cell (test_instances_and_status_reach_the_project,
+test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.py); NoMatchingLocation
+(test_no_cell_for_the_city); a dark cell Unknown after `--cell-status-stale-after`
+(test_a_dark_cell_turns_unknown_and_recovers); one status write once the cells observed a spec, else AwaitingPropagation
+after a delay (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
+test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
+Suspended (tests/e2e/test_suspension.py); no needless wake-up (test_the_own_status_write_coming_back_costs_no_reconcile,
+test_a_copy_version_already_read_wakes_nothing, test_finalizers_alone_wake_nothing_a_cell_change_does); SourceNotFound
 (test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.api.conditionjson import find_condition_json
+from federation.api.constants import Annotation
 from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.aggregate import (
@@ -69,11 +70,13 @@ from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterNotReadyError
 from mcruntime.fields import get_int, get_mapping, get_str, is_deleting
-from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc
+from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, EventHandler, RequestSink
+from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
-from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, version_of
+from mcruntime.predicates import Predicate, changed_beyond
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
@@ -83,6 +86,15 @@ from mcruntime.tracing import stage_span, tracer_for
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "projector"
+
+# Updates of a project WD that change only its finalizers and the federator's
+# `federation-namespace` annotation (the federator's claim, once per WD, while its copies
+# are being written): nothing the status is computed from (spec, status, labels, deletion,
+# the copies) moved, so the reconcile would find what the last one found.
+NOT_CLAIM_ONLY: Predicate = changed_beyond(finalizers=True, annotations=[str(Annotation.FEDERATION_NAMESPACE)])
+# Updates of a copy that change only its finalizers (the cell WD controller's, added once
+# per copy): the aggregate reads a copy's spec, annotations, status and deletion, never them.
+NOT_FINALIZERS_ONLY: Predicate = changed_beyond(finalizers=True)
 
 
 class StatusProjector:
@@ -99,6 +111,9 @@ class StatusProjector:
         self.tracer = tracer_for(mgr.tracer_provider)
         self.clock = clock_of(mgr)
         self.written = WrittenSpecs()  # whether a copy carries its desired spec, per copy and spec version
+        # per WD: each copy (cell, uid) its last reconcile read, at the resourceVersion it read
+        # (`CopyEvents`: an event of that very version brings nothing that reconcile missed)
+        self.copies_read: dict[Request, dict[tuple[str, str], str]] = {}
 
     async def reconcile(self, project: Cluster, wd: Obj) -> Result:
         # 1-2. the project and the cached WD (`ForObject`: a cluster not engaged is dropped,
@@ -112,6 +127,7 @@ class StatusProjector:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
         # 4. desired status from the pure functions (plan, aggregate)
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
+        self.copies_read[req] = _versions(found)
         copies = own_copies(wd, found)
         target, shares, unplaced = self._placement(wd, found)
         namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
@@ -153,6 +169,7 @@ class StatusProjector:
         """A WD gone or going: nothing to hold back for it any more."""
         self._awaiting.pop(req, None)
         self.own_writes.forget(req)
+        self.copies_read.pop(req, None)
         return Result()
 
     def _with_own_write(self, req: Request, wd: Obj) -> Obj:
@@ -261,12 +278,51 @@ class StatusProjector:
             await self.events.event(project, wd, "Warning", str(NO_MATCHING_LOCATION), message)
 
 
+def _versions(found: list[tuple[str, Obj]]) -> dict[tuple[str, str], str]:
+    """(cell, uid) → resourceVersion of each copy found."""
+    read: dict[tuple[str, str], str] = {}
+    for cell, copy in found:
+        if (version := version_of(copy)) is not None:
+            read[cell, version[0]] = version[1]
+    return read
+
+
 def _last_seen(cell: Cluster | None) -> datetime.datetime | None:
     return cell.last_contact if cell is not None else None
 
 
 def _source_exists(project: Cluster, kind: str, name: str, namespace: str) -> bool:
     return project.cache.informer_of(SOURCE_RESOURCES[kind]).get(name, namespace=namespace) is not None
+
+
+class CopyEvents(EventHandler):
+    """A copy's event → its project WD (`Routes.wd_of_copy`; an update's old state too, so
+    a WD that lost the copy hears of it), but not a WD whose last reconcile already read
+    this very version of the copy. A cell's cache holds the new version before its event
+    reaches this handler, so a reconcile running in between (woken by the WD's other copy,
+    say) reads it; its event coming after that would only wake a reconcile that finds what
+    the last one found and decided on (it wrote, held with a requeue, or failed and
+    retries). A deletion always goes through (its version is not one read)."""
+
+    def __init__(self, projector: StatusProjector, routes: Routes) -> None:
+        self.projector = projector
+        self.routes = routes
+        self.clock = projector.clock
+
+    def _read(self, request: Request, cell: str, copy: Obj) -> bool:
+        version = version_of(copy)
+        return version is not None and self.projector.copies_read.get(request, {}).get((cell, version[0])) == version[1]
+
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        self.clock.copy_changed(event.obj)  # the cell write -> projection clock starts as its event arrives
+        requests = await self.routes.wd_of_copy(source_cluster, event.obj)
+        if event.type is EventType.MODIFIED and event.old is not None:
+            self.clock.copy_changed(event.old)
+            requests += await self.routes.wd_of_copy(source_cluster, event.old)
+        for request in dict.fromkeys(requests):
+            if event.type is not EventType.DELETED and self._read(request, source_cluster, event.obj):
+                continue
+            sink.enqueue(request)
 
 
 def register(mgr: Manager, options: ManagementOptions) -> None:
@@ -283,9 +339,10 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         batch_period=options.status_batch_period,
     )
     # the WD itself, but not its own status write coming back: that state is what the write
-    # was computed to be, and a second reconcile of it would find nothing to do
+    # was computed to be, and a second reconcile of it would find nothing to do; nor the
+    # federator's claim (`NOT_CLAIM_ONLY`)
     ctrl.watch(WORKLOAD_DEPLOYMENTS, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
-               indexers=WD_INDEXERS)  # fmt: skip
+               indexers=WD_INDEXERS, predicates=[NOT_CLAIM_ONLY])  # fmt: skip
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     ctrl.watch(
         LOCATIONS,
@@ -305,16 +362,11 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
         label_selector=CELL_NAMESPACES_SELECTOR,
         indexers={UPSTREAM_INDEX: namespace_upstream},
     )
-    clock = clock_of(mgr)
-
-    async def wd_of_copy(cluster: str, copy: Obj) -> list[Request]:
-        clock.copy_changed(copy)  # the cell write -> projection clock starts as its event arrives
-        return await routes.wd_of_copy(cluster, copy)
-
     ctrl.watch(
         WORKLOAD_DEPLOYMENTS,
-        EnqueueRequestsFromMapFunc(wd_of_copy, cluster_name=ClusterName.PRESERVE_MAPPED),
+        CopyEvents(projector, routes),
         clusters=CELLS,
         label_selector=CELL_COPIES_SELECTOR,
+        predicates=[NOT_FINALIZERS_ONLY],
     )
     ctrl.watch_clusters(routes.wds_of_cell, clusters=CELLS)

@@ -298,16 +298,25 @@ def upstream_identity(copy: Mapping[str, Any] | None, namespace: Mapping[str, An
         project = decode_upstream_cluster_name(encoded)
     except ValueError:
         return None
+    served = UpstreamRef(project, project_ns, "", "")
     if copy is None:
-        return UpstreamRef(project, project_ns, "", "")
+        return served
+    if get_str(copy, "metadata.namespace", required=False) != get_str(namespace, "metadata.name", required=False):
+        return None  # the copy does not live in this namespace
+    return copy_upstream(copy, served)
+
+
+def copy_upstream(copy: Mapping[str, Any], served: UpstreamRef) -> UpstreamRef | None:
+    """`upstream_identity`'s reading of a copy that lives in a namespace serving `served`
+    (its `upstream_identity(None, namespace)`, or the same read from an index of the
+    namespaces): the copy's upstream-namespace label must repeat the namespace's, and its
+    upstream-uid annotation names the WD. None when anything is missing or contradictory."""
     name = get_str(copy, "metadata.name", required=False)
     if not name:
         return None
-    if get_str(copy, "metadata.namespace", required=False) != get_str(namespace, "metadata.name", required=False):
-        return None  # the copy does not live in this namespace
-    if _string_at(copy, "labels", str(Label.UPSTREAM_NAMESPACE)) != project_ns:
+    if _string_at(copy, "labels", str(Label.UPSTREAM_NAMESPACE)) != served.namespace:
         return None
     uid = _string_at(copy, "annotations", UPSTREAM_UID_ANNOTATION)
     if uid is None:
         return None
-    return UpstreamRef(project, project_ns, name, uid)
+    return UpstreamRef(served.project, served.namespace, name, uid)

@@ -17,7 +17,7 @@ from federation.fleet.placement import CellInfo, city_key
 from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotReadyError
-from mcruntime.fields import get_mapping, get_str
+from mcruntime.fields import get_mapping
 from mcruntime.manager import Manager
 from mcruntime.source import LOCAL, ClusterFilter, engaged
 
@@ -76,6 +76,12 @@ def known_locations(mgr: Manager) -> list[KnownLocation]:
 
 def upstream_key(project: str, namespace: str) -> str:
     return f"{project}/{namespace}"
+
+
+def upstream_of_key(key: str) -> tuple[str, str]:
+    """(project, project namespace) of an `upstream_key` (a namespace name holds no "/")."""
+    project, _, namespace = key.rpartition("/")
+    return project, namespace
 
 
 def namespace_upstream(ns: dict[str, Any]) -> list[str]:
@@ -152,8 +158,10 @@ async def find_copies(
         if not cell_synced(cell):
             continue
         partial = not alias and cell.cache.narrows(WORKLOAD_DEPLOYMENTS)
-        for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, upstream_key(project, namespace)):
-            cell_namespace = get_str(ns, "metadata.name")
+        # the namespaces' keys (their names: cluster-scoped) through the index, none decoded
+        for cell_namespace in cell.cache.informer_of(NAMESPACES).store.index_keys(
+            UPSTREAM_INDEX, upstream_key(project, namespace)
+        ):
             try:
                 obj = await cell.client.get_or_none(WORKLOAD_DEPLOYMENTS, name, namespace=cell_namespace, alias=alias)
                 if obj is None and partial and maybe_elsewhere is None:

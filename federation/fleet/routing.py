@@ -16,7 +16,7 @@ from typing import Any
 
 from federation.api.constants import Kind, Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS, WORKLOADS
-from federation.fleet.downstream import UpstreamRef, upstream_identity
+from federation.fleet.downstream import UpstreamRef, copy_upstream, upstream_identity
 from federation.fleet.fleetview import (
     CITY_INDEX,
     LOCATION_INDEX,
@@ -26,6 +26,7 @@ from federation.fleet.fleetview import (
     known_locations,
     project_clusters,
     upstream_key,
+    upstream_of_key,
 )
 from federation.fleet.locations import known_location
 from federation.fleet.placement import city_key, same_city
@@ -78,17 +79,29 @@ def instances_of_copy(instance: Obj) -> list[str]:
     return [f"{get_str(instance, 'metadata.namespace', required=False)}/{wd_name}"] if wd_name else []
 
 
-def _namespace(mgr: Manager, cell_name: str, obj: dict[str, Any]) -> dict[str, Any] | None:
+def _served_by_namespace(mgr: Manager, cell_name: str, obj: dict[str, Any]) -> UpstreamRef | None:
+    """What the cell namespace `obj` lives in serves (`upstream_identity(None, namespace)`:
+    the project and project namespace its labels name), read from the namespaces'
+    `UPSTREAM_INDEX`, which holds exactly that: nothing is decoded (every copy and Instance
+    event passes here, an update's old state too). From the namespace itself when its view
+    keeps no such index."""
     cell = mgr.clusters.get(cell_name)
     if cell is None or cell.cache.view_of(NAMESPACES) is None:
         return None
-    return cell.cache.informer_of(NAMESPACES).get(get_str(obj, "metadata.namespace", required=False))
+    store = cell.cache.informer_of(NAMESPACES).store
+    namespace = get_str(obj, "metadata.namespace", required=False)
+    if UPSTREAM_INDEX not in store.index_names:
+        return upstream_identity(None, store.get(namespace))
+    values = store.values_of(UPSTREAM_INDEX, namespace)
+    if not values:
+        return None  # not there, or its labels name no project
+    return UpstreamRef(*upstream_of_key(values[0]), "", "")
 
 
 def upstream_of(mgr: Manager, cell_name: str, obj: dict[str, Any]) -> UpstreamRef | None:
     """The project and project namespace a cell object serves (from its namespace's labels),
     if this manager serves that project."""
-    ref = upstream_identity(None, _namespace(mgr, cell_name, obj))
+    ref = _served_by_namespace(mgr, cell_name, obj)
     return ref if ref is not None and ref.project in mgr.clusters else None
 
 
@@ -124,7 +137,8 @@ class Routes:
     # ------------------------------------------------------------------ cell objects → project WDs
     async def wd_of_copy(self, cell_name: str, copy: dict[str, Any]) -> list[Request]:
         """A downstream copy → its project WD (unlabelled, foreign or unserved: nothing)."""
-        ref = upstream_identity(copy, _namespace(self.mgr, cell_name, copy))
+        served = _served_by_namespace(self.mgr, cell_name, copy)
+        ref = copy_upstream(copy, served) if served is not None else None
         if ref is None or not self._served(ref.project):
             return []
         return [Request(ref.project, ref.namespace, ref.name)]
@@ -245,9 +259,7 @@ class Routes:
             if cell.cache.view_of(INSTANCES) is None or not cell_synced(cell):
                 continue
             instances = cell.cache.informer_of(INSTANCES).store
-            for ns in cell.cache.informer_of(NAMESPACES).store.by_index(UPSTREAM_INDEX, key):
-                for inst_key in instances.index_keys(
-                    INSTANCES_OF_COPY_INDEX, f"{get_str(ns, 'metadata.name')}/{wd_name}"
-                ):
+            for ns_name in cell.cache.informer_of(NAMESPACES).store.index_keys(UPSTREAM_INDEX, key):
+                for inst_key in instances.index_keys(INSTANCES_OF_COPY_INDEX, f"{ns_name}/{wd_name}"):
                     names.add(inst_key.rpartition("/")[2])
         return [Request(project_name, namespace, name) for name in sorted(names)]

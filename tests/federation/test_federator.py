@@ -18,7 +18,7 @@ from federation.api.constants import Annotation, Finalizer, Label
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.controllers.federator import Federator, NamespaceWrites, _Seen, claimed_only
 from federation.fleet.routing import Routes
-from mcruntime import Manager, Request
+from mcruntime import Manager, Request, Store
 from mcruntime.errors import TransportError
 from tests.projector.cellsim import settle
 from tests.support import Fleet, Plane, all_idle, controller, eventually, fleet, management_settings, record, running
@@ -297,6 +297,30 @@ async def test_a_registration_naming_another_project_writes_nothing(tmp_path: Pa
         await eventually(refused, "the Event naming the mismatch")
         assert WDs(f, "lhr-1").list() == []
         assert not [n for n in Plane(f.server("lhr-1")).names("namespaces") if n.startswith("ns-")]
+
+
+async def test_a_copy_maps_back_through_the_namespaces_index_without_decoding_a_namespace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every copy event (an update's old state too, for each controller watching copies)
+    maps back through its cell namespace: what that namespace serves is read from the
+    namespaces' index, not decoded from the cache."""
+    async with federation(tmp_path) as (f, mgr):
+        WDs(f, "web").create(workload_deployment("api", "DFW", 1))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (0, 1)}, "copies")
+        copy = WDs(f, "dfw-1").list()[0]
+        store = mgr.clusters["dfw-1"].cache.informer_of(NAMESPACES).store
+
+        decode = Store.get
+
+        def no_decoding(self: Store, key: str) -> dict[str, Any] | None:
+            assert self is not store, "a namespace decoded to map a copy"
+            return decode(self, key)
+
+        monkeypatch.setattr(Store, "get", no_decoding)
+        assert await Routes(mgr).wd_of_copy("dfw-1", copy) == [Request("web", "default", "api")]
+        mislabelled = copy | {"metadata": {**copy["metadata"], "labels": {str(Label.UPSTREAM_NAMESPACE): "other"}}}
+        assert await Routes(mgr).wd_of_copy("dfw-1", mislabelled) == [], "its label must repeat the namespace's"
 
 
 async def test_downstream_events_map_back_to_the_bare_project_name(tmp_path: Path) -> None:

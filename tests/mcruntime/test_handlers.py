@@ -139,3 +139,56 @@ def test_predicates() -> None:
     assert predicates.all_of(web, predicates.negate(web))(event(pod("p", labels={"app": "web"}))) is False
     with pytest.raises(ValueError, match="cannot parse"):
         predicates.label_selector("app in web")
+
+
+def _wd(**meta: Any) -> dict[str, Any]:
+    """A WD-like object: generation 1, a spec, a status, and `meta` over its metadata."""
+    base: dict[str, Any] = {"name": "w", "namespace": "ns", "uid": "u1", "generation": 1, "resourceVersion": "5"}
+    return {"metadata": {**base, **meta}, "spec": {"replicas": 2}, "status": {"readyReplicas": 1}}
+
+
+CLAIMED = {"finalizers": ["example.com/f"], "annotations": {"example.com/where": "ns-1"}}
+CLAIMED_AND_MORE = {"finalizers": ["example.com/f"], "annotations": {"example.com/where": "ns-1", "example.com/o": "1"}}
+DELETED_AT = "2026-01-01T00:00:00Z"
+
+
+def _with(obj: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    return {**obj, **fields}
+
+
+@pytest.mark.parametrize(
+    ("name", "old", "new", "passes"),
+    [
+        # what another controller's claim changes (a finalizer and its own annotation): dropped
+        ("finalizer and its annotation", _wd(), _wd(resourceVersion="6", **CLAIMED), False),
+        ("finalizer alone", _wd(), _wd(resourceVersion="6", finalizers=["example.com/f"]), False),
+        ("finalizer released", _wd(**CLAIMED), _wd(resourceVersion="6", annotations=CLAIMED["annotations"]), False),
+        ("the server's fields only", _wd(), _wd(resourceVersion="6", managedFields=[{"manager": "x"}]), False),
+        ("annotation emptied (absent and empty alike)", _wd(annotations={}), _wd(resourceVersion="6"), False),
+        # anything else: handed on
+        ("spec (generation)", _wd(), _with(_wd(generation=2, resourceVersion="6"), spec={"replicas": 3}), True),
+        ("spec without a generation", _wd(), _with(_wd(resourceVersion="6"), spec={"replicas": 3}), True),
+        ("status", _wd(), _with(_wd(resourceVersion="6"), status={"readyReplicas": 2}), True),
+        ("status removed", _wd(), {"metadata": _wd(resourceVersion="6")["metadata"], "spec": {"replicas": 2}}, True),
+        ("a label", _wd(), _wd(resourceVersion="6", labels={"a": "1"}), True),
+        ("another annotation", _wd(), _wd(resourceVersion="6", annotations={"example.com/other": "1"}), True),
+        ("the claim and another annotation", _wd(), _wd(resourceVersion="6", **CLAIMED_AND_MORE), True),
+        ("deletion", _wd(**CLAIMED), _wd(resourceVersion="6", deletionTimestamp=DELETED_AT, **CLAIMED), True),
+        ("recreated (another uid)", _wd(), _wd(uid="u2", resourceVersion="6"), True),
+    ],
+)
+def test_changed_beyond_drops_only_the_named_metadata(
+    name: str, old: dict[str, Any], new: dict[str, Any], passes: bool
+) -> None:
+    claim = predicates.changed_beyond(finalizers=True, annotations=["example.com/where"])
+    assert claim(event(new, EventType.MODIFIED, old)) is passes, name
+
+
+def test_changed_beyond_hands_on_adds_deletes_and_counts_finalizers_unless_told() -> None:
+    claim = predicates.changed_beyond(finalizers=True, annotations=["example.com/where"])
+    assert claim(event(_wd(**CLAIMED)))  # ADDED
+    assert claim(event(_wd(**CLAIMED), EventType.DELETED))
+    finalizer_only = event(_wd(resourceVersion="6", finalizers=["example.com/f"]), EventType.MODIFIED, _wd())
+    assert predicates.changed_beyond()(finalizer_only), "finalizers count unless named"
+    annotation_only = event(_wd(resourceVersion="6", annotations={"example.com/where": "x"}), EventType.MODIFIED, _wd())
+    assert predicates.changed_beyond(finalizers=True)(annotation_only), "annotations count unless named"

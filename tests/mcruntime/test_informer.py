@@ -227,6 +227,43 @@ async def test_a_listed_object_is_decoded_for_one_handler_at_a_time(apiserver: E
         assert first == second and first is not second, "each handler decodes its own"
 
 
+async def test_a_watched_updates_old_state_is_decoded_once_for_every_listener(
+    apiserver: EmbeddedAPIServer, plane: Plane
+) -> None:
+    """A watch event comes one at a time with its object decoded: its previous state, read
+    by one listener (a predicate, a map function), is the same dict for the next, not
+    decoded again per listener. A LIST's previous states are still released per handler."""
+    plane.create("configmaps", configmap("cm"))
+    olds: dict[str, list[object]] = {"first": [], "second": []}
+
+    def reader(name: str) -> Callable[[ObjectEvent], None]:
+        def read(event: ObjectEvent) -> None:
+            if event.type is EventType.MODIFIED:
+                olds[name].append(event.old)
+
+        return read
+
+    async with Transport(config_for(apiserver), cluster="t") as transport:
+        informer = Informer(transport, CONFIGMAPS, cluster="t")
+        informer.add_listener(reader("first"))
+        informer.add_listener(reader("second"))
+        async with anyio.create_task_group() as tg:
+            await tg.start(informer.run)
+            await informer.wait_for_sync(5)
+            changed = plane.get("configmaps", "default", "cm")
+            changed["data"] = {"k": "2"}
+            plane.update("configmaps", changed)
+            await eventually(lambda: len(olds["second"]) == 1, what="both listeners handed the update")
+            tg.cancel_scope.cancel()
+    assert olds["first"][0] is olds["second"][0], "decoded once"
+    assert olds["first"][0] is not None
+
+    listed = ObjectEvent(EventType.MODIFIED, "default/cm", raw=b'{"a": 2}', old_raw=b'{"a": 1}')
+    first = listed.old
+    listed.release()
+    assert listed.old == first and listed.old is not first, "a LIST's old state: released per handler"
+
+
 async def test_a_failing_listener_does_not_stop_the_informer_or_other_listeners(
     apiserver: EmbeddedAPIServer, plane: Plane
 ) -> None:

@@ -77,6 +77,20 @@ def test_membership_in_an_index_is_answered_as_the_index_says() -> None:
         store.indexed("nope", "x", "default/a")
 
 
+def test_the_values_an_object_is_indexed_under_are_read_without_decoding_it() -> None:
+    store = Store({"label:app": indexers.label_value("app")})
+    store.put("default/a", obj("a", labels={"app": "web"}))
+    store.put("default/b", obj("b"))
+    store._items = {k: b"not json" for k in store._items}  # a decode would fail
+    assert store.values_of("label:app", "default/a") == ("web",)
+    assert store.values_of("label:app", "default/b") == (), "not indexed there"
+    assert store.values_of("label:app", "default/nope") == (), "not stored"
+    assert store.values_of(indexers.NAMESPACE, "default/a") == ("default",)
+    assert store.values_of(indexers.NAMESPACE, "default/nope") == ()
+    with pytest.raises(KeyError, match="no index named 'nope'"):
+        store.values_of("nope", "default/a")
+
+
 def test_an_indexer_added_later_indexes_existing_objects() -> None:
     store = Store()
     store.put("default/a", obj("a", labels={"tier": "1"}))

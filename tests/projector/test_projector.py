@@ -14,10 +14,11 @@ import anyio
 import orjson
 import pytest
 
-from federation.api.constants import Label
+from federation.api.constants import Annotation, Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.routing import Routes
-from mcruntime import Manager, Request
+from mcruntime import EventType, Manager, ObjectEvent, Request
+from projector.status import CopyEvents
 from tests.federation.test_federator import WDs, shares, workload_deployment
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, running
 from tests.support.manager import all_idle, controller, record
@@ -314,7 +315,8 @@ async def test_a_restart_before_a_cells_instances_are_listed_removes_no_projecti
 
 async def test_a_wd_finds_its_instances_through_an_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Mapping a project WD event to its projections reads the cell Instances of that WD
-    only, through the instances-of-copy index: no cell Instance is decoded for it."""
+    only, through the instances-of-copy index, in the cell namespaces the upstream index
+    names: nothing is decoded for it, no Instance, no namespace."""
     async with federation(tmp_path) as (f, mgr):
         created = WDs(f, "web").create(workload_deployment("api", "DFW", 4))
         await eventually(lambda: len(shares(f, "api")) == 2, "copies")
@@ -354,9 +356,10 @@ async def test_a_wd_finds_its_instances_through_an_index(tmp_path: Path, monkeyp
         monkeypatch.setattr(orjson, "loads", counting_loads)
         routed = await Routes(mgr).projections_of_wd("web", created)
         assert routed == [Request("web", "default", f"api-{i}") for i in range(4)]
+        assert decoded == [], f"{decoded} decoded to route one WD (the cell namespaces' names come from their index)"
+        mgr.clusters["dfw-1"].cache.informer_of(INSTANCES).store.get(f"{namespace}/api-0")
         monkeypatch.undo()
-        assert "Instance" not in decoded, f"{decoded.count('Instance')} Instances decoded to route one WD"
-        assert decoded, "the spy saw the namespaces decoded: it was in place"
+        assert decoded == ["Instance"], "the spy saw a read: it was in place"
 
 
 async def converged_api(f: Fleet, within: float = 10.0) -> None:
@@ -471,6 +474,97 @@ async def test_the_own_status_write_coming_back_costs_no_reconcile(tmp_path: Pat
         Plane(f.server("web")).update_status("workloaddeployments", edited, group=GROUP, version=VERSION)
         await eventually(lambda: status(f).get("readyReplicas") == 3, "the status restored")
         assert recording.requests.count(api) >= 2
+
+
+async def test_finalizers_alone_wake_nothing_a_cell_change_does(tmp_path: Path) -> None:
+    """The status follows from the WD's spec, status, labels and deletion and from its copies'
+    spec, annotations, status and deletion, never from finalizers or the federator's
+    `federation-namespace` annotation: a change of those alone (the federator's claim, here
+    made again after the annotation was dropped by hand; a finalizer on the project WD or on a
+    copy, as the cell WD controller adds) costs the projector no reconcile (`NOT_CLAIM_ONLY`,
+    `NOT_FINALIZERS_ONLY`). A copy deleted by hand and a cell's status change still reach
+    the project WD's status."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, mgr):
+        await converged_api(f)
+        assert await all_idle(mgr)
+        recording = record(mgr, "status-projector")
+        federator = record(mgr, "federator")
+        api = Request("web", "default", "api")
+        namespace_annotation = str(Annotation.FEDERATION_NAMESPACE)
+
+        def unclaim(wd: dict[str, Any]) -> None:
+            wd["metadata"]["finalizers"].append("example.com/keep")
+            del wd["metadata"]["annotations"][namespace_annotation]
+
+        WDs(f, "web").edit("default", "api", unclaim)
+
+        def reclaimed() -> bool:
+            return namespace_annotation in (WDs(f, "web").get("default", "api") or {})["metadata"]["annotations"]
+
+        await eventually(reclaimed, "the federator's claim made again")
+        copy_namespace = WDs(f, "dfw-1").list()[0]["metadata"]["namespace"]
+        WDs(f, "dfw-1").edit(
+            copy_namespace, "api", lambda o: o["metadata"].setdefault("finalizers", []).append("example.com/cell")
+        )
+        await eventually(lambda: all_idle(mgr), "the events handled")
+        assert federator.requests.count(api) >= 1, "the federator took the annotation's removal"
+        assert recording.requests.count(api) == 0, (
+            f"no status reconcile for finalizers and the claim: {recording.requests}"
+        )
+
+        WDs(f, "dfw-2").delete(copy_namespace, "api")
+
+        def awaiting() -> bool:
+            ready = cond(status(f), "ReplicasReady")
+            return ready.get("reason") == "AwaitingPropagation" and "dfw-2" in ready.get("message", "")
+
+        await eventually(awaiting, f"the copy deleted by hand named on the project WD: {status(f)}")
+        assert recording.requests.count(api) >= 1
+        settle(f, "dfw-2")
+        settle(f, "dfw-1", broken={0: ("ImageUnavailable", "no such image")})
+        named = lambda: cond(status(f), "ReplicasReady").get("reason") == "ImageUnavailable"  # noqa: E731
+        await eventually(named, f"the cell's change reaches the project WD: {status(f)}")
+
+
+class Requests:
+    """A RequestSink that keeps what it is handed."""
+
+    def __init__(self) -> None:
+        self.requests: list[Request] = []
+
+    def enqueue(self, request: Request) -> None:
+        self.requests.append(request)
+
+    def drop(self, reason: str, detail: str) -> None:
+        raise AssertionError(f"dropped ({reason}): {detail}")
+
+
+async def test_a_copy_version_already_read_wakes_nothing(tmp_path: Path) -> None:
+    """A cell's cache holds a copy's new version before its event is handed to the
+    projector: a reconcile in between reads it, and the event coming after would only wake
+    a reconcile that finds what that one found (`CopyEvents`). A version not read yet, and
+    a deletion, do wake the WD."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, mgr):
+        await converged_api(f)
+        assert await all_idle(mgr)
+        handler = next(w.handler for w in controller(mgr, "status-projector").watches
+                       if isinstance(w.handler, CopyEvents))  # fmt: skip
+        namespace = WDs(f, "dfw-1").list()[0]["metadata"]["namespace"]
+        cached = await mgr.clusters["dfw-1"].client.get(WORKLOAD_DEPLOYMENTS, "api", namespace=namespace)
+        api, key, sink = Request("web", "default", "api"), f"{namespace}/api", Requests()
+
+        def version(rv: str) -> dict[str, Any]:
+            return cached | {"metadata": {**cached["metadata"], "resourceVersion": rv}}
+
+        read = ObjectEvent(EventType.MODIFIED, key, obj=cached, old_raw=orjson.dumps(version("1")))
+        await handler.handle("dfw-1", read, sink)
+        assert sink.requests == [], "the version the converged status was written from"
+        newer = ObjectEvent(EventType.MODIFIED, key, obj=version("999999"), old_raw=orjson.dumps(cached))
+        await handler.handle("dfw-1", newer, sink)
+        assert sink.requests == [api], "a version no reconcile read"
+        sink.requests.clear()
+        await handler.handle("dfw-1", ObjectEvent(EventType.DELETED, key, obj=cached), sink)
+        assert sink.requests == [api], "a deletion"
 
 
 async def test_the_own_projection_write_coming_back_costs_no_reconcile(tmp_path: Path) -> None:
