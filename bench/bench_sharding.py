@@ -1,8 +1,10 @@
 """Benchmark: management mode sharded over 1, 2 and 3 replicas (`run --sharding`, DESIGN.md
 §5) against one unsharded replica, on the fan-out workload (P projects x W WorkloadDeployments
 of 1 replica into one DFW cell; no cell manager: the copies are the work). Per run: fan-out
-wall time (first create -> every copy written), CPU-seconds and peak RSS of each replica,
-and manager writes per WD (the servers' write counters less the benchmark's own creates).
+wall time (first create -> every copy written), CPU-seconds (from every replica ready to
+the copies and labels converged and --settle seconds more: the status writes that follow,
+the same work the write count covers) and peak RSS of each replica, and manager writes
+per WD (the servers' write counters less the benchmark's own creates).
 Then, with 2 shards converged, the time until every WD is labelled as the 3-shard ring says
 after a third joins (drain, acknowledgement, assignment), and the time until the 2
 survivors own everything after one is SIGKILLed (its Lease must expire, turn uncertain and
@@ -140,10 +142,12 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             wall = time.monotonic() - started
             if n:
                 await until(lambda: as_the_ring_says(f, projects, names, total), args.timeout, managers, peaks)
-            cpu = {m.name: cpu_seconds(m.pid) - cpu0[m.name] for m in managers}
             if args.metrics:
                 await save_metrics(args.metrics, label, managers)
             await asyncio.sleep(args.settle)  # statuses and the last label writes
+            # CPU over the same work the writes count: read when the copies were there, it
+            # missed the status writes that follow, a share that varied from run to run
+            cpu = {m.name: cpu_seconds(m.pid) - cpu0[m.name] for m in managers}
             writes = await federation_writes(f, projects) - writes0 - total
             sharder = await _sharder(f) if n else ""
             rep.add(f"{label}: fan-out wall time ({total} WDs)", wall, "s")

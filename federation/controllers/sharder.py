@@ -31,11 +31,9 @@ from federation.api.resources import WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.fleet.fleetview import FLEET, PROJECTS, project_clusters
 from federation.fleet.sharding import (
     SHARD_LABELS,
-    Rings,
+    RingView,
     ShardingOptions,
     assignment_identity,
-    available,
-    shard_states,
     wd_hash_key,
     workload_hash_key,
 )
@@ -75,7 +73,7 @@ class Sharder:
         self.options = options
         self.resource = resource
         self.hash_key = hash_key
-        self.rings = Rings()
+        self.ring = RingView()  # the states and ring of the Leases below, worked out once per change
         self.writes: OwnWrites[Request] = OwnWrites()  # each label patch's answer, until its echo
         self._leases: tuple[tuple[bytes, ...], list[dict[str, Any]]] = ((), [])  # as cached, and decoded
 
@@ -104,11 +102,9 @@ class Sharder:
     def decide(self, cluster: str, obj: Mapping[str, Any]) -> Decision:
         """The pure decision (`sharder_decision`) on `obj` of project `cluster`, over the
         ring of the shards available now."""
-        states = shard_states(self._ring_leases(), time.time())
-        return sharder_decision(
-            get_str_map(obj, "metadata.labels"), SHARD_LABELS, self.hash_key(cluster, obj),
-            self.rings.of(available(states)), states,
-        )  # fmt: skip
+        states, ring = self.ring.at(self._ring_leases(), time.time())
+        labels = get_str_map(obj, "metadata.labels")
+        return sharder_decision(labels, SHARD_LABELS, self.hash_key(cluster, obj), ring, states)
 
     def _ring_leases(self) -> list[dict[str, Any]]:
         """The ring's Leases from the sharder's view of them (it selects `lease_selector` in

@@ -12,7 +12,8 @@ the WD's shard, since only its owner reconciles it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from mcruntime.controllerutil import controller_of
 from mcruntime.fields import get_str, get_str_map
 from mcruntime.indexers import IndexFunc, label_index_name, label_value
 from mcruntime.resources import CONFIGMAPS, Resource
-from mcruntime.sharding import HashRing, ShardLabels, ShardState, is_available, shard_state
+from mcruntime.sharding import HashRing, ShardLabels, ShardState, is_available, seconds_to_next_state, shard_state
 
 SHARD_LABELS = ShardLabels(shard=str(Label.SHARD), drain=str(Label.DRAIN))
 
@@ -127,6 +128,29 @@ class Rings:
                 self._rings.clear()
             ring = self._rings[shards] = HashRing(shards)
         return ring
+
+
+class RingView:
+    """The shards' states and the ring of the available ones, as `shard_states` and
+    `Rings.of` give them for the ring's Leases at a time, worked out again only when the
+    Leases changed (the caller hands another list; the same one while they are unchanged) or
+    when time alone changes a state (`seconds_to_next_state`): the sharder reads them for
+    every event and every decision, a Lease changes every few seconds."""
+
+    def __init__(self) -> None:
+        self.rings = Rings()
+        self._leases: Sequence[Mapping[str, Any]] | None = None
+        self._until = -math.inf
+        self._states: dict[str, ShardState] = {}
+        self._ring = HashRing(frozenset())
+
+    def at(self, leases: Sequence[Mapping[str, Any]], now: float) -> tuple[dict[str, ShardState], HashRing]:
+        if leases is not self._leases or now >= self._until:
+            self._states = shard_states(leases, now)
+            self._ring = self.rings.of(available(self._states))
+            due = [s for lease in leases if (s := seconds_to_next_state(lease, now)) is not None]
+            self._leases, self._until = leases, now + min(due, default=math.inf)
+        return self._states, self._ring
 
 
 SHARD_INDEX = label_index_name(SHARD_LABELS.shard)  # project WDs by their shard

@@ -1,15 +1,28 @@
 """federation/fleet/sharding.py, the pure part: the ring key of a WD (its Workload's when a
-Workload controls it, so the two share a shard) and what the sharder caches of every WD
-and Workload (`assignment_identity`)."""
+Workload controls it, so the two share a shard), what the sharder caches of every WD
+and Workload (`assignment_identity`), and the ring's states worked out once per change
+(`RingView`)."""
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from federation.api.constants import Label
-from federation.fleet.sharding import assignment_identity, controlling_workload, wd_hash_key, workload_hash_key
+from federation.fleet import sharding
+from federation.fleet.sharding import (
+    RingView,
+    assignment_identity,
+    available,
+    controlling_workload,
+    shard_states,
+    wd_hash_key,
+    workload_hash_key,
+)
 
 GROUP = "compute.datumapis.com"
 
@@ -71,3 +84,68 @@ def test_the_sharder_caches_what_the_assignment_reads_only() -> None:
     }
     assert wd_hash_key("web", slim) == wd_hash_key("web", obj)  # decided the same from what is cached
     assert assignment_identity({"metadata": {"name": "n"}}) == {"metadata": {"name": "n"}}
+
+
+NOW = 1_800_000_000.0
+
+
+def member(name: str, holder: str, renewed_ago: float, duration: int) -> dict[str, Any]:
+    renewed = datetime.datetime.fromtimestamp(NOW - renewed_ago, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return {"metadata": {"name": name}, "spec": {"holderIdentity": holder, "renewTime": renewed,
+                                                   "leaseDurationSeconds": duration}}  # fmt: skip
+
+
+MEMBERS = st.lists(
+    st.builds(
+        member,
+        name=st.sampled_from(["s0", "s1", "s2", "s3"]),
+        holder=st.sampled_from(["", "own", "sharder"]),
+        renewed_ago=st.floats(min_value=-5, max_value=120, allow_nan=False),
+        duration=st.integers(min_value=1, max_value=30),
+    ).map(
+        lambda m: (
+            {**m, "spec": {**m["spec"], "holderIdentity": m["metadata"]["name"]}}
+            if m["spec"]["holderIdentity"] == "own"
+            else m
+        )
+    ),
+    max_size=4,
+    unique_by=lambda m: m["metadata"]["name"],
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(leases=MEMBERS, steps=st.lists(st.floats(min_value=0, max_value=40, allow_nan=False), max_size=12))
+def test_the_ring_view_answers_as_the_states_worked_out_afresh(
+    leases: list[dict[str, Any]], steps: list[float]
+) -> None:
+    # one Lease list, unchanged, read at later and later times: every answer is what
+    # `shard_states` and the ring of the available shards say at that time
+    view, now = RingView(), NOW
+    for step in [0.0, *steps]:
+        now += step
+        states, ring = view.at(leases, now)
+        assert states == shard_states(leases, now)
+        assert ring.shards == available(states)
+
+
+def test_the_ring_view_works_the_states_out_once_per_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[float] = []
+    real = sharding.shard_states
+
+    def counted(leases: Any, now: float) -> Any:
+        calls.append(now)
+        return real(leases, now)
+
+    monkeypatch.setattr(sharding, "shard_states", counted)
+    leases = [member("s0", "s0", 0, 15), member("s1", "s1", 10, 15)]
+    view = RingView()
+    for _ in range(100):  # every event and decision of a cold start, Leases unchanged
+        view.at(leases, NOW)
+    assert len(calls) == 1
+    # s1 expires 5 s on (still in the ring: the same states); past it, worked out again
+    assert view.at(leases, NOW + 4.9)[0]["s1"] == "ready" and len(calls) == 1
+    assert view.at(leases, NOW + 5)[0]["s1"] == "expired" and len(calls) == 2
+    # another list (a Lease changed): worked out again at once
+    renewed = [member("s0", "s0", 0, 15), member("s1", "s1", 0, 15)]
+    assert view.at(renewed, NOW + 5)[0]["s1"] == "ready" and len(calls) == 3
