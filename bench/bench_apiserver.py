@@ -33,6 +33,7 @@ from typing import Any
 import aiohttp
 import orjson
 import yaml
+from harness import cpu_seconds, echo_status, workload_deployment
 
 TARGET_CREATES = 3000.0
 WD_CRD = (
@@ -332,61 +333,15 @@ async def trivial_creates(n: int, concurrency: int) -> float:
 # ---------------------------------------------------------------------- CPU per CRD write
 
 
-def process_cpu(pid: int) -> float:
-    """CPU-seconds (user + system) a process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
 def wd_body(name: str, replicas: int) -> dict[str, Any]:
-    """A WorkloadDeployment as the federation writes one (bench/harness.py's shape)."""
-    return {
-        "apiVersion": "compute.datumapis.com/v1alpha",
-        "kind": "WorkloadDeployment",
-        "metadata": {"name": name, "namespace": "default", "labels": {"app": "bench"}},
-        "spec": {
-            "workloadRef": {"name": name, "uid": "00000000-0000-0000-0000-00000000b0b0"},
-            "placementName": "bench",
-            "cityCode": "DFW",
-            "replicas": replicas,
-            "scaleSettings": {"minReplicas": replicas},
-            "template": {
-                "metadata": {"labels": {"app": "bench"}},
-                "spec": {
-                    "runtime": {
-                        "resources": {"instanceType": "datumcloud/d1-standard-2"},
-                        "sandbox": {
-                            "containers": [
-                                {
-                                    "name": "app",
-                                    "image": "docker.io/library/nginx:1.27",
-                                    "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}},
-                                }
-                            ]
-                        },
-                    },
-                    "networkInterfaces": [{"network": {"name": "default"}}],
-                },
-            },
-        },
-    }
+    """A WorkloadDeployment as the federation writes one, labelled (`workload_deployment`)."""
+    wd = workload_deployment(name, "DFW", replicas)
+    wd["metadata"]["labels"] = {"app": "bench"}
+    return wd
 
 
-def wd_status(replicas: int, generation: int) -> dict[str, Any]:
-    """What a cell reports for a copy (bench_fanout's echo cells' status)."""
-    conditions = [
-        {
-            "type": type_,
-            "status": "True",
-            "reason": reason,
-            "message": f"{replicas}/{replicas} instances ready",
-            "lastTransitionTime": "2026-01-01T00:00:00Z",
-            "observedGeneration": generation,
-        }
-        for type_, reason in (("Available", "StableInstanceFound"), ("ReplicasReady", "ReplicasAvailable"))
-    ]
-    counts = ("replicas", "currentReplicas", "updatedReplicas", "readyReplicas", "desiredReplicas")
-    return {"observedGeneration": generation, **{k: replicas for k in counts}, "conditions": conditions}
+# what a cell reports for a copy of generation 2 with 3 replicas (bench_fanout's echo cells)
+STATUS = echo_status({"metadata": {"generation": 2}, "spec": {"replicas": 3}})
 
 
 async def crd_write_costs(url: str, pid: int, n: int, concurrency: int) -> dict[str, float]:
@@ -434,9 +389,7 @@ async def crd_write_costs(url: str, pid: int, n: int, concurrency: int) -> dict[
             ),
             (
                 "status merge patch",
-                lambda i: send(
-                    "PATCH", f"{wds}/c-{i}/status", {"status": wd_status(3, 2)}, "application/merge-patch+json"
-                ),
+                lambda i: send("PATCH", f"{wds}/c-{i}/status", {"status": STATUS}, "application/merge-patch+json"),
             ),
             (
                 "status server-side apply",
@@ -447,7 +400,7 @@ async def crd_write_costs(url: str, pid: int, n: int, concurrency: int) -> dict[
                         "apiVersion": "compute.datumapis.com/v1alpha",
                         "kind": "WorkloadDeployment",
                         "metadata": {"name": f"a-{i}", "namespace": "default"},
-                        "status": wd_status(3, 2),
+                        "status": STATUS,
                     },
                     "application/apply-patch+yaml",
                     status_apply,
@@ -455,9 +408,9 @@ async def crd_write_costs(url: str, pid: int, n: int, concurrency: int) -> dict[
             ),
         ]
         for label, job in phases:
-            before = process_cpu(pid)
+            before = cpu_seconds(pid)
             await run_concurrently(n, concurrency, job)
-            out[label] = (process_cpu(pid) - before) / n * 1000
+            out[label] = (cpu_seconds(pid) - before) / n * 1000
     return out
 
 

@@ -319,6 +319,37 @@ def workload_deployment(name: str, city: str, replicas: int, namespace: str = "d
     }
 
 
+def echo_status(copy: dict[str, Any]) -> dict[str, Any]:
+    """What a cell that runs every replica at once would report for `copy`: its generation
+    observed, every desired replica ready, both conditions True."""
+    generation = int(copy["metadata"].get("generation") or 1)
+    spec = copy.get("spec") or {}
+    replicas = int(spec.get("replicas") or (spec.get("scaleSettings") or {}).get("minReplicas") or 0)
+
+    def condition(type_: str, reason: str) -> dict[str, Any]:
+        return {
+            "type": type_,
+            "status": "True",
+            "reason": reason,
+            "message": f"{replicas}/{replicas} instances ready",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+            "observedGeneration": generation,
+        }
+
+    return {
+        "observedGeneration": generation,
+        "replicas": replicas,
+        "currentReplicas": replicas,
+        "updatedReplicas": replicas,
+        "readyReplicas": replicas,
+        "desiredReplicas": replicas,
+        "conditions": [
+            condition("Available", "StableInstanceFound" if replicas else "ScaledToZero"),
+            condition("ReplicasReady", "ReplicasAvailable"),
+        ],
+    }
+
+
 @asynccontextmanager
 async def fleet(workdir: Path, *, projects: Sequence[str], cells: Sequence[tuple[str, str]]) -> AsyncIterator[Fleet]:
     """Start the servers (in parallel), install the CRDs, register cells and projects."""

@@ -131,21 +131,13 @@ def members(obj: Obj, schema: Obj | None, *, scope: str = "main", has_status: bo
     for key, value in obj.items():
         if key in ("apiVersion", "kind"):
             continue
-        sub, declared = _child(schema, key)
         path: Path = ("f:" + key,)
         if key == "metadata" and isinstance(value, dict):
             for mkey, mval in value.items():
-                if mkey in IGNORED_META:
-                    continue
-                msub, mdeclared = _child(OBJECT_META_SCHEMA, mkey)
-                mpath = (*path, "f:" + mkey)
-                _walk(mval, msub, mpath, out)
-                if mval is None or mval == {} or not mdeclared:
-                    out.setdefault(mpath, _leaf(mval))
+                if mkey not in IGNORED_META:
+                    _field(mval, OBJECT_META_SCHEMA, mkey, (*path, "f:" + mkey), out)
             continue
-        _walk(value, sub, path, out)
-        if value is None or value == {} or not declared:
-            out.setdefault(path, _leaf(value))
+        _field(value, schema, key, path, out)
     if scope == "status":
         return {p: v for p, v in out.items() if p[:1] == STATUS}
     if has_status:
@@ -187,21 +179,24 @@ def members_since(
                     continue
                 mpath = (*path, "f:" + mkey)
                 if isinstance(old_meta, dict) and mkey in old_meta and old_meta[mkey] == mval:
-                    out.update(groups.get(mpath, ()))
-                    continue
-                msub, mdeclared = _child(OBJECT_META_SCHEMA, mkey)
-                _walk(mval, msub, mpath, out)
-                if mval is None or mval == {} or not mdeclared:
-                    out.setdefault(mpath, _leaf(mval))
+                    out.update(groups.get(mpath, ()))  # unchanged: its old members
+                else:
+                    _field(mval, OBJECT_META_SCHEMA, mkey, mpath, out)
             continue
         if key in old and old[key] == value:
             out.update(groups.get(path, ()))
-            continue
-        sub, declared = _child(schema, key)
-        _walk(value, sub, path, out)
-        if value is None or value == {} or not declared:
-            out.setdefault(path, _leaf(value))
+        else:
+            _field(value, schema, key, path, out)
     return out
+
+
+def _field(value: Any, parent: Obj | None, key: str, path: Path, out: dict[Path, Any]) -> None:
+    """The members of one field `key` of a map whose schema is `parent`, at `path`; a field
+    with no members below it (null, empty, or not declared) is a leaf itself."""
+    sub, declared = _child(parent, key)
+    _walk(value, sub, path, out)
+    if value is None or value == {} or not declared:
+        out.setdefault(path, _leaf(value))
 
 
 def _leaf(value: Any) -> Any:
