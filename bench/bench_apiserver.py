@@ -43,7 +43,6 @@ WD_CRD = (
     / "compute"
     / "compute.datumapis.com_workloaddeployments.yaml"
 )
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
