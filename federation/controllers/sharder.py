@@ -73,7 +73,10 @@ class Sharder:
         self.options = options
         self.resource = resource
         self.hash_key = hash_key
-        self.ring = RingView()  # the states and ring of the Leases below, worked out once per change
+        # the states and ring of the Leases below, worked out once per change; its own shard
+        # weighted (it also assigns every WD): a leadership move changes the ring, handed over
+        # like any membership change (drain, acknowledgement, assignment)
+        self.ring = RingView(options.shard, options.sharder_ring_weight)
         self.writes: OwnWrites[Request] = OwnWrites()  # each label patch's answer, until its echo
         self._leases: tuple[tuple[bytes, ...], list[dict[str, Any]]] = ((), [])  # as cached, and decoded
 
