@@ -147,7 +147,8 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             await until(lambda: _equals(copies(f), total), args.timeout, managers, peaks)
             wall = time.monotonic() - started
             if n:
-                await until(lambda: as_the_ring_says(f, projects, names, total, args.sharder_ring_weight), args.timeout, managers, peaks)
+                weight = args.sharder_ring_weight
+                await until(lambda: as_the_ring_says(f, projects, names, total, weight), args.timeout, managers, peaks)
             if args.metrics:
                 await save_metrics(args.metrics, label, managers)
             await asyncio.sleep(args.settle)  # statuses and the last label writes
