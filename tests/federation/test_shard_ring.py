@@ -7,15 +7,16 @@ from __future__ import annotations
 
 import argparse
 from collections import Counter
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.fleet.sharding import RingView, ShardingOptions, ring_tokens, sharder_ring
+from federation.fleet.sharding import RingView, ShardingOptions, available, ring_tokens, sharder_ring
 from federation.settings import ManagerSettings, SettingsError, add_arguments, load_settings
 from mcruntime.sharding import Action, ShardLabels, ShardState, sharder_decision
-from tests.federation.test_shard_keys import NOW, member
+from tests.federation.test_shard_keys import MEMBERS, NOW, member
 
 KEYS = [f"project-{p}/compute.datumapis.com/WorkloadDeployment/default/wd-{i}" for p in range(4) for i in range(2500)]
 WEIGHTS = st.integers(min_value=0, max_value=100).map(lambda n: n / 100)
@@ -146,3 +147,17 @@ def test_the_sharder_ring_weight_flag_and_its_variable(monkeypatch: pytest.Monke
 
     options = sharding_options(parse(*base, "--sharder-ring-weight=0.75"))
     assert isinstance(options, ShardingOptions) and options.sharder_ring_weight == 0.75
+
+
+@settings(max_examples=100, deadline=None)
+@given(leases=MEMBERS, weight=WEIGHTS, steps=st.lists(st.floats(min_value=0, max_value=40), max_size=6))
+def test_the_sharders_ring_view_is_its_weighted_ring_of_the_available_shards(
+    leases: list[dict[str, Any]], weight: float, steps: list[float]
+) -> None:
+    view, now = RingView("s0", weight), NOW
+    for step in [0.0, *steps]:
+        now += step
+        states, ring = view.at(leases, now)
+        want = sharder_ring(available(states), "s0", weight)
+        assert all(ring.owner(k) == want.owner(k) for k in KEYS[:300])
+        assert ring.shards == frozenset(s for s, n in ring_tokens(available(states), "s0", weight).items() if n)
