@@ -12,8 +12,12 @@ decision, guarded by the resourceVersion. Never writes: a spec, a status or othe
 anything in cells, the Leases (the shard-lease controller acquires uncertain ones).
 
 Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_decision):
-- every WD labelled as the ring says; a move drains first and assigns once acknowledged
-  (test_shards_share_the_wds_and_hand_them_over_without_double_work);
+- every WD labelled as the ring says, the ring this sharder computes: its own share
+  weighted by `--sharder-ring-weight`, all of it when it is the only available shard
+  (tests/federation/test_shard_ring.py; the integration tests check the elected sharder's ring);
+- a move drains first and assigns once acknowledged, a leadership move's too
+  (test_shards_share_the_wds_and_hand_them_over_without_double_work,
+  test_a_leadership_move_hands_over_by_draining);
 - a dead shard's WDs reassigned directly (test_a_dead_shards_wds_are_reassigned);
 - zero writes once assigned (test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease);
 - one reconcile per assignment: only a decision that is a write wakes it, never its own
