@@ -213,6 +213,7 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             await asyncio.gather(*(seed(f, Path(tmp), p, per, ring) for p in projects))
             print(f"  ({per * len(projects):,} WDs seeded in {time.monotonic() - seeded:.1f} s)", file=sys.stderr,
                   flush=True)  # fmt: skip
+            writes0 = sum(await asyncio.gather(*(f.writes(p) for p in projects)))  # no cell here
             started = time.monotonic()
             managers = [shard(f, name, args) for name in names[:1]] if n else [unsharded(f)]
             if n and n > 1:  # shard-0 first, to be the sharder the WDs were labelled for
@@ -231,6 +232,9 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
                 cpu = {m.name: cpu_seconds(m.pid) for m in managers}
                 rss = {m.name: rss_bytes(m.pid) / 2**20 for m in managers}
                 sharder = await _sharder(f) if n else ""
+                writes = sum(await asyncio.gather(*(f.writes(p) for p in projects))) - writes0
+                if args.metrics:
+                    await save_metrics(args.metrics, f"cold {label}", managers)
             finally:
                 for m in managers:
                     m.proc.stop()
@@ -242,6 +246,9 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             # replica's CPU is read at its own readiness): each one's at its own, too
             rep.add(f"cold start {total:,} WDs, {label}: CPU-seconds at its own readiness, busiest", max(own.values()),
                     "CPU-s", "", _each(own, "{:.2f}") + sharder)  # fmt: skip
+            # none expected: every WD is labelled as the ring says already (a write here is a
+            # relabelling, e.g. a sharder that decided before the other shards' Leases came)
+            rep.add(f"cold start {total:,} WDs, {label}: writes to the projects until ready", writes, "writes")
             rep.add(f"cold start {total:,} WDs, {label}: RSS when ready, largest replica", max(rss.values()), "MiB",
                     "", _each(rss, "{:.0f}") + sharder)  # fmt: skip
 
