@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from email.utils import formatdate
 from http import HTTPStatus
-from typing import Any, TypeVar, overload
+from typing import Any, TypeVar, cast, overload
 from urllib.parse import parse_qsl, unquote
 
 import anyio
@@ -401,9 +401,8 @@ class HTTPConnection(asyncio.Protocol):
 
     # ---------------------------------------------------------------- transport events
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self._tls = transport.get_extra_info("sslcontext") is not None
+        self.transport = cast(asyncio.Transport, transport)  # (uvloop's is not a subclass)
+        self._tls = self.transport.get_extra_info("sslcontext") is not None
         self.server.connections.add(self)
         self._task = asyncio.get_running_loop().create_task(self._serve())
         self._arm_idle()
