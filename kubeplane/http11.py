@@ -386,7 +386,7 @@ class HTTPConnection(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpRequestParser(self)
         self.closing = False
-        self._tls = False
+        self._draining = False  # the server is stopping: end after the request in flight
         self._url = bytearray()
         self._headers: dict[str, str] = {}
         self._head_bytes = 0
@@ -402,9 +402,8 @@ class HTTPConnection(asyncio.Protocol):
     # ---------------------------------------------------------------- transport events
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # (uvloop's is not a subclass)
-        self._tls = self.transport.get_extra_info("sslcontext") is not None
         self.server.connections.add(self)
-        self._task = asyncio.get_running_loop().create_task(self._serve())
+        self._task = asyncio.get_running_loop().create_task(self._serve(), name="kubeplane-http-connection")
         self._arm_idle()
 
     def data_received(self, data: bytes) -> None:
@@ -423,9 +422,10 @@ class HTTPConnection(asyncio.Protocol):
             self._stop_parsing(status)
 
     def eof_received(self) -> bool | None:
-        # a client that half-closes after its request still gets the answer, then the close
-        self._stop_parsing(None)
-        return None if self._tls else True  # (asyncio's TLS transport cannot stay half open)
+        # the client closed its side: as Go's server does, that cancels the request in flight
+        # (a watch ends at once) and ends the connection
+        self.close()
+        return None
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
@@ -538,7 +538,7 @@ class HTTPConnection(asyncio.Protocol):
                 except ConnectionError:
                     break  # the client went away mid-response
                 self._busy = False
-                if not keep_alive:
+                if not keep_alive or self._draining:
                     break
                 if not self._reading and self.transport is not None and not self.closing:
                     self._reading = True
@@ -610,6 +610,12 @@ class HTTPConnection(asyncio.Protocol):
         if not self._busy:
             self.close()
 
+    def drain_and_close(self) -> None:
+        """End the connection after the request in flight (now, if there is none)."""
+        self._draining = True
+        if not self._busy:
+            self.close()
+
     def close(self) -> None:
         """End the connection now: its handler is cancelled, the transport closed."""
         self.closing = True
@@ -646,17 +652,24 @@ class HTTPServer:
         )
         return int(self._server.sockets[0].getsockname()[1])
 
-    async def close(self) -> None:
-        """Stop listening and end every connection (handlers cancelled, awaited)."""
+    async def close(self, grace: float = 2.0) -> None:
+        """Stop listening and end every connection: idle ones at once, requests in flight
+        after up to `grace` seconds to finish (as aiohttp's shutdown_timeout), then cancelled;
+        every connection's task has ended on return."""
         server, self._server = self._server, None
         if server is not None:
             server.close()
         connections = list(self.connections)
         for conn in connections:
-            conn.close()
+            conn.drain_and_close()
         tasks = [conn.task for conn in connections if conn.task is not None]
         if tasks:
-            await asyncio.wait(tasks)
+            _, pending = await asyncio.wait(tasks, timeout=grace)
+            for conn in connections:
+                if conn.task in pending:
+                    conn.close()
+            if pending:
+                await asyncio.wait(pending)
         if server is not None:
             # (3.12+ waits here for the transports to finish closing; TLS ones may linger)
             with contextlib.suppress(TimeoutError):
