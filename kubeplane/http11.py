@@ -396,6 +396,7 @@ class HTTPConnection(asyncio.Protocol):
         self._writable: asyncio.Future[None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._idle: asyncio.TimerHandle | None = None
+        self._idle_since: float | None = None  # loop time since no request is in flight
         self._busy = False
         self._reading = True
 
@@ -430,7 +431,7 @@ class HTTPConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closing = True
         self.server.connections.discard(self)
-        self._disarm_idle()
+        self._cancel_idle()
         for future in (self._ready, self._writable):
             if future is not None and not future.done():
                 future.set_result(None)
@@ -596,18 +597,31 @@ class HTTPConnection(asyncio.Protocol):
             raise ConnectionResetError("the client closed the connection")
 
     # ---------------------------------------------------------------- timers and closing
+    # one timer per connection, moved on lazily: a request costs no timer of its own
     def _arm_idle(self) -> None:
-        self._disarm_idle()
-        self._idle = asyncio.get_running_loop().call_later(self.server.idle_timeout, self._on_idle)
+        loop = asyncio.get_running_loop()
+        self._idle_since = loop.time()
+        if self._idle is None:
+            self._idle = loop.call_later(self.server.idle_timeout, self._on_idle)
 
     def _disarm_idle(self) -> None:
+        self._idle_since = None  # busy: the timer finds this and waits for the next _arm_idle
+
+    def _cancel_idle(self) -> None:
+        self._idle_since = None
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
 
     def _on_idle(self) -> None:
         self._idle = None
-        if not self._busy:
+        since = self._idle_since
+        if since is None or self._busy:
+            return
+        left = since + self.server.idle_timeout - asyncio.get_running_loop().time()
+        if left > 0:
+            self._idle = asyncio.get_running_loop().call_later(left, self._on_idle)
+        else:
             self.close()
 
     def drain_and_close(self) -> None:
@@ -625,7 +639,7 @@ class HTTPConnection(asyncio.Protocol):
 
     def _close(self) -> None:
         self.closing = True
-        self._disarm_idle()
+        self._cancel_idle()
         if self.transport is not None and not self.transport.is_closing():
             self.transport.close()
 
