@@ -183,7 +183,12 @@ class Request:
     @property
     def content_length(self) -> int | None:
         value = self.headers.get("content-length")
-        return int(value) if value is not None else None  # llhttp has checked it is a number
+        if value is None:
+            return None
+        try:
+            return int(value)
+        except ValueError:  # (llhttp refuses malformed lengths; repeated equal ones are joined)
+            return int(value.split(",")[0])
 
     @property
     def transport(self) -> asyncio.Transport | None:
@@ -570,7 +575,12 @@ class HTTPConnection(asyncio.Protocol):
                 keep_alive = False  # the client still holds a body it was never asked for
             body = response.body
             head = _head(response.status, response.headers, b"Content-Length: %d\r\n" % len(body), not keep_alive)
-            self.write(head if request.method == "HEAD" else head + body)
+            if request.method == "HEAD":
+                self.write(head)
+            elif len(body) < 65536:
+                self.write(head + body)
+            else:  # (no copy of a large body just to put the head in front of it)
+                self.writelines(head, body)
         await self.drain()
         if keep_alive and not request._complete:
             # answered before its body was read: skip the rest of it (within the idle timeout)
@@ -588,6 +598,11 @@ class HTTPConnection(asyncio.Protocol):
         transport = self.transport
         if transport is not None and not transport.is_closing():
             transport.write(data)
+
+    def writelines(self, *data: bytes) -> None:
+        transport = self.transport
+        if transport is not None and not transport.is_closing():
+            transport.writelines(data)
 
     async def drain(self) -> None:
         writable = self._writable
