@@ -569,4 +569,6 @@ def parse(argv: list[str]) -> argparse.Namespace:
 if __name__ == "__main__":
     # a terminated benchmark still stops its servers and managers (the fleet's exit does)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    asyncio.run(main(parse(sys.argv[1:])))
+    import uvloop
+
+    uvloop.run(main(parse(sys.argv[1:])))  # the client and echo cells on uvloop, like the manager and servers
