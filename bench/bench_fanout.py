@@ -47,7 +47,13 @@ what the status projector needs to call the copy observed (`fleet.aggregate`). C
 is then the echo's share of this process and is not reported; its status writes are the
 cells' `workloaddeployments/status` writes.
 
-Run: python bench/bench_fanout.py [--shape default|kopf] [--cells managers|echo]
+`--operator kopf` runs issue 22's comparison in place of the management manager: the naive
+operator a Python user would write today with kopf, one process per project
+(bench/kopf_operator.py; `pip install kopf`), with `--cells echo`, on the same servers and
+work, so the two are compared in the same conditions; its writes are the servers' counts
+less the benchmark's and the echo cells'.
+
+Run: python bench/bench_fanout.py [--shape default|kopf] [--cells managers|echo] [--operator ours|kopf]
      [--projects P] [--wds W] [--in-flight N] [--workers K] [--create-only] [--smoke]"""
 
 from __future__ import annotations
@@ -71,14 +77,17 @@ from harness import (
     Fleet,
     Follower,
     Manager,
+    Proc,
     Report,
     cell_manager,
     cpu_seconds,
     echo_status,
     fleet,
+    free_port,
     management,
     report,
     set_tracing,
+    spawn_script,
     wd_path,
     workload_deployment,
 )
@@ -351,6 +360,80 @@ def ideal_writes(phase: str, wds: int, copies: int) -> int:
     return {"create": 2 * wds + copies, "update": copies + wds, "delete": copies + wds}[phase]
 
 
+class KopfOperators:
+    """Issue 22's comparison (`--operator kopf`): one `kopf_operator.py` process per project
+    in place of the management manager. kopf counts no requests of its own, so its writes
+    are the servers' counters less the benchmark's and the echo cells' (`kopf_writes`)."""
+
+    def __init__(self, f: Fleet, projects: list[str], workdir: Path) -> None:
+        self.procs: list[Proc] = []
+        self.ports: list[int] = []
+        cells = [f"--cell={c}={f.servers[c].url},{city}" for c, city in CELLS]
+        for p in projects:
+            port = free_port()
+            args = [
+                f"--project={p}",
+                f"--server={f.servers[p].url}",
+                *cells,
+                f"--liveness=http://127.0.0.1:{port}/healthz",
+            ]
+            self.procs.append(spawn_script(f"kopf-{p}", Path(__file__).with_name("kopf_operator.py"), args, workdir))
+            self.ports.append(port)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def check_alive(self) -> None:
+        for p in self.procs:
+            p.check_alive()
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.stop()
+
+    async def wait_ready(self, session: aiohttp.ClientSession, within: float = 120.0) -> None:
+        started = time.monotonic()
+        for port in self.ports:
+            while True:
+                self.check_alive()
+                try:
+                    async with session.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                        if resp.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                if time.monotonic() - started > within:
+                    raise RuntimeError(f"the kopf operators were not live within {within}s")
+                await asyncio.sleep(0.1)
+
+
+Operator = Manager | KopfOperators
+
+
+def operator_pids(op: Operator) -> list[int]:
+    return op.pids if isinstance(op, KopfOperators) else [op.pid]
+
+
+def check_alive(op: Operator) -> None:
+    if isinstance(op, KopfOperators):
+        op.check_alive()
+    else:
+        op.proc.check_alive()
+
+
+def kopf_writes(writes: dict[str, dict[str, int]], projects: list[str], wds: int) -> int:
+    """The operators' writes: every project and cell write, less the benchmark's own (one per
+    project WD) and the echo cells' status writes."""
+    total = 0
+    for cluster, per in writes.items():
+        if cluster in projects or cluster in dict(CELLS):
+            total += sum(
+                n for resource, n in per.items() if not (cluster in dict(CELLS) and resource.endswith("/status"))
+            )
+    return total - wds
+
+
 @dataclass
 class Watches:
     """What the benchmark follows to see convergence: each cell's copies, each project's WDs."""
@@ -370,22 +453,29 @@ class Watches:
 
 
 async def run_phase(
-    f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Manager, cells: list[Manager], w: Watches
+    f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Operator, cells: list[Manager], w: Watches
 ) -> Phase:
     await f.reset_counters()
     generations = w.generations()
     server_pids = [srv.proc.pid for srv in f.servers.values()]
-    async with aiohttp.ClientSession() as session:
-        sent_before = await mgr.write_requests(session)
-        reconciled_before = await mgr.reconciles(session)
-    cpu = (cpu_seconds(mgr.pid), sum(map(cpu_seconds, (c.pid for c in cells))), sum(map(cpu_seconds, server_pids)))
+    sent_before, reconciled_before = 0, {}
+    if isinstance(mgr, Manager):
+        async with aiohttp.ClientSession() as session:
+            sent_before = await mgr.write_requests(session)
+            reconciled_before = await mgr.reconciles(session)
+    cpu = (
+        sum(map(cpu_seconds, operator_pids(mgr))),
+        sum(map(cpu_seconds, (c.pid for c in cells))),
+        sum(map(cpu_seconds, server_pids)),
+    )
     cpu_benchmark = time.process_time()
     started = time.perf_counter()
     await gather_limited(s.in_flight, wd_calls(f, s, projects, phase))
     sent_at = time.perf_counter() - started
     copies_at = statuses_at = 0.0
     while not (copies_at and statuses_at):
-        for m in (mgr, *cells):
+        check_alive(mgr)
+        for m in cells:
             m.proc.check_alive()
         if time.perf_counter() - started > PHASE_TIMEOUT:
             raise RuntimeError(
@@ -402,15 +492,18 @@ async def run_phase(
                 statuses_at = time.perf_counter() - started
         await asyncio.sleep(CHECK_EVERY)
     cpu_after = (
-        cpu_seconds(mgr.pid),
+        sum(map(cpu_seconds, operator_pids(mgr))),
         sum(map(cpu_seconds, (c.pid for c in cells))),
         sum(map(cpu_seconds, server_pids)),
     )
     cpu_after_benchmark = time.process_time()
     writes = await f.writes_by_resource()
-    async with aiohttp.ClientSession() as session:
-        sent = await mgr.write_requests(session) - sent_before
-        reconciled = await mgr.reconciles(session)
+    if isinstance(mgr, Manager):
+        async with aiohttp.ClientSession() as session:
+            sent = await mgr.write_requests(session) - sent_before
+            reconciled = await mgr.reconciles(session)
+    else:
+        sent, reconciled = kopf_writes(writes, projects, s.wds * len(projects)), {}
     namespaces, events = attributed(writes, projects)
     project_writes: dict[str, int] = {}
     cell_writes: dict[str, int] = {}
@@ -478,7 +571,13 @@ def report_phase(rep: Report, p: Phase, wds: int, *, cells_cpu: bool = True) -> 
 async def main(args: argparse.Namespace) -> None:
     s: Shape = args.shape_
     projects = [f"p{i:02d}" for i in range(s.projects)]
-    params = {"shape": args.shape, **asdict(s), "cells": f"{len(CELLS)} ({args.cells})", "tracing": args.tracing}
+    params = {
+        "shape": args.shape,
+        **asdict(s),
+        "cells": f"{len(CELLS)} ({args.cells})",
+        "operator": args.operator,
+        "tracing": args.tracing,
+    }
     rep = report("bench_fanout", params)
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as tmp:
         set_tracing(args.tracing, Path(tmp))
@@ -499,7 +598,11 @@ async def main(args: argparse.Namespace) -> None:
                 echoes += [asyncio.create_task(EchoCell(f, c, w.cells[c]).run(), name=f"echo-{c}") for c, _ in CELLS]
             else:
                 cells = [cell_manager(f, c) for c, _ in CELLS]
-            mgr = management(f, *([f"--workers={s.workers}"] if s.workers else []))
+            mgr: Operator = (
+                KopfOperators(f, projects, Path(tmp))
+                if args.operator == "kopf"
+                else management(f, *([f"--workers={s.workers}"] if s.workers else []))
+            )
             try:
                 async with aiohttp.ClientSession() as session:
                     for m in (mgr, *cells):
@@ -526,7 +629,11 @@ async def main(args: argparse.Namespace) -> None:
                     "s",
                 )
             finally:  # a failed or terminated run stops its managers too (the fleet stops the servers)
-                for m in (mgr, *cells):
+                if isinstance(mgr, KopfOperators):
+                    mgr.stop()
+                else:
+                    mgr.proc.stop()
+                for m in cells:
                     m.proc.stop()
                 for echo in echoes:
                     echo.cancel()
@@ -552,6 +659,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default="managers",
         help="what runs the cells: cell-mode managers (Instances, pods) or an echo of each copy's status",
     )
+    parser.add_argument(
+        "--operator",
+        choices=("ours", "kopf"),
+        default="ours",
+        help="what federates: the management manager, or issue 22's comparison, a naive kopf operator per project"
+        " (bench/kopf_operator.py; needs `pip install kopf` and --cells echo)",
+    )
     parser.add_argument("--tracing", choices=TRACING_MODES, default="off", help="the managers' tracing (cost figures)")
     parser.add_argument("--create-only", action="store_true", help="skip the update and delete phases")
     parser.add_argument("--smoke", action="store_true", help="2 projects x 20 WDs, to check the benchmark runs")
@@ -563,6 +677,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         if getattr(args, field_) is not None:
             shape = replace(shape, **{field_: getattr(args, field_)})
     args.shape_ = shape
+    if args.operator == "kopf" and args.cells != "echo":
+        parser.error("--operator kopf federates copies only: run it with --cells echo")
     return args
 
 

@@ -108,6 +108,14 @@ def spawn(name: str, args: Sequence[str], workdir: Path) -> Proc:
     return Proc(name, proc, log)
 
 
+def spawn_script(name: str, script: Path, args: Sequence[str], workdir: Path) -> Proc:
+    """A Python program of the benchmarks' own (not the product) as its own process."""
+    log = workdir / f"{name}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script), *args], stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    return Proc(name, proc, log)
+
+
 # ---------------------------------------------------------------------- API servers
 @dataclass
 class Server:
