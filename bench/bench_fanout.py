@@ -49,7 +49,7 @@ cells' `workloaddeployments/status` writes.
 
 `--operator kopf` runs issue 22's comparison in place of the management manager: the naive
 operator a Python user would write today with kopf, one process per project
-(bench/kopf_operator.py; `pip install kopf`), with `--cells echo`, on the same servers and
+(bench/kopf_operator.py; `pip install -e .[bench]` installs kopf), with `--cells echo`, on the same servers and
 work, so the two are compared in the same conditions; its writes are the servers' counts
 less the benchmark's and the echo cells'.
 
