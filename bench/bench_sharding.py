@@ -16,11 +16,14 @@ On a 2-core machine the API servers share the cores with the replicas, so wall t
 scale with N here; the per-replica CPU ratio is what predicts more cores. Each shard caches
 the project WDs, Workloads and copies labelled for it and runs every controller for them;
 the sharder replica also the other shards' WDs and Workloads, slim (its FLEET views,
-metadata-only watches: name, labels, owner references), for the assignment. The notes name the sharder replica.
+metadata-only watches: name, labels, owner references), for the assignment, and so takes a
+smaller share of the ring (`--sharder-ring-weight`, each shard's, default the product's):
+"as the ring says" is the ring of the sharder elected then. The notes name the sharder replica.
 
 With --cold N: a cold start per shard count instead of (before) the fan-out: N project WDs
 over --projects projects, created before any replica starts, already labelled as the ring
-of that run's shards says (as after every replica restarted) and already federated
+of that run's shards says with shard-0 the sharder (as after every replica restarted; shard-0
+starts 0.5 s before the others, so it is elected) and already federated
 (finalizer preset; their city has no cell), written straight into each project server's
 data directory, which it restarts from (`seed`). Per run: seconds until every replica is ready
 (its views listed and synced), each replica's CPU-seconds and RSS then, and each one's
@@ -29,7 +32,7 @@ writes that follow are not waited for (on the shared 2-core machine they outlast
 at 10k). The issue's size is 100k; a reduced N is what fits here.
 
 Run: python bench/bench_sharding.py [--projects P] [--wds W] [--lease S] [--cold N] [--shards 1,2,3]
-[--no-unsharded] [--smoke]"""
+[--no-unsharded] [--sharder-ring-weight W] [--smoke]"""
 
 from __future__ import annotations
 
@@ -61,7 +64,8 @@ from harness import (
 
 sys.path.insert(0, str(REPO))
 from federation.api.constants import Label
-from federation.fleet.sharding import wd_hash_key
+from federation.fleet.sharding import sharder_ring, wd_hash_key
+from federation.settings import ManagerSettings
 from mcruntime.sharding import HashRing
 
 CELLS = (("dfw-1", "DFW"),)
@@ -72,10 +76,11 @@ def lease_flags(lease: float) -> list[str]:
             f"--leader-election-retry-period={lease / 6:.2f}", "--leader-election-namespace=default"]  # fmt: skip
 
 
-def shard(f: Fleet, name: str, lease: float) -> Manager:
+def shard(f: Fleet, name: str, args: argparse.Namespace) -> Manager:
     kubeconfig = f"--kubeconfig={f.servers['management'].kubeconfig}"
-    flags = ["--enable-management-controllers", "--sharding", f"--shard-id={name}", kubeconfig, "--workers=8"]
-    return start_manager(name, f.workdir, *flags, *lease_flags(lease))
+    flags = ["--enable-management-controllers", "--sharding", f"--shard-id={name}", kubeconfig, "--workers=8",
+             f"--sharder-ring-weight={args.sharder_ring_weight}"]  # fmt: skip
+    return start_manager(name, f.workdir, *flags, *lease_flags(args.lease))
 
 
 def unsharded(f: Fleet) -> Manager:
@@ -92,8 +97,9 @@ async def copies(f: Fleet) -> int:
     return len(await f.list("dfw-1", wd_path()))
 
 
-async def as_the_ring_says(f: Fleet, projects: list[str], shards: list[str], total: int) -> bool:
-    ring, seen = HashRing(shards), 0
+async def as_the_ring_says(f: Fleet, projects: list[str], shards: list[str], total: int, weight: float) -> bool:
+    """Every WD labelled as the ring of the sharder elected now says (its own share weighted)."""
+    ring, seen = sharder_ring(shards, (await _sharder(f)).removeprefix("; sharder "), weight), 0
     for project in projects:
         for wd in await f.list(project, wd_path("default")):
             labels: dict[str, Any] = wd["metadata"].get("labels") or {}
@@ -124,7 +130,7 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-sharding-") as tmp:
         async with fleet(Path(tmp), projects=[f"bench/{p}" for p in projects], cells=CELLS) as f:
             names = [f"shard-{i}" for i in range(n)] if n else []
-            managers = [shard(f, name, args.lease) for name in names] if n else [unsharded(f)]
+            managers = [shard(f, name, args) for name in names] if n else [unsharded(f)]
             async with aiohttp.ClientSession() as session:
                 for m in managers:
                     await m.wait_ready(session)
@@ -141,7 +147,8 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             await until(lambda: _equals(copies(f), total), args.timeout, managers, peaks)
             wall = time.monotonic() - started
             if n:
-                await until(lambda: as_the_ring_says(f, projects, names, total), args.timeout, managers, peaks)
+                weight = args.sharder_ring_weight
+                await until(lambda: as_the_ring_says(f, projects, names, total, weight), args.timeout, managers, peaks)
             if args.metrics:
                 await save_metrics(args.metrics, label, managers)
             await asyncio.sleep(args.settle)  # statuses and the last label writes
@@ -167,10 +174,11 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
 async def rebalance(f: Fleet, args: argparse.Namespace, projects: list[str], names: list[str], total: int,
                     managers: list[Manager], rep: Any) -> None:  # fmt: skip
     peaks: dict[str, int] = {}
-    third = shard(f, "shard-2", args.lease)
+    third = shard(f, "shard-2", args)
     managers.append(third)
     started = time.monotonic()
-    joined = await until(lambda: as_the_ring_says(f, projects, [*names, "shard-2"], total), args.timeout, managers,
+    joined = await until(lambda: as_the_ring_says(f, projects, [*names, "shard-2"], total,
+                                                       args.sharder_ring_weight), args.timeout, managers,
                          peaks)  # fmt: skip
     rep.add("rebalance after a third shard joins (process start included)", joined, "s",
             "", f"{time.monotonic() - started:.1f}s")  # fmt: skip
@@ -180,7 +188,8 @@ async def rebalance(f: Fleet, args: argparse.Namespace, projects: list[str], nam
     killed = time.monotonic()
     survivors = [m for m in managers if m is not victim]
     acquired = await until(lambda: _acquired(f, victim.name), args.timeout, survivors, peaks)
-    dead = await until(lambda: as_the_ring_says(f, projects, [m.name for m in survivors], total), args.timeout,
+    dead = await until(lambda: as_the_ring_says(f, projects, [m.name for m in survivors], total,
+                                                     args.sharder_ring_weight), args.timeout,
                        survivors, peaks)  # fmt: skip
     split = f"lease {args.lease:.0f}s; its Lease acquired after {acquired:.1f}s, WDs relabelled {dead:.1f}s later"
     rep.add("hand-over of a SIGKILLed shard's WDs", time.monotonic() - killed, "s",
@@ -192,7 +201,8 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
     projects = [f"p{i:02d}" for i in range(args.projects)]
     label = f"{n} shard{'s' if n != 1 else ''}" if n else "1 replica, unsharded"
     names = [f"shard-{i}" for i in range(n)] if n else []
-    ring = HashRing(names) if n else None
+    # labelled as the ring of shard-0 as the sharder says (it starts first, so it is elected)
+    ring = sharder_ring(names, "shard-0", args.sharder_ring_weight) if n else None
     with tempfile.TemporaryDirectory(prefix="bench-sharding-cold-") as tmp:
         async with (
             fleet(Path(tmp), projects=[f"bench/{p}" for p in projects], cells=()) as f,
@@ -203,8 +213,12 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             await asyncio.gather(*(seed(f, Path(tmp), p, per, ring) for p in projects))
             print(f"  ({per * len(projects):,} WDs seeded in {time.monotonic() - seeded:.1f} s)", file=sys.stderr,
                   flush=True)  # fmt: skip
+            writes0 = sum(await asyncio.gather(*(f.writes(p) for p in projects)))  # no cell here
             started = time.monotonic()
-            managers = [shard(f, name, args.lease) for name in names] if n else [unsharded(f)]
+            managers = [shard(f, name, args) for name in names[:1]] if n else [unsharded(f)]
+            if n and n > 1:  # shard-0 first, to be the sharder the WDs were labelled for
+                await asyncio.sleep(0.5)
+                managers += [shard(f, name, args) for name in names[1:]]
             own: dict[str, float] = {}
 
             async def own_readiness(m: Manager) -> None:
@@ -218,6 +232,9 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
                 cpu = {m.name: cpu_seconds(m.pid) for m in managers}
                 rss = {m.name: rss_bytes(m.pid) / 2**20 for m in managers}
                 sharder = await _sharder(f) if n else ""
+                writes = sum(await asyncio.gather(*(f.writes(p) for p in projects))) - writes0
+                if args.metrics:
+                    await save_metrics(args.metrics, f"cold {label}", managers)
             finally:
                 for m in managers:
                     m.proc.stop()
@@ -229,6 +246,9 @@ async def cold_start(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             # replica's CPU is read at its own readiness): each one's at its own, too
             rep.add(f"cold start {total:,} WDs, {label}: CPU-seconds at its own readiness, busiest", max(own.values()),
                     "CPU-s", "", _each(own, "{:.2f}") + sharder)  # fmt: skip
+            # none expected: every WD is labelled as the ring says already (a write here is a
+            # relabelling, e.g. a sharder that decided before the other shards' Leases came)
+            rep.add(f"cold start {total:,} WDs, {label}: writes to the projects until ready", writes, "writes")
             rep.add(f"cold start {total:,} WDs, {label}: RSS when ready, largest replica", max(rss.values()), "MiB",
                     "", _each(rss, "{:.0f}") + sharder)  # fmt: skip
 
@@ -364,7 +384,8 @@ def _each(values: dict[str, float], fmt: str) -> str:
 
 async def main(args: argparse.Namespace) -> None:
     rep = report("bench_sharding", {"projects": args.projects, "wds_per_project": args.wds, "lease_s": args.lease,
-                                    "shards": args.shards, "cold": args.cold})  # fmt: skip
+                                    "shards": args.shards, "cold": args.cold,
+                                    "sharder_ring_weight": args.sharder_ring_weight})  # fmt: skip
     for n in [None, *args.shards] if args.unsharded else args.shards:
         if args.cold:
             await cold_start(args, n, rep)
@@ -383,6 +404,12 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--cold", type=int, default=0, help="a cold start of this many WDs instead of the fan-out")
     parser.add_argument("--metrics", type=Path, help="save each replica's /metrics at convergence in this directory")
     parser.add_argument("--smoke", action="store_true", help="1 project x 20 WDs, 1 and 2 shards")
+    parser.add_argument(
+        "--sharder-ring-weight",
+        type=float,
+        default=ManagerSettings.model_fields["sharder_ring_weight"].default,
+        help="each shard's --sharder-ring-weight (default: the product's)",
+    )
     parser.add_argument(
         "--shards",
         type=lambda v: [int(n) for n in v.split(",")],

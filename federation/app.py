@@ -217,6 +217,7 @@ def sharding_options(settings: ManagerSettings) -> ShardingOptions | None:
         shard=shard,
         ring=settings.leader_election_id,
         lease_namespace=settings.leader_election_namespace or settings.own_namespace(),
+        sharder_ring_weight=settings.sharder_ring_weight,
     )
 
 

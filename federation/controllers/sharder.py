@@ -12,8 +12,12 @@ decision, guarded by the resourceVersion. Never writes: a spec, a status or othe
 anything in cells, the Leases (the shard-lease controller acquires uncertain ones).
 
 Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_decision):
-- every WD labelled as the ring says; a move drains first and assigns once acknowledged
-  (test_shards_share_the_wds_and_hand_them_over_without_double_work);
+- every WD labelled as the ring says, the ring this sharder computes: its own share
+  weighted by `--sharder-ring-weight`, all of it when it is the only available shard
+  (tests/federation/test_shard_ring.py; the integration tests check the elected sharder's ring);
+- a move drains first and assigns once acknowledged, a leadership move's too
+  (test_shards_share_the_wds_and_hand_them_over_without_double_work,
+  test_a_leadership_move_hands_over_by_draining);
 - a dead shard's WDs reassigned directly (test_a_dead_shards_wds_are_reassigned);
 - zero writes once assigned (test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease);
 - one reconcile per assignment: only a decision that is a write wakes it, never its own
@@ -73,7 +77,10 @@ class Sharder:
         self.options = options
         self.resource = resource
         self.hash_key = hash_key
-        self.ring = RingView()  # the states and ring of the Leases below, worked out once per change
+        # the states and ring of the Leases below, worked out once per change; its own shard
+        # weighted (it also assigns every WD): a leadership move changes the ring, handed over
+        # like any membership change (drain, acknowledgement, assignment)
+        self.ring = RingView(options.shard, options.sharder_ring_weight)
         self.writes: OwnWrites[Request] = OwnWrites()  # each label patch's answer, until its echo
         self._leases: tuple[tuple[bytes, ...], list[dict[str, Any]]] = ((), [])  # as cached, and decoded
 

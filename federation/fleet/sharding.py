@@ -24,7 +24,15 @@ from mcruntime.controllerutil import controller_of
 from mcruntime.fields import get_str, get_str_map
 from mcruntime.indexers import IndexFunc, label_index_name, label_value
 from mcruntime.resources import CONFIGMAPS, Resource
-from mcruntime.sharding import HashRing, ShardLabels, ShardState, is_available, seconds_to_next_state, shard_state
+from mcruntime.sharding import (
+    TOKENS_PER_SHARD,
+    HashRing,
+    ShardLabels,
+    ShardState,
+    is_available,
+    seconds_to_next_state,
+    shard_state,
+)
 
 SHARD_LABELS = ShardLabels(shard=str(Label.SHARD), drain=str(Label.DRAIN))
 
@@ -36,6 +44,9 @@ class ShardingOptions:
     shard: str  # its shard name: its Lease's name and holder
     ring: str  # the ring's name (the sharder Lease's), on every shard Lease as Label.SHARD_RING
     lease_namespace: str  # where the shard Leases live in the management cluster
+    # the sharder's virtual tokens on its ring, as a fraction of every other shard's 100
+    # (`ring_tokens`): it also assigns every WD, so a smaller share evens out the load
+    sharder_ring_weight: float = 1.0
 
     @property
     def lease_selector(self) -> str:
@@ -115,10 +126,29 @@ def available(states: Mapping[str, ShardState]) -> frozenset[str]:
     return frozenset(name for name, state in states.items() if is_available(state))
 
 
-class Rings:
-    """The ring of each set of available shards, built once (100 tokens per shard)."""
+def ring_tokens(shards: frozenset[str], sharder: str | None = None, weight: float = 1.0) -> dict[str, int]:
+    """Each available shard's virtual tokens on the sharder's ring: 100, the sharder's own
+    weighted (`--sharder-ring-weight`: round(100 x weight), so its share of the WDs is about
+    weight / (weight + N - 1)), since it also assigns every WD; but all 100 when it is the
+    only available shard, so a lone sharder, at any weight, still takes everything."""
+    tokens = dict.fromkeys(shards, TOKENS_PER_SHARD)
+    if sharder in tokens and len(tokens) > 1:
+        tokens[sharder] = round(TOKENS_PER_SHARD * weight)
+    return tokens
 
-    def __init__(self) -> None:
+
+def sharder_ring(shards: Iterable[str], sharder: str | None = None, weight: float = 1.0) -> HashRing:
+    """The ring the sharder `sharder` computes over the available `shards` (`ring_tokens`);
+    only the sharder computes assignments, so no other replica needs to agree on it."""
+    available_shards = frozenset(shards)
+    return HashRing(available_shards, tokens_of=ring_tokens(available_shards, sharder, weight))
+
+
+class Rings:
+    """The ring of each set of available shards, built once (`sharder_ring`)."""
+
+    def __init__(self, sharder: str | None = None, weight: float = 1.0) -> None:
+        self.sharder, self.weight = sharder, weight
         self._rings: dict[frozenset[str], HashRing] = {}
 
     def of(self, shards: frozenset[str]) -> HashRing:
@@ -126,7 +156,7 @@ class Rings:
         if ring is None:
             if len(self._rings) > 16:  # membership history is short; keep the recent few
                 self._rings.clear()
-            ring = self._rings[shards] = HashRing(shards)
+            ring = self._rings[shards] = sharder_ring(shards, self.sharder, self.weight)
         return ring
 
 
@@ -135,10 +165,11 @@ class RingView:
     `Rings.of` give them for the ring's Leases at a time, worked out again only when the
     Leases changed (the caller hands another list; the same one while they are unchanged) or
     when time alone changes a state (`seconds_to_next_state`): the sharder reads them for
-    every event and every decision, a Lease changes every few seconds."""
+    every event and every decision, a Lease changes every few seconds. `sharder` and
+    `weight`: the ring is the one that sharder computes (`sharder_ring`)."""
 
-    def __init__(self) -> None:
-        self.rings = Rings()
+    def __init__(self, sharder: str | None = None, weight: float = 1.0) -> None:
+        self.rings = Rings(sharder, weight)
         self._leases: Sequence[Mapping[str, Any]] | None = None
         self._until = -math.inf
         self._states: dict[str, ShardState] = {}

@@ -5,10 +5,11 @@ which API the sharded objects belong to: label keys and hash keys are the caller
 
 from .assignment import Action, Decision, ShardLabels, shard_decision, sharder_decision
 from .gate import ShardGate
-from .ring import HashRing
+from .ring import TOKENS_PER_SHARD, HashRing
 from .states import ShardState, is_available, seconds_to_next_state, shard_state
 
 __all__ = [
+    "TOKENS_PER_SHARD",
     "Action",
     "Decision",
     "HashRing",

@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 
 from federation.api.constants import Label
-from federation.fleet.sharding import wd_hash_key
-from mcruntime.sharding import HashRing
+from federation.fleet.sharding import sharder_ring, wd_hash_key
+from federation.settings import ManagerSettings
 from tests.support import eventually
 from tests.support.processes import Process
 
@@ -54,7 +54,8 @@ async def roll(chaos: Chaos, wds: dict[str, list[dict[str, Any]]], at: str) -> N
 
 
 async def assigned_as_the_ring_says(chaos: Chaos, shards: Iterable[str]) -> bool:
-    ring = HashRing(shards)
+    # the ring of the sharder elected now, its own share weighted as the product's default
+    ring = sharder_ring(shards, await sharder(chaos), ManagerSettings.model_fields["sharder_ring_weight"].default)
     for project in ("web", "shop"):
         for obj in (await chaos.get_json(project, "wd", "-n", "default"))["items"]:
             labels = obj["metadata"].get("labels") or {}

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from federation.api.constants import Label
-from federation.fleet.sharding import wd_hash_key, workload_hash_key
+from federation.fleet.sharding import sharder_ring, wd_hash_key, workload_hash_key
+from federation.settings import ManagerSettings
 from kubeplane.testing import kubectl_path
-from mcruntime.sharding import HashRing
 from tests.support import eventually
 from tests.support.processes import DeployedFleet, Process, deployed_fleet, spawn
 
@@ -54,7 +54,12 @@ async def wds(f: DeployedFleet) -> list[dict[str, Any]]:
 
 async def assigned_as_the_ring_says(f: DeployedFleet, shards: list[str]) -> bool:
     """Every WD and Workload labelled as the ring says (a Workload's WDs hash with it)."""
-    ring, items = HashRing(shards), await wds(f)
+    # the ring of the sharder elected now, its own share weighted as the product's default
+    lease = json.loads(await f.kubectl("management")("get", "lease", "federation-manager", "-n", "federation-system",
+                                                      "-o", "json"))  # fmt: skip
+    elected = str((lease.get("spec") or {}).get("holderIdentity") or "").split("_")[0]
+    ring = sharder_ring(shards, elected, ManagerSettings.model_fields["sharder_ring_weight"].default)
+    items = await wds(f)
     out = await f.kubectl("web")("get", "workloads", "-n", "default", "-o", "json")
     workloads = list(json.loads(out)["items"])
     return (

@@ -22,7 +22,8 @@ from federation.api.constants import Label
 from federation.api.resources import INSTANCES, WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.fleet.fleetview import FLEET
 from federation.fleet.references import SHARD_REFERENCED_BY_PREFIX, sharers
-from federation.fleet.sharding import wd_hash_key, workload_hash_key
+from federation.fleet.sharding import sharder_ring, wd_hash_key, workload_hash_key
+from federation.settings import ManagerSettings
 from mcruntime import Manager, Request, Result
 from mcruntime.leaderelection import LeaderElectionLost
 from mcruntime.reconciler import Reconciler
@@ -43,6 +44,8 @@ LEASE_NAMESPACE = "default"
 ACK = "drain-acknowledger"
 RING = "federation-manager"
 N_WDS = 24
+# the product's default: the sharder's share of the ring (`--sharder-ring-weight`)
+WEIGHT = float(ManagerSettings.model_fields["sharder_ring_weight"].default)
 
 
 @dataclass(frozen=True)
@@ -197,9 +200,21 @@ def labels(f: Fleet) -> dict[str, dict[str, str]]:
     return {wd["metadata"]["name"]: wd["metadata"].get("labels") or {} for wd in WDs(f, "web").list("default")}
 
 
+def elected(f: Fleet) -> str:
+    """The shard elected sharder now (the leader Lease's holder is `<shard>_<uuid>`)."""
+    found = Plane(f.management).list("leases", LEASE_NAMESPACE, group="coordination.k8s.io", version="v1")
+    holders = [(ls.get("spec") or {}).get("holderIdentity") or "" for ls in found if ls["metadata"]["name"] == RING]
+    return holders[0].split("_")[0] if holders else ""
+
+
+def ring(f: Fleet, shards: list[str]) -> HashRing:
+    """The ring of the sharder elected now: its own share weighted (`sharder_ring`)."""
+    return sharder_ring(shards, elected(f), WEIGHT)
+
+
 def ring_owners(f: Fleet, shards: list[str]) -> dict[str, str]:
-    ring = HashRing(shards)
-    return {wd["metadata"]["name"]: ring.owner(wd_hash_key("web", wd)) or "" for wd in WDs(f, "web").list("default")}
+    ring_ = ring(f, shards)
+    return {wd["metadata"]["name"]: ring_.owner(wd_hash_key("web", wd)) or "" for wd in WDs(f, "web").list("default")}
 
 
 def assigned_as_the_ring_says(f: Fleet, shards: list[str]) -> bool:
@@ -631,9 +646,9 @@ SOLO = "solo"  # the ConfigMap ref-0 alone names: one shard holds it, the others
 
 
 def workload_owners(f: Fleet, shards: list[str]) -> dict[str, str]:
-    ring = HashRing(shards)
+    ring_ = ring(f, shards)
     found = Plane(f.server("web")).list("workloads", "default", group=GROUP, version=VERSION)
-    return {w["metadata"]["name"]: ring.owner(workload_hash_key("web", w)) or "" for w in found}
+    return {w["metadata"]["name"]: ring_.owner(workload_hash_key("web", w)) or "" for w in found}
 
 
 def workloads_follow(f: Fleet, shards: list[str]) -> bool:
@@ -821,8 +836,8 @@ async def test_a_dead_shards_companion_share_is_withdrawn_by_the_survivors(tmp_p
         try:
             await shards.start("shard-a")
             await shards.joined("shard-a", "shard-x")
-            ring = HashRing(["shard-a", "shard-x"])
-            names = [n for n in (f"ref-{i}" for i in range(40)) if ring.owner(wd_hash_key("web", {"metadata": {
+            ring_ = ring(f, ["shard-a", "shard-x"])  # shard-a the sharder
+            names = [n for n in (f"ref-{i}" for i in range(40)) if ring_.owner(wd_hash_key("web", {"metadata": {
                 "namespace": "default", "name": n}})) == "shard-a"][:4]  # fmt: skip
             web.create("configmaps", configmap(SHARED, mode="fast"))
             for name in names:
