@@ -37,7 +37,7 @@ import base64
 import ssl
 import zlib
 from collections import deque
-from typing import Any
+from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
 import httptools
@@ -113,8 +113,7 @@ class _Connection(asyncio.Protocol):
 
     # ---------------------------------------------------------------- asyncio.Protocol
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        self._transport = cast(asyncio.Transport, transport)  # uvloop's do not subclass asyncio's
 
     def data_received(self, data: bytes) -> None:
         if self._idle_timer is not None:
