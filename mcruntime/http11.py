@@ -15,10 +15,11 @@ What it promises (`transport.py` builds on it):
   would race with a reuse. When an established connection drops before the answer (the
   server closed a reused connection, or reset it), an idempotent request is sent once
   more on a fresh connection (RFC 9112 §9.3.1, as aiohttp did).
-- `Pool.stream` opens a dedicated connection (never pooled, closed with the stream)
-  whose body is read as it arrives: `Stream.readany` with a read-idle time limit (no
-  bytes for that long means the stream is dead, even without a FIN) and flow control
-  (reading pauses while more than `STREAM_HIGH_WATER` bytes wait for the reader).
+- `Pool.stream` sends a request on a connection of its own (an idle one or a new one;
+  never returned to the pool, closed with the stream) whose body is read as it arrives:
+  `Stream.readany`, with a read-idle time limit (no bytes for that long means the stream
+  is dead, even without a FIN) and flow control (reading pauses while more than
+  `STREAM_HIGH_WATER` bytes wait for the reader).
 - Failures are typed: `ConnectFailed` (refused, unresolvable, TLS handshake, proxy
   refused) and `ConnectTimeout` mean the server cannot be reached; `ConnectionDropped`
   an established connection that ended before a whole answer; `ResponseTimeout` no
@@ -395,6 +396,11 @@ class Pool:
         self._closed = False
 
     @property
+    def open_connections(self) -> int:
+        """Connections made and not yet closed (idle, in use, or streaming)."""
+        return sum(1 for conn in self._connections if not conn.closed)
+
+    @property
     def extra_headers(self) -> str:
         """Header lines every request through a plain-HTTP proxy carries."""
         return self._proxy_auth if self.target_prefix else ""
@@ -494,23 +500,31 @@ class Pool:
             return response
 
     async def stream(self, head: bytes, *, headers_within: float, read_timeout: float) -> Stream:
-        """Send a GET whose answer is read as it arrives, on a connection of its own:
-        connected within the connect timeout, the answer's headers within `headers_within`
-        seconds, then no more than `read_timeout` seconds without bytes."""
+        """Send a GET whose answer is read as it arrives, on a connection it keeps (an idle
+        one, or a new one made within the connect timeout): the answer's headers within
+        `headers_within` seconds, then no more than `read_timeout` seconds without bytes.
+        An idle connection that turns out dropped is replaced by a fresh one, once."""
         loop = asyncio.get_running_loop()
-        conn = await self._connect(self.connect_timeout)
-        waiter = conn.send(head, streaming=True)
-        timer = loop.call_later(headers_within, conn.timed_out, f"no answer within {headers_within:g}s")
-        answered = False
-        try:
-            await waiter
-            answered = True
-        finally:
-            timer.cancel()
-            if not answered:
-                conn.abort()
-        conn.watch_idle(read_timeout)
-        return Stream(conn)
+        reused = self._idle_connection(loop.time())
+        while True:
+            conn = reused or await self._connect(self.connect_timeout)
+            waiter = conn.send(head, streaming=True)
+            timer = loop.call_later(headers_within, conn.timed_out, f"no answer within {headers_within:g}s")
+            answered = False
+            try:
+                await waiter
+                answered = True
+            except ConnectionDropped:
+                if reused is None:
+                    raise
+                reused = None
+                continue
+            finally:
+                timer.cancel()
+                if not answered:
+                    conn.abort()
+            conn.watch_idle(read_timeout)
+            return Stream(conn)
 
     async def aclose(self) -> None:
         """Close every connection; in-flight exchanges fail with `ConnectionDropped`."""

@@ -222,6 +222,11 @@ class Transport:
     def closed(self) -> bool:
         return self._pool is None
 
+    @property
+    def open_connections(self) -> int:
+        """Connections to the server now open (0 while closed)."""
+        return 0 if self._pool is None else self._pool.open_connections
+
     async def __aenter__(self) -> Transport:
         await self.open()
         return self
