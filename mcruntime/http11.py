@@ -126,6 +126,7 @@ class _Connection(asyncio.Protocol):
             self.abort()
 
     def eof_received(self) -> bool | None:
+        self.closed = True  # the server sends no more answers here; never reuse it
         return None  # the transport closes itself; connection_lost follows
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -236,7 +237,10 @@ class _Connection(asyncio.Protocol):
         self._until_eof = False
         self._exc = None
         self._waiter = waiter = self._loop.create_future()
-        self._transport.write(data)
+        if self._transport.is_closing():  # lost in the meantime: as if it dropped on the way
+            waiter.set_exception(ConnectionDropped("the connection closed before the request was sent"))
+        else:
+            self._transport.write(data)
         return waiter
 
     def finish(self) -> Response:
@@ -286,7 +290,7 @@ class _Connection(asyncio.Protocol):
                 raise self._exc
             if self.done:
                 return b""
-            if self.closed:
+            if self.lost.done():
                 raise ConnectionDropped("the connection is closed")
             self._waiter = self._loop.create_future()
             await self._waiter
