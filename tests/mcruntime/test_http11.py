@@ -7,6 +7,8 @@ server's Status on errors, TLS (verification and SNI name), proxies, and shutdow
 from __future__ import annotations
 
 import asyncio
+import base64
+import datetime
 import gzip
 import ssl
 from collections.abc import Awaitable, Callable
@@ -15,8 +17,13 @@ from typing import Any
 
 import orjson
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 from kubeplane.tls import make_serving_cert
+from mcruntime import connection
 from mcruntime.connection import ConnectionConfig
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
 from mcruntime.transport import MAX_LINE, Transport
@@ -29,6 +36,7 @@ class Request:
     headers: dict[str, str]
     body: bytes
     connection: int  # which accepted connection (0, 1, ...) carried it
+    peer: str = ""  # the common name of the client's TLS certificate, if it sent one
 
 
 Answer = Callable[[Request], Awaitable[bytes | list[bytes] | None]]
@@ -87,7 +95,9 @@ class RawServer:
                 method, target, _ = line.split(" ", 2)
                 headers = {k.lower(): v.strip() for k, _, v in (h.partition(":") for h in lines if h)}
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                request = Request(method, target, headers, body, number)
+                cert = writer.get_extra_info("peercert") or {}
+                names = dict(pair[0] for pair in cert.get("subject", ()))
+                request = Request(method, target, headers, body, number, names.get("commonName", ""))
                 self.requests.append(request)
                 out = await self.answer(request)
                 if out is None:
@@ -292,6 +302,63 @@ async def test_tls_is_verified_and_the_sni_name_is_the_configured_one() -> None:
             with pytest.raises(TransportError, match="CERTIFICATE_VERIFY_FAILED"):
                 await t.request("GET", "/", verb="get")
             assert t.contact.reachable is False
+
+
+def client_certificate(common_name: str) -> tuple[bytes, bytes, bytes]:
+    """A CA and a client certificate it signed: (CA PEM, certificate PEM, key PEM)."""
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "client-ca")])
+
+    def build(subject: x509.Name, public: ec.EllipticCurvePublicKey, ca: bool) -> x509.Certificate:
+        return (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(ca_name)
+            .public_key(public)
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+            .sign(ca_key, hashes.SHA256())
+        )
+
+    ca = build(ca_name, ca_key.public_key(), True)
+    cert = build(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]), key.public_key(), False)
+    pem = serialization.Encoding.PEM
+    key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return ca.public_bytes(pem), cert.public_bytes(pem), key_pem
+
+
+async def test_a_client_certificate_from_the_kubeconfig_authenticates() -> None:
+    serving = make_serving_cert(["127.0.0.1"])
+    client_ca, cert_pem, key_pem = client_certificate("system:admin")
+    server_ctx = serving.server_context()
+    server_ctx.verify_mode = ssl.CERT_REQUIRED
+    server_ctx.load_verify_locations(cadata=client_ca.decode())
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    async with RawServer(always(answer()), ssl_context=server_ctx) as server:
+        user = {"client-certificate-data": b64(cert_pem), "client-key-data": b64(key_pem)}
+        kubeconfig = {
+            "clusters": [
+                {"name": "c", "cluster": {"server": server.url, "certificate-authority-data": b64(serving.ca_pem)}}
+            ],
+            "users": [{"name": "u", "user": user}],
+            "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u"}}],
+            "current-context": "x",
+        }
+        async with Transport(await connection.from_kubeconfig_dict(kubeconfig), cluster="mtls") as t:
+            assert await t.request("GET", "/", verb="get") == b"{}"
+        assert server.requests[0].peer == "system:admin"
+        assert "authorization" not in server.requests[0].headers
+        kubeconfig["users"] = [{"name": "u", "user": {}}]
+        async with Transport(await connection.from_kubeconfig_dict(kubeconfig), cluster="mtls") as t:
+            with pytest.raises(TransportError):  # without it the server refuses the handshake
+                await t.request("GET", "/", verb="get")
+        assert len(server.requests) == 1
 
 
 async def test_plain_http_through_a_proxy_uses_the_absolute_form() -> None:
