@@ -397,6 +397,7 @@ class Pool:
                 self.target_prefix = f"http://{self.host_header}"
         self._idle: deque[_Connection] = deque()
         self._connections: set[_Connection] = set()
+        self._sweeper: asyncio.TimerHandle | None = None
         self._closed = False
 
     @property
@@ -411,14 +412,26 @@ class Pool:
 
     # ---------------------------------------------------------------- connections
     def _idle_connection(self, now: float) -> _Connection | None:
+        self._idle_connection_trim(now)
         idle = self._idle
-        while idle and (idle[0].closed or now - idle[0].idle_since > self.keepalive):
-            idle.popleft().close()  # the oldest first: they would be the next to go stale
         while idle:
             conn = idle.pop()
             if not conn.closed:
                 return conn
         return None
+
+    def _sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Close the connections idle longer than `keepalive` (one timer per pool, not per
+        request): a quiet manager keeps no sockets open it will not reuse."""
+        self._sweeper = None
+        self._idle_connection_trim(loop.time())
+        if self._idle and not self._closed:
+            self._sweeper = loop.call_later(self.keepalive, self._sweep, loop)
+
+    def _idle_connection_trim(self, now: float) -> None:
+        idle = self._idle
+        while idle and (idle[0].closed or now - idle[0].idle_since > self.keepalive):
+            idle.popleft().close()  # the oldest first: they would be the next to go stale
 
     async def _connect(self, limit: float) -> _Connection:
         if self._closed:
@@ -499,6 +512,8 @@ class Pool:
             if conn.keep_alive and not conn.closed and not self._closed:
                 conn.idle_since = loop.time()
                 self._idle.append(conn)
+                if self._sweeper is None:
+                    self._sweeper = loop.call_later(self.keepalive, self._sweep, loop)
             else:
                 conn.close()
             return response
@@ -533,6 +548,9 @@ class Pool:
     async def aclose(self) -> None:
         """Close every connection; in-flight exchanges fail with `ConnectionDropped`."""
         self._closed = True
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            self._sweeper = None
         self._idle.clear()
         connections = list(self._connections)
         for conn in connections:

@@ -27,6 +27,7 @@ from mcruntime import connection
 from mcruntime.connection import ConnectionConfig
 from mcruntime.errors import APIError, ClusterNotReadyError, TransportError
 from mcruntime.transport import MAX_LINE, Transport
+from tests.support import eventually
 
 
 @dataclass
@@ -151,6 +152,18 @@ async def test_requests_reuse_one_keep_alive_connection_and_send_the_headers() -
         assert first.headers["user-agent"] == "mcruntime"
         assert first.headers["host"] == server.url.split("://")[1]
         assert (post.method, post.body, post.headers["content-type"]) == ("POST", b'{"n":1}', "application/json")
+
+
+async def test_connections_idle_longer_than_the_keepalive_are_closed() -> None:
+    async with RawServer(always(answer())) as server, transport_for(server) as t:
+        assert t._pool is not None
+        t._pool.keepalive = 0.2
+        await asyncio.gather(*(t.request("GET", "/", verb="get") for _ in range(3)))
+        assert t.open_connections == 3
+        # no request since: the pool closes them by itself
+        await eventually(lambda: t.open_connections == 0, what="idle connections closed")
+        await t.request("GET", "/", verb="get")
+        assert server.connections == 4
 
 
 async def test_a_dropped_keep_alive_connection_is_retried_on_a_fresh_one_for_idempotent_requests() -> None:
