@@ -9,16 +9,22 @@ sends requests to it through one client and reports the client process's CPU per
 - `aiohttp`: a plain `aiohttp.ClientSession` doing the same (the least an aiohttp-based
   client can cost, and what the transport was built on before issue 22);
 
-each one request at a time and 16 at a time. `--repo PATH` imports `mcruntime` from
-another checkout (to measure the transport before a change with the same server, e.g.
-`--repo /work/main`). The event loop is uvloop, as in `federation-manager run`.
+each one request at a time and 16 at a time, and the transport's CPU against aiohttp's.
+`--repo PATH` imports `mcruntime` from another checkout (to measure the transport before
+a change with the same server, e.g. `--repo ../main`). The event loop is uvloop, as in
+`federation-manager run`. Figures go to bench/results/bench_transport.json (as
+bench/harness.py writes them; not with `--repo`).
 
-Run: .venv/bin/python bench/bench_transport.py [--requests N] [--clients transport,aiohttp] [--repo PATH]"""
+Run: .venv/bin/python bench/bench_transport.py [--requests N] [--repeat R] [--clients transport,aiohttp]
+     [--repo PATH] [--smoke]"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -34,6 +40,7 @@ import uvloop
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+RESULTS = Path(os.environ.get("BENCH_RESULTS") or REPO / "bench" / "results")  # as bench/harness.py
 CM = "/api/v1/namespaces/default/configmaps"
 NAME = "bench"
 PATCH_QUERY = {"fieldManager": "bench"}
@@ -130,7 +137,25 @@ async def _server(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit(f"the API server did not start; see {workdir / 'apiserver.log'}")
 
 
+def write_results(args: argparse.Namespace, figures: list[dict[str, Any]]) -> None:
+    """The figures as bench/harness.py's `Report.write` stores them (harness.py itself is not
+    imported: it loads this checkout's mcruntime, which `--repo` must be free to replace)."""
+    command = "python " + " ".join(shlex.quote(a) for a in ["bench/bench_transport.py", *sys.argv[1:]])
+    parameters = {"requests": args.requests, "repeat": args.repeat, "clients": args.clients}
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "bench_transport.json"
+    result = {"benchmark": "bench_transport", "command": command, "parameters": parameters, "figures": figures}
+    path.write_text(json.dumps(result, indent=2))
+    print(f"figures written to {path}; rerun with: {command}")
+
+
+def figure(name: str, value: float, unit: str) -> dict[str, Any]:
+    return {"name": name, "value": value, "unit": unit, "target": "", "note": ""}
+
+
 async def main(args: argparse.Namespace) -> None:
+    figures: list[dict[str, Any]] = []
+    cpu_of: dict[tuple[str, str, int], float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-transport-") as tmp:
         proc, url = await _server(Path(tmp))
         try:
@@ -149,11 +174,22 @@ async def main(args: argparse.Namespace) -> None:
                             cpu = statistics.median(r[0] for r in runs)
                             rate = statistics.median(r[1] for r in runs)
                             print(f"{name:<10} {kind:<7} {concurrency:>9} {cpu:>15.1f} {rate:>11.0f}")
+                            cpu_of[name, kind, concurrency] = cpu
+                            figures.append(figure(f"{name} {kind}, {concurrency} in flight: CPU", cpu, "µs/request"))
+                            figures.append(figure(f"{name} {kind}, {concurrency} in flight: rate", rate, "requests/s"))
                 finally:
                     await close()
         finally:
             proc.terminate()
             proc.wait(10)
+    for (name, kind, concurrency), cpu in cpu_of.items():
+        baseline = cpu_of.get(("aiohttp", kind, concurrency))
+        if name == "transport" and baseline:
+            ratio = cpu / baseline
+            print(f"transport / aiohttp CPU, {kind}, {concurrency} in flight: {ratio:.2f}x")
+            figures.append(figure(f"transport / aiohttp CPU, {kind}, {concurrency} in flight", ratio, "x"))
+    if args.repo is None:
+        write_results(args, figures)
 
 
 if __name__ == "__main__":
@@ -162,7 +198,12 @@ if __name__ == "__main__":
     parser.add_argument("--repeat", type=int, default=3, help="measurements per figure; the median is shown")
     parser.add_argument("--clients", default="transport,aiohttp", help=f"comma-separated, of: {', '.join(CLIENTS)}")
     parser.add_argument("--repo", type=Path, help="import mcruntime from this checkout instead of this one")
+    parser.add_argument("--smoke", action="store_true", help="200 requests, once: checks the benchmark runs")
     arguments = parser.parse_args()
+    if arguments.smoke:
+        arguments.requests, arguments.repeat = 208, 1
+    if arguments.requests < 16 or arguments.repeat < 1:
+        parser.error("--requests must be >= 16 and --repeat >= 1")
     if unknown := set(arguments.clients.split(",")) - set(CLIENTS):
         parser.error(f"--clients: unknown {', '.join(sorted(unknown))} (have: {', '.join(CLIENTS)})")
     if arguments.repo is not None:
