@@ -2,7 +2,8 @@
 that answers with exactly the bytes each test needs: keep-alive reuse, a dropped
 keep-alive connection retried on a fresh one (idempotent methods only), timeouts for
 requests and watch streams, chunked / Content-Length / until-EOF / gzip bodies, the
-server's Status on errors, TLS (verification and SNI name), proxies, and shutdown."""
+server's Status on errors, TLS (verification, SNI name, client certificates), proxies, and
+shutdown; each on asyncio's loop and on uvloop's (conftest.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import base64
 import datetime
 import gzip
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -218,7 +219,7 @@ async def test_a_refused_connection_makes_the_cluster_unreachable() -> None:
 
 async def test_chunked_until_eof_and_gzip_bodies() -> None:
     big = b"x" * 300_000
-    replies = iter(
+    replies: Iterator[bytes | list[bytes]] = iter(
         [
             chunked([b'{"items": [', b'"', big, b'"', b"]}"]),
             [b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", b'{"until": ', b'"eof"}', b""],
