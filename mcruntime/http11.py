@@ -439,6 +439,7 @@ class Pool:
         loop = asyncio.get_running_loop()
         target = self._proxy or (self._host, self._port)
         conn = _Connection(loop)
+        made = False
         try:
             async with asyncio.timeout(max(0.0, min(limit, self.connect_timeout))):
                 await loop.create_connection(
@@ -451,23 +452,29 @@ class Pool:
                 self._connections.add(conn)
                 if self._proxy and self._tls:
                     await self._tunnel(loop, conn)
+            if self._closed:  # closed while this connection was being made
+                raise ConnectionDropped("the connection pool is closed")
+            made = True
         except TimeoutError as exc:
-            conn.abort()
-            self._connections.discard(conn)
             raise ConnectTimeout(f"connecting to {target[0]}:{target[1]} timed out") from exc
-        except (OSError, ConnectionDropped, ProtocolError) as exc:  # ssl.SSLError is an OSError
-            conn.abort()
-            self._connections.discard(conn)
+        except (OSError, ProtocolError) as exc:  # ssl.SSLError is an OSError
             raise ConnectFailed(f"connecting to {target[0]}:{target[1]}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            if not made:  # failed, timed out or cancelled: nothing half-made stays open
+                conn.abort()
+                self._connections.discard(conn)
         conn.lost.add_done_callback(lambda _: self._connections.discard(conn))
         return conn
 
     async def _tunnel(self, loop: asyncio.AbstractEventLoop, conn: _Connection) -> None:
         """CONNECT through the proxy, then TLS to the server inside the tunnel."""
         where = f"{self._host}:{self._port}" if ":" not in self._host else f"[{self._host}]:{self._port}"
-        await conn.send(
-            f"CONNECT {where} HTTP/1.1\r\nHost: {where}\r\n{self._proxy_auth}\r\n".encode("latin-1"), streaming=True
-        )
+        try:
+            await conn.send(
+                f"CONNECT {where} HTTP/1.1\r\nHost: {where}\r\n{self._proxy_auth}\r\n".encode("latin-1"), streaming=True
+            )
+        except ConnectionDropped as exc:
+            raise ConnectFailed(f"the proxy closed the connection on CONNECT {where}: {exc}") from exc
         if conn.status != 200:
             raise ConnectFailed(f"the proxy refused CONNECT {where}: HTTP {conn.status}")
         conn.restart_parser()

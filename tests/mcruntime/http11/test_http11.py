@@ -420,6 +420,16 @@ async def test_https_through_a_proxy_tunnels_with_connect() -> None:
             await proxy.wait_closed()
 
 
+async def test_a_proxy_refusing_the_tunnel_makes_the_cluster_unreachable() -> None:
+    async with RawServer(always(answer(403, b"no"))) as proxy:
+        config = ConnectionConfig(host="https://kube.example", ssl_context=None, proxy=proxy.url)
+        async with Transport(config, cluster="tunnel") as t:
+            with pytest.raises(TransportError, match=r"the proxy refused CONNECT kube\.example:443: HTTP 403"):
+                await t.request("GET", "/api", verb="get")
+            assert t.contact.reachable is False
+        assert proxy.requests[0].method == "CONNECT"
+
+
 async def test_closing_the_transport_closes_its_connections_and_fails_calls_in_flight() -> None:
     async def slow(request: Request) -> bytes | None:
         if request.target == "/slow":
