@@ -19,7 +19,14 @@ manager is its own process: one management-mode `federation-manager run` and one
   Instances projected into the projects (replicas > 0 only) counted apart; every
   resource's writes per WD (the projects' are the manager's alone, the cells' include
   the cell managers');
-- CPU-seconds per WD of the management manager, the cell managers and the API servers.
+- CPU-seconds per WD of the management manager, the cell managers and the API servers,
+  and of this process (its client, the echo cells, its watches).
+
+Convergence is read from watches (`harness.Follower`: one per cell on the copies, one per
+project on the WDs), checked every `CHECK_EVERY` while they show changes: each event is
+decoded once. (Until issue 22's stop 32 this program LISTed every copy and WD every 100 ms;
+at 400 WDs one such check cost this process ~80 ms of CPU, taken from the 2 cores the
+measured processes share.)
 
 At the end, the achieved write rate of the create phase against the servers' capacity
 for the same kinds of writes, measured by a raw aiohttp client (concurrency 64) after the
@@ -40,7 +47,13 @@ what the status projector needs to call the copy observed (`fleet.aggregate`). C
 is then the echo's share of this process and is not reported; its status writes are the
 cells' `workloaddeployments/status` writes.
 
-Run: python bench/bench_fanout.py [--shape default|kopf] [--cells managers|echo]
+`--operator kopf` runs issue 22's comparison in place of the management manager: the naive
+operator a Python user would write today with kopf, one process per project
+(bench/kopf_operator.py; `pip install -e .[bench]` installs kopf), with `--cells echo`, on the same servers and
+work, so the two are compared in the same conditions; its writes are the servers' counts
+less the benchmark's and the echo cells'.
+
+Run: python bench/bench_fanout.py [--shape default|kopf] [--cells managers|echo] [--operator ours|kopf]
      [--projects P] [--wds W] [--in-flight N] [--workers K] [--create-only] [--smoke]"""
 
 from __future__ import annotations
@@ -58,20 +71,23 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-import orjson
 from harness import (
     TRACING_MODES,
     WDS,
     Fleet,
+    Follower,
     Manager,
+    Proc,
     Report,
     cell_manager,
     cpu_seconds,
     echo_status,
     fleet,
+    free_port,
     management,
     report,
     set_tracing,
+    spawn_script,
     wd_path,
     workload_deployment,
 )
@@ -117,20 +133,23 @@ SHAPES = {
 
 # ---------------------------------------------------------------------- echo cells
 ECHO_WRITERS = 16  # concurrent status writes per echo cell
+# how often convergence is checked while the watches show changes: the figures' resolution
+CHECK_EVERY = 0.02
 
 
 class EchoCell:
-    """A minimal cell controller: watches the cell's WD copies and writes each new
-    generation's status once (`echo_status`). Events for one copy coalesce: a copy waits
-    in `pending` once, and its writer reports the newest generation seen."""
+    """A minimal cell controller: hears the cell's WD copies from the cell's `Follower` and
+    writes each new generation's status once (`echo_status`). Events for one copy coalesce:
+    a copy waits in `pending` once, and its writer reports the newest generation seen."""
 
-    def __init__(self, f: Fleet, cell: str) -> None:
+    def __init__(self, f: Fleet, cell: str, follower: Follower) -> None:
         self.f, self.cell = f, cell
         self.latest: dict[tuple[str, str], dict[str, Any]] = {}  # the newest copy seen, per key
         self.answered: dict[tuple[str, str], int] = {}  # the generation whose status was written
         self.queue: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
         self.queued: set[tuple[str, str]] = set()
         self.status_writes = 0
+        follower.listeners.append(self.seen)
 
     def seen(self, kind: str, copy: dict[str, Any]) -> None:
         meta = copy["metadata"]
@@ -145,30 +164,6 @@ class EchoCell:
         if observed != generation and self.answered.get(key) != generation and key not in self.queued:
             self.queued.add(key)
             self.queue.put_nowait(key)
-
-    async def watch(self) -> None:
-        """LIST, then WATCH from its resourceVersion; a watch that ends resumes where it was."""
-        page = await self.f.request(self.cell, "GET", wd_path())
-        for copy in page.get("items") or []:
-            self.seen("ADDED", copy)
-        version = page["metadata"]["resourceVersion"]
-        url = self.f.servers[self.cell].url + wd_path()
-        timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
-        while True:
-            query = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true"}
-            async with self.f.session.get(url, params=query, timeout=timeout) as resp:
-                buffer = b""
-                async for chunk in resp.content.iter_any():
-                    buffer += chunk
-                    *lines, buffer = buffer.split(b"\n")
-                    for line in lines:
-                        if not line.strip():
-                            continue
-                        event = orjson.loads(line)
-                        obj = event["object"]
-                        version = (obj.get("metadata") or {}).get("resourceVersion") or version
-                        if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
-                            self.seen(event["type"], obj)
 
     async def writer(self) -> None:
         while True:
@@ -194,7 +189,7 @@ class EchoCell:
             self.answered[key] = generation
 
     async def run(self) -> None:
-        await asyncio.gather(self.watch(), *(self.writer() for _ in range(ECHO_WRITERS)))
+        await asyncio.gather(*(self.writer() for _ in range(ECHO_WRITERS)))
 
 
 async def gather_limited(limit: int, calls: list[Callable[[], Awaitable[Any]]]) -> None:
@@ -227,33 +222,39 @@ def wd_calls(f: Fleet, s: Shape, projects: list[str], phase: str) -> list[Callab
     return calls
 
 
-async def copies_done(f: Fleet, s: Shape, projects: list[str], phase: str) -> bool:
+def copies_done(cells: dict[str, Follower], s: Shape, projects: list[str], phase: str) -> bool:
     """Every copy in its cells as the phase wants it: all gone, or every WD's copies present
     with its replicas divided between them (a WD's copies share a downstream namespace and
-    name across the cells of its city)."""
-    copies = [c for cell, _ in CELLS for c in await f.list(cell, wd_path())]
+    name across the cells of its city). Read from the cells' watches (`Follower`)."""
     if phase == "delete":
-        return not copies
-    if len(copies) < s.copies_per_project() * len(projects):
+        return not any(c.objects for c in cells.values())
+    if sum(len(c.objects) for c in cells.values()) < s.copies_per_project() * len(projects):
         return False
     replicas = s.replicas if phase == "create" else s.updated_replicas
     per_wd: dict[tuple[str, str], int] = {}
-    for c in copies:
-        key = (c["metadata"]["namespace"], c["metadata"]["name"])
-        per_wd[key] = per_wd.get(key, 0) + int((c.get("spec") or {}).get("replicas") or 0)
+    for follower in cells.values():
+        for key, c in follower.objects.items():
+            per_wd[key] = per_wd.get(key, 0) + int((c.get("spec") or {}).get("replicas") or 0)
     return len(per_wd) == s.wds * len(projects) and all(n == replicas for n in per_wd.values())
 
 
-async def statuses_done(f: Fleet, projects: list[str], phase: str) -> bool:
-    """Every project WD's status reflects its cells (or every project WD is gone)."""
-    for project in projects:
-        wds = await f.list(project, wd_path())
-        if phase == "delete":
-            if wds:
+def statuses_done(
+    project_wds: dict[str, Follower], phase: str, expected: int, generations: dict[tuple[str, str, str], int]
+) -> bool:
+    """Every project WD's status reflects its cells (or every project WD is gone), as the
+    projects' watches (`Follower`) show them: on create every WD seen, on update every WD
+    seen at a generation past the one it had when the phase began (`generations`), so a
+    watch that has not shown the benchmark's own writes yet does not count as converged."""
+    if phase == "delete":
+        return not any(p.objects for p in project_wds.values())
+    if sum(len(p.objects) for p in project_wds.values()) < expected:
+        return False
+    for project, follower in project_wds.items():
+        for (ns, name), wd in follower.objects.items():
+            generation = wd["metadata"].get("generation")
+            if phase == "update" and generation == generations.get((project, ns, name)):
                 return False
-            continue
-        for wd in wds:
-            if (wd.get("status") or {}).get("observedGeneration") != wd["metadata"].get("generation"):
+            if (wd.get("status") or {}).get("observedGeneration") != generation:
                 return False
     return True
 
@@ -346,6 +347,7 @@ class Phase:
     cpu_manager: float
     cpu_cells: float
     cpu_servers: float
+    cpu_benchmark: float  # this process: its client, the echo cells, the watches it reads convergence from
     project_writes: dict[str, int]
     cell_writes: dict[str, int]
     reconciles: dict[str, float]  # per controller of the management manager
@@ -358,39 +360,150 @@ def ideal_writes(phase: str, wds: int, copies: int) -> int:
     return {"create": 2 * wds + copies, "update": copies + wds, "delete": copies + wds}[phase]
 
 
-async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Manager, cells: list[Manager]) -> Phase:
+class KopfOperators:
+    """Issue 22's comparison (`--operator kopf`): one `kopf_operator.py` process per project
+    in place of the management manager. kopf counts no requests of its own, so its writes
+    are the servers' counters less the benchmark's and the echo cells' (`kopf_writes`)."""
+
+    def __init__(self, f: Fleet, projects: list[str], workdir: Path) -> None:
+        self.procs: list[Proc] = []
+        self.ports: list[int] = []
+        cells = [f"--cell={c}={f.servers[c].url},{city}" for c, city in CELLS]
+        for p in projects:
+            port = free_port()
+            args = [
+                f"--project={p}",
+                f"--server={f.servers[p].url}",
+                *cells,
+                f"--liveness=http://127.0.0.1:{port}/healthz",
+            ]
+            self.procs.append(spawn_script(f"kopf-{p}", Path(__file__).with_name("kopf_operator.py"), args, workdir))
+            self.ports.append(port)
+
+    @property
+    def pids(self) -> list[int]:
+        return [p.pid for p in self.procs]
+
+    def check_alive(self) -> None:
+        for p in self.procs:
+            p.check_alive()
+
+    def stop(self) -> None:
+        for p in self.procs:
+            p.stop()
+
+    async def wait_ready(self, session: aiohttp.ClientSession, within: float = 120.0) -> None:
+        started = time.monotonic()
+        for port in self.ports:
+            while True:
+                self.check_alive()
+                try:
+                    async with session.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                        if resp.status == 200:
+                            break
+                except aiohttp.ClientError:
+                    pass
+                if time.monotonic() - started > within:
+                    raise RuntimeError(f"the kopf operators were not live within {within}s")
+                await asyncio.sleep(0.1)
+
+
+Operator = Manager | KopfOperators
+
+
+def operator_pids(op: Operator) -> list[int]:
+    return op.pids if isinstance(op, KopfOperators) else [op.pid]
+
+
+def check_alive(op: Operator) -> None:
+    if isinstance(op, KopfOperators):
+        op.check_alive()
+    else:
+        op.proc.check_alive()
+
+
+def kopf_writes(writes: dict[str, dict[str, int]], projects: list[str], wds: int) -> int:
+    """The operators' writes: every project and cell write, less the benchmark's own (one per
+    project WD) and the echo cells' status writes."""
+    total = 0
+    for cluster, per in writes.items():
+        if cluster in projects or cluster in dict(CELLS):
+            total += sum(
+                n for resource, n in per.items() if not (cluster in dict(CELLS) and resource.endswith("/status"))
+            )
+    return total - wds
+
+
+@dataclass
+class Watches:
+    """What the benchmark follows to see convergence: each cell's copies, each project's WDs."""
+
+    cells: dict[str, Follower]
+    projects: dict[str, Follower]
+
+    def all(self) -> list[Follower]:
+        return [*self.cells.values(), *self.projects.values()]
+
+    def generations(self) -> dict[tuple[str, str, str], int]:
+        return {
+            (project, ns, name): wd["metadata"].get("generation")
+            for project, follower in self.projects.items()
+            for (ns, name), wd in follower.objects.items()
+        }
+
+
+async def run_phase(
+    f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Operator, cells: list[Manager], w: Watches
+) -> Phase:
     await f.reset_counters()
+    generations = w.generations()
     server_pids = [srv.proc.pid for srv in f.servers.values()]
-    async with aiohttp.ClientSession() as session:
-        sent_before = await mgr.write_requests(session)
-        reconciled_before = await mgr.reconciles(session)
-    cpu = (cpu_seconds(mgr.pid), sum(map(cpu_seconds, (c.pid for c in cells))), sum(map(cpu_seconds, server_pids)))
+    sent_before, reconciled_before = 0, {}
+    if isinstance(mgr, Manager):
+        async with aiohttp.ClientSession() as session:
+            sent_before = await mgr.write_requests(session)
+            reconciled_before = await mgr.reconciles(session)
+    cpu = (
+        sum(map(cpu_seconds, operator_pids(mgr))),
+        sum(map(cpu_seconds, (c.pid for c in cells))),
+        sum(map(cpu_seconds, server_pids)),
+    )
+    cpu_benchmark = time.process_time()
     started = time.perf_counter()
     await gather_limited(s.in_flight, wd_calls(f, s, projects, phase))
     sent_at = time.perf_counter() - started
     copies_at = statuses_at = 0.0
     while not (copies_at and statuses_at):
-        for m in (mgr, *cells):
+        check_alive(mgr)
+        for m in cells:
             m.proc.check_alive()
         if time.perf_counter() - started > PHASE_TIMEOUT:
             raise RuntimeError(
                 f"{phase} did not converge within {PHASE_TIMEOUT}s (copies done: {bool(copies_at)}, "
                 f"statuses done: {bool(statuses_at)}); the managers' logs are in {f.workdir}"
             )
-        if not copies_at and await copies_done(f, s, projects, phase):
-            copies_at = time.perf_counter() - started
-        if not statuses_at and await statuses_done(f, projects, phase):
-            statuses_at = time.perf_counter() - started
-        await asyncio.sleep(0.1)
+        # checked when a watch showed something new, at most every CHECK_EVERY seconds
+        if any(follower.changed.is_set() for follower in w.all()):
+            for follower in w.all():
+                follower.changed.clear()
+            if not copies_at and copies_done(w.cells, s, projects, phase):
+                copies_at = time.perf_counter() - started
+            if not statuses_at and statuses_done(w.projects, phase, s.wds * len(projects), generations):
+                statuses_at = time.perf_counter() - started
+        await asyncio.sleep(CHECK_EVERY)
     cpu_after = (
-        cpu_seconds(mgr.pid),
+        sum(map(cpu_seconds, operator_pids(mgr))),
         sum(map(cpu_seconds, (c.pid for c in cells))),
         sum(map(cpu_seconds, server_pids)),
     )
+    cpu_after_benchmark = time.process_time()
     writes = await f.writes_by_resource()
-    async with aiohttp.ClientSession() as session:
-        sent = await mgr.write_requests(session) - sent_before
-        reconciled = await mgr.reconciles(session)
+    if isinstance(mgr, Manager):
+        async with aiohttp.ClientSession() as session:
+            sent = await mgr.write_requests(session) - sent_before
+            reconciled = await mgr.reconciles(session)
+    else:
+        sent, reconciled = kopf_writes(writes, projects, s.wds * len(projects)), {}
     namespaces, events = attributed(writes, projects)
     project_writes: dict[str, int] = {}
     cell_writes: dict[str, int] = {}
@@ -415,6 +528,7 @@ async def run_phase(f: Fleet, s: Shape, projects: list[str], phase: str, mgr: Ma
         cpu_after[0] - cpu[0],
         cpu_after[1] - cpu[1],
         cpu_after[2] - cpu[2],
+        cpu_after_benchmark - cpu_benchmark,
         project_writes,
         cell_writes,
         {name: n - reconciled_before.get(name, 0.0) for name, n in reconciled.items()},
@@ -451,12 +565,19 @@ def report_phase(rep: Report, p: Phase, wds: int, *, cells_cpu: bool = True) -> 
     if cells_cpu:
         rep.add(f"{p.name}: cell managers' CPU per WD", p.cpu_cells / wds * 1000, "ms")
     rep.add(f"{p.name}: API servers' CPU per WD", p.cpu_servers / wds * 1000, "ms")
+    rep.add(f"{p.name}: the benchmark's own CPU per WD", p.cpu_benchmark / wds * 1000, "ms", "", "client, echo, watch")
 
 
 async def main(args: argparse.Namespace) -> None:
     s: Shape = args.shape_
     projects = [f"p{i:02d}" for i in range(s.projects)]
-    params = {"shape": args.shape, **asdict(s), "cells": f"{len(CELLS)} ({args.cells})", "tracing": args.tracing}
+    params = {
+        "shape": args.shape,
+        **asdict(s),
+        "cells": f"{len(CELLS)} ({args.cells})",
+        "operator": args.operator,
+        "tracing": args.tracing,
+    }
     rep = report("bench_fanout", params)
     with tempfile.TemporaryDirectory(prefix="bench-fanout-") as tmp:
         set_tracing(args.tracing, Path(tmp))
@@ -466,17 +587,28 @@ async def main(args: argparse.Namespace) -> None:
                     if ns != "default":
                         body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}
                         await f.apply(p, f"/api/v1/namespaces/{ns}", body)
-            echoes: list[asyncio.Task[None]] = []
+            w = Watches(
+                {c: Follower(f, c, wd_path()) for c, _ in CELLS}, {p: Follower(f, p, wd_path()) for p in projects}
+            )
+            echoes: list[asyncio.Task[None]] = [
+                asyncio.create_task(follower.run(), name=f"follow-{follower.cluster}") for follower in w.all()
+            ]
             if args.cells == "echo":
                 cells: list[Manager] = []
-                echoes = [asyncio.create_task(EchoCell(f, c).run(), name=f"echo-{c}") for c, _ in CELLS]
+                echoes += [asyncio.create_task(EchoCell(f, c, w.cells[c]).run(), name=f"echo-{c}") for c, _ in CELLS]
             else:
                 cells = [cell_manager(f, c) for c, _ in CELLS]
-            mgr = management(f, *([f"--workers={s.workers}"] if s.workers else []))
+            mgr: Operator = (
+                KopfOperators(f, projects, Path(tmp))
+                if args.operator == "kopf"
+                else management(f, *([f"--workers={s.workers}"] if s.workers else []))
+            )
             try:
                 async with aiohttp.ClientSession() as session:
                     for m in (mgr, *cells):
                         await m.wait_ready(session)
+                for follower in w.all():
+                    await follower.synced.wait()
                 total_wds = s.projects * s.wds
                 rep.add("WDs federated", total_wds, "WDs")
                 rep.add("copies in cells", s.copies_per_project() * s.projects, "copies")
@@ -486,7 +618,7 @@ async def main(args: argparse.Namespace) -> None:
                     for echo in echoes:
                         if echo.done():
                             echo.result()  # an echo cell that failed says why
-                    phase = await run_phase(f, s, projects, name, mgr, cells)
+                    phase = await run_phase(f, s, projects, name, mgr, cells, w)
                     report_phase(rep, phase, total_wds, cells_cpu=args.cells == "managers")
                     done.append(phase)
                 create = done[0]
@@ -497,7 +629,11 @@ async def main(args: argparse.Namespace) -> None:
                     "s",
                 )
             finally:  # a failed or terminated run stops its managers too (the fleet stops the servers)
-                for m in (mgr, *cells):
+                if isinstance(mgr, KopfOperators):
+                    mgr.stop()
+                else:
+                    mgr.proc.stop()
+                for m in cells:
                     m.proc.stop()
                 for echo in echoes:
                     echo.cancel()
@@ -523,6 +659,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
         default="managers",
         help="what runs the cells: cell-mode managers (Instances, pods) or an echo of each copy's status",
     )
+    parser.add_argument(
+        "--operator",
+        choices=("ours", "kopf"),
+        default="ours",
+        help="what federates: the management manager, or issue 22's comparison, a naive kopf operator per project"
+        " (bench/kopf_operator.py; needs `pip install kopf` and --cells echo)",
+    )
     parser.add_argument("--tracing", choices=TRACING_MODES, default="off", help="the managers' tracing (cost figures)")
     parser.add_argument("--create-only", action="store_true", help="skip the update and delete phases")
     parser.add_argument("--smoke", action="store_true", help="2 projects x 20 WDs, to check the benchmark runs")
@@ -534,10 +677,14 @@ def parse(argv: list[str]) -> argparse.Namespace:
         if getattr(args, field_) is not None:
             shape = replace(shape, **{field_: getattr(args, field_)})
     args.shape_ = shape
+    if args.operator == "kopf" and args.cells != "echo":
+        parser.error("--operator kopf federates copies only: run it with --cells echo")
     return args
 
 
 if __name__ == "__main__":
     # a terminated benchmark still stops its servers and managers (the fleet's exit does)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    asyncio.run(main(parse(sys.argv[1:])))
+    import uvloop
+
+    uvloop.run(main(parse(sys.argv[1:])))  # the client and echo cells on uvloop, like the manager and servers

@@ -18,7 +18,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -105,6 +105,14 @@ def spawn(name: str, args: Sequence[str], workdir: Path) -> Proc:
         proc = subprocess.Popen(
             [sys.executable, "-m", "federation.cli", *args], stdout=out, stderr=subprocess.STDOUT, cwd=REPO
         )
+    return Proc(name, proc, log)
+
+
+def spawn_script(name: str, script: Path, args: Sequence[str], workdir: Path) -> Proc:
+    """A Python program of the benchmarks' own (not the product) as its own process."""
+    log = workdir / f"{name}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([sys.executable, str(script), *args], stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
     return Proc(name, proc, log)
 
 
@@ -273,6 +281,61 @@ class Fleet:
             token = (page.get("metadata") or {}).get("continue") or ""
             if not token:
                 return items
+
+
+class Follower:
+    """One cluster's objects of one collection as its watch shows them: LIST, then WATCH from
+    that resourceVersion, resumed where it was when a stream ends. Convergence is read from
+    `objects` (each event decoded once) instead of LISTing every object again per check: a
+    full LIST of a few thousand objects costs this process ~80 ms of CPU, and on a 2-core
+    machine the benchmark's own CPU slows what it measures. `listeners` hear every event
+    (kind, object); `changed` is set on each one."""
+
+    def __init__(self, f: Fleet, cluster: str, path: str) -> None:
+        self.f, self.cluster, self.path = f, cluster, path
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) -> newest object
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
+        self.changed = asyncio.Event()
+        self.synced = asyncio.Event()  # the first LIST is in
+
+    def _seen(self, kind: str, obj: dict[str, Any]) -> None:
+        meta = obj["metadata"]
+        key = (meta.get("namespace") or "", meta["name"])
+        if kind == "DELETED":
+            self.objects.pop(key, None)
+        else:
+            self.objects[key] = obj
+        for listener in self.listeners:
+            listener(kind, obj)
+        self.changed.set()
+
+    async def run(self) -> None:
+        page = await self.f.request(self.cluster, "GET", self.path)
+        for obj in page.get("items") or []:
+            self._seen("ADDED", obj)
+        version = page["metadata"]["resourceVersion"]
+        self.synced.set()
+        url = self.f.servers[self.cluster].url + self.path
+        timeout = aiohttp.ClientTimeout(total=None, sock_read=None)
+        while True:
+            query = {"watch": "true", "resourceVersion": version, "allowWatchBookmarks": "true"}
+            async with self.f.session.get(url, params=query, timeout=timeout) as resp:
+                if resp.status != 200:
+                    raise RuntimeError(f"{self.cluster}: watch {self.path}: {resp.status} {await resp.text()}")
+                buffer = b""
+                async for chunk in resp.content.iter_any():
+                    buffer += chunk
+                    *lines, buffer = buffer.split(b"\n")
+                    for line in lines:
+                        if not line.strip():
+                            continue
+                        event = orjson.loads(line)
+                        obj = event["object"]
+                        if event["type"] == "ERROR":
+                            raise RuntimeError(f"{self.cluster}: watch {self.path}: {obj}")
+                        version = (obj.get("metadata") or {}).get("resourceVersion") or version
+                        if event["type"] in ("ADDED", "MODIFIED", "DELETED"):
+                            self._seen(event["type"], obj)
 
 
 def wd_path(namespace: str | None = None, name: str | None = None, sub: str = "") -> str:

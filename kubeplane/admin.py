@@ -22,11 +22,10 @@ from typing import Any
 
 import anyio
 import orjson
-from aiohttp import web
-from aiohttp.web_request import BaseRequest
 
 from .errors import APIError, bad_request
 from .http import json_response, read_body, status_response
+from .http11 import AnyResponse, Request
 
 
 class AdminEndpoints:
@@ -34,13 +33,13 @@ class AdminEndpoints:
         self.server = server  # EmbeddedAPIServer (typed loosely to avoid an import cycle)
         self.spawn = spawn
 
-    async def handle(self, request: BaseRequest) -> web.StreamResponse:
+    async def handle(self, request: Request) -> AnyResponse:
         try:
             return await self._route(request)
         except APIError as err:
             return status_response(err)
 
-    async def _body(self, request: BaseRequest) -> dict[str, Any]:
+    async def _body(self, request: Request) -> dict[str, Any]:
         raw = await read_body(request, self.server.plane.request_timeout)
         if not raw.strip():
             return {}
@@ -52,7 +51,7 @@ class AdminEndpoints:
             raise bad_request("admin request body must be a JSON object")
         return body
 
-    async def _route(self, request: BaseRequest) -> web.StreamResponse:
+    async def _route(self, request: Request) -> AnyResponse:
         plane = self.server.plane
         path, method = request.path, request.method
         if path == "/_embedded/counters":

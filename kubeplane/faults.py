@@ -11,10 +11,9 @@ from typing import Any
 
 import anyio
 import orjson
-from aiohttp import web
-from aiohttp.web_request import BaseRequest
 
 from .errors import APIError
+from .http11 import Request, Response
 
 _REASONS = {429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable"}
 _MESSAGES = {
@@ -61,13 +60,13 @@ class Faults:
     def clear(self) -> None:
         self.settings = FaultSettings()
 
-    def _applies(self, request: BaseRequest) -> bool:
+    def _applies(self, request: Request) -> bool:
         s = self.settings
         if s.methods and request.method not in s.methods:
             return False
         return not s.path_contains or s.path_contains in request.path
 
-    async def before(self, request: BaseRequest) -> web.Response | None:
+    async def before(self, request: Request) -> Response | None:
         s = self.settings
         if not (s.latency_seconds or s.error_rate) or not self._applies(request):
             return None
@@ -79,8 +78,8 @@ class Faults:
             if s.error_code in (429, 503):
                 err.details = {"retryAfterSeconds": s.retry_after_seconds}
                 err.headers = {"Retry-After": str(s.retry_after_seconds)}
-            resp = web.Response(body=orjson.dumps(err.status()), status=err.code, content_type="application/json")
+            resp = Response(orjson.dumps(err.status()), status=err.code, content_type="application/json")
             for key, value in err.headers.items():
-                resp.headers[key] = value
+                resp.set_header(key, value)
             return resp
         return None

@@ -13,19 +13,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import orjson
 import yaml
-from aiohttp import web
-from aiohttp.web_request import BaseRequest
 
 from . import errors, yamlbody
 from .auth import ANONYMOUS
 from .discovery import AGGREGATED_V2, KUBE_VERSION, Discovery
 from .errors import APIError
+from .http11 import AnyResponse, BodyIncomplete, BodyTimeout, BodyTooLarge, Request, Response
 from .limits import (
     MAX_DEPTH,
-    MAX_REQUEST_BODY_BYTES,
     body_depth_overflow,
     body_too_large,
     depth_message,
@@ -64,8 +61,6 @@ YAML = "application/yaml"
 # client-go's typed clients send built-in kinds as Kubernetes protobuf (kubeplane.protobuf)
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 BODY_TYPES = (JSON, YAML, PROTOBUF, *PATCH_TYPES)
-# the request's authenticated user, where authentication ran (RBAC mode)
-USER: web.RequestKey[UserInfo] = web.RequestKey("kubeplane.user", UserInfo)
 ALWAYS_ALLOW = AlwaysAllow()
 
 
@@ -113,19 +108,21 @@ def warning_header(text: str) -> str:
     return '299 - "' + text.replace('"', '\\"') + '"'
 
 
-def json_response(body: bytes, status: int = 200, warnings: list[str] | None = None) -> web.Response:
-    headers = {"Content-Type": JSON, "Cache-Control": "no-cache, private"}
-    resp = web.Response(body=body, status=status, headers=headers)
+def json_response(body: bytes, status: int = 200, warnings: list[str] | None = None) -> Response:
+    headers = [("Content-Type", JSON), ("Cache-Control", "no-cache, private")]
     if warnings:
-        for w in warnings:
-            resp.headers.add("Warning", warning_header(w))
-    return resp
+        headers.extend(("Warning", warning_header(w)) for w in warnings)
+    return Response(body, status=status, headers=headers)
 
 
-def status_response(err: APIError) -> web.Response:
+def text_response(text: str, content_type: str, status: int = 200) -> Response:
+    return Response(text.encode(), status=status, content_type=content_type + "; charset=utf-8")
+
+
+def status_response(err: APIError) -> Response:
     resp = json_response(orjson.dumps(err.status()), err.code)
     for key, value in err.headers.items():
-        resp.headers[key] = value
+        resp.set_header(key, value)
     return resp
 
 
@@ -135,10 +132,10 @@ class HTTPFront:
         self.api: ObjectAPI = plane.api
         self.registry: Registry = plane.registry
         self.discovery: Discovery = plane.discovery
-        self.admin: Callable[[BaseRequest], Awaitable[web.StreamResponse]] | None = None
+        self.admin: Callable[[Request], Awaitable[AnyResponse]] | None = None
 
     # ------------------------------------------------------------------ entry
-    async def handle(self, request: BaseRequest) -> web.StreamResponse:
+    async def handle(self, request: Request) -> AnyResponse:
         plane = self.plane
         try:
             # the admin endpoints too: they can pause the server or inject errors
@@ -161,13 +158,11 @@ class HTTPFront:
             return await self._route(request)
         except APIError as err:
             return status_response(err)
-        except web.HTTPException:
-            raise
         except Exception as exc:
             log.exception("internal error serving %s %s", request.method, request.path_qs)
             return status_response(errors.internal(f"{type(exc).__name__}: {exc}"))
 
-    def _authorize(self, request: BaseRequest) -> APIError | None:
+    def _authorize(self, request: Request) -> APIError | None:
         """RBAC mode: authenticate, then authorize the request as kube-apiserver's filters do
         (401 for an unknown token, 403 with the authorizer's reason)."""
         plane = self.plane
@@ -175,30 +170,30 @@ class HTTPFront:
         user = plane.auth.authenticate(request.headers.get("Authorization", ""))
         if user is None:
             return unauthorized()
-        request[USER] = user
+        request.user = user
         attrs = request_attributes(request.method, request.path, request.query)
         decision = plane.authorizer.authorize(user, attrs)
         if decision.allowed:
             return None
         return forbidden(user, attrs, decision.reason)
 
-    def _user(self, request: BaseRequest) -> UserInfo:
-        user = request.get(USER)
+    def _user(self, request: Request) -> UserInfo:
+        user = request.user
         if isinstance(user, UserInfo):
             return user
         return self.plane.auth.authenticate(request.headers.get("Authorization", "")) or ANONYMOUS
 
-    async def _route(self, request: BaseRequest) -> web.StreamResponse:
+    async def _route(self, request: Request) -> AnyResponse:
         path = request.path
         if path.startswith("/api/") or path.startswith("/apis/") or path in ("/api", "/apis"):
             return await self._api(request, path)
         if path in ("/healthz", "/livez", "/readyz"):
-            return web.Response(text="ok", content_type="text/plain")
+            return text_response("ok", "text/plain")
         if path in ("/version", "/version/"):  # clients generated from the OpenAPI spec ask for /version/
             return json_response(orjson.dumps(KUBE_VERSION))
         if path == "/openapi/v2":
             if wants_protobuf(request.headers.get("Accept", "")):
-                return web.Response(body=self.discovery.openapi_v2(protobuf=True), content_type=PROTOBUF_V2)
+                return Response(self.discovery.openapi_v2(protobuf=True), content_type=PROTOBUF_V2)
             return json_response(self.discovery.openapi_v2(protobuf=False))
         if path == "/openapi/v3":
             return json_response(self.discovery.openapi_root())
@@ -212,10 +207,10 @@ class HTTPFront:
             if doc is None:
                 raise errors.no_resource()
             return json_response(doc)
-        return web.Response(status=404, text="404 page not found\n", content_type="text/plain")
+        return text_response("404 page not found\n", "text/plain", 404)
 
     # ------------------------------------------------------------------ /api, /apis
-    async def _api(self, request: BaseRequest, path: str) -> web.StreamResponse:
+    async def _api(self, request: Request, path: str) -> AnyResponse:
         parts = [p for p in path.split("/") if p]
         if parts[0] == "api":
             if len(parts) == 1:
@@ -246,15 +241,15 @@ class HTTPFront:
             err.headers["Warning"] = warning_header(deprecation)
             raise
         if not resp.prepared:
-            resp.headers.add("Warning", warning_header(deprecation))
+            resp.add_header("Warning", warning_header(deprecation))
         return resp
 
-    def _discovery_doc(self, request: BaseRequest, *, legacy: bool) -> web.Response:
+    def _discovery_doc(self, request: Request, *, legacy: bool) -> Response:
         if "as=APIGroupDiscoveryList" in request.headers.get("Accept", "") and "v=v2" in request.headers.get(
             "Accept", ""
         ):
             resp = json_response(self.discovery.aggregated(legacy))
-            resp.headers["Content-Type"] = AGGREGATED_V2
+            resp.set_header("Content-Type", AGGREGATED_V2)
             return resp
         return json_response(self.discovery.core_versions() if legacy else self.discovery.group_list())
 
@@ -283,14 +278,14 @@ class HTTPFront:
         return Target(rt, namespace, name, sub, watch_path)
 
     # ------------------------------------------------------------------ verbs
-    async def _dispatch(self, request: BaseRequest, t: Target) -> web.StreamResponse:
+    async def _dispatch(self, request: Request, t: Target) -> AnyResponse:
         method = request.method
         query = request.query
         rt = t.rt
         if rt.virtual or t.subresource == "token":
             return await self._answer(request, t)
         ns = t.namespace or ""
-        user = request.get(USER)
+        user = request.user
         # bound once: every verb below counts under the authenticated user (RBAC mode) too
         count = functools.partial(self.plane.counters.count, user=user.name if isinstance(user, UserInfo) else None)
         if method == "GET":
@@ -341,7 +336,7 @@ class HTTPFront:
             return await self._delete(request, t)
         raise APIError(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
 
-    async def _answer(self, request: BaseRequest, t: Target) -> web.Response:
+    async def _answer(self, request: Request, t: Target) -> Response:
         """The create-only kinds answered and never stored (kubeplane.reviews)."""
         rt = t.rt
         named = t.subresource == "token"  # POST .../serviceaccounts/<name>/token; the reviews have no name
@@ -363,14 +358,14 @@ class HTTPFront:
         return json_response(orjson.dumps(answer), 201)
 
     # ------------------------------------------------------------------ reads
-    def _object_response(self, request: BaseRequest, rt: ResourceType, obj: Obj, raw: bytes | None) -> web.Response:
+    def _object_response(self, request: Request, rt: ResourceType, obj: Obj, raw: bytes | None) -> Response:
         out = negotiate(request.headers.get("Accept", ""))
         served = rt.served(obj)
         if out.kind == "json":
             body = raw if raw is not None and served is obj else orjson.dumps(served)
             return json_response(body)
         if out.kind == "yaml":
-            return web.Response(text=yaml.safe_dump(served, sort_keys=False), content_type=YAML)
+            return text_response(yaml.safe_dump(served, sort_keys=False), YAML)
         if out.kind == "metadata":
             return json_response(orjson.dumps(partial_metadata(served, out.table_version)))
         include = request.query.get("includeObject", "Metadata")
@@ -383,7 +378,7 @@ class HTTPFront:
         )
         return json_response(orjson.dumps(tbl))
 
-    def _list(self, request: BaseRequest, t: Target) -> web.Response:
+    def _list(self, request: Request, t: Target) -> Response:
         q = request.query
         rt = t.rt
         labels = parse_label_selector(q.get("labelSelector"))
@@ -431,12 +426,12 @@ class HTTPFront:
                 "metadata": meta,
                 "items": [rt.served(e.obj) for e in result.items],
             }
-            return web.Response(text=yaml.safe_dump(body, sort_keys=False), content_type=YAML)
+            return text_response(yaml.safe_dump(body, sort_keys=False), YAML)
         head = orjson.dumps({"kind": f"{rt.kind}List", "apiVersion": rt.api_version, "metadata": meta})
         items = b",".join(encode_list_item(rt, e) for e in result.items)
         return json_response(head[:-1] + b',"items":[' + items + b"]}")
 
-    async def _watch(self, request: BaseRequest, t: Target) -> web.StreamResponse:
+    async def _watch(self, request: Request, t: Target) -> AnyResponse:
         q = request.query
         rt = t.rt
         labels = parse_label_selector(q.get("labelSelector"))
@@ -470,7 +465,7 @@ class HTTPFront:
         return await stream.serve(request)
 
     # ------------------------------------------------------------------ writes
-    def _write_options(self, request: BaseRequest) -> WriteOptions:
+    def _write_options(self, request: Request) -> WriteOptions:
         # kube-apiserver validates Create/Update/PatchOptions and answers 422 Invalid for them
         q = request.query
         kind = {"POST": "CreateOptions", "PUT": "UpdateOptions"}.get(request.method, "PatchOptions")
@@ -507,16 +502,16 @@ class HTTPFront:
         return opts
 
     def _write_response(
-        self, request: BaseRequest, rt: ResourceType, entry: Entry, status: int, opts: WriteOptions
-    ) -> web.Response:
+        self, request: Request, rt: ResourceType, entry: Entry, status: int, opts: WriteOptions
+    ) -> Response:
         # a committed entry carries the bytes it was stored as (a dry run's are made on demand)
         resp = self._object_response(request, rt, entry.obj, entry.raw)
-        resp.set_status(status)
+        resp.status = status
         for w in opts.warnings:
-            resp.headers.add("Warning", warning_header(w))
+            resp.add_header("Warning", warning_header(w))
         return resp
 
-    async def _body(self, request: BaseRequest, *, content_type: str | None = None) -> Any:
+    async def _body(self, request: Request, *, content_type: str | None = None) -> Any:
         ctype = content_type or request.headers.get("Content-Type", JSON).split(";")[0].strip().lower() or JSON
         if ctype not in BODY_TYPES:
             raise errors.unsupported_media_type(ctype, [JSON, YAML])
@@ -525,7 +520,7 @@ class HTTPFront:
             raise errors.bad_request("the request body is empty")
         return decode_body(raw, ctype)
 
-    async def _patch(self, request: BaseRequest, t: Target) -> web.Response:
+    async def _patch(self, request: Request, t: Target) -> Response:
         ctype = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
         rt = t.rt
         ns = t.namespace or ""
@@ -569,7 +564,7 @@ class HTTPFront:
         new.setdefault("spec", {})["finalizers"] = list((body.get("spec") or {}).get("finalizers") or [])
         return self.api.finalize(rt, old, new, opts)
 
-    async def _delete_options(self, request: BaseRequest) -> DeleteOptions:
+    async def _delete_options(self, request: Request) -> DeleteOptions:
         q = request.query
         body: Obj = {}
         raw = await read_body(request, self.plane.request_timeout)
@@ -624,7 +619,7 @@ class HTTPFront:
             orphan_dependents=orphan,
         )
 
-    async def _delete(self, request: BaseRequest, t: Target) -> web.Response:
+    async def _delete(self, request: Request, t: Target) -> Response:
         rt = t.rt
         assert t.name is not None
         opts = await self._delete_options(request)
@@ -639,10 +634,10 @@ class HTTPFront:
         resp = self._object_response(request, rt, entry.obj, entry.raw)
         if not deleted and opts.orphan_dependents is False:
             # kube-apiserver's one 202: a pending deletion asked for with orphanDependents=false
-            resp.set_status(202)
+            resp.status = 202
         return resp
 
-    async def _delete_collection(self, request: BaseRequest, t: Target) -> web.Response:
+    async def _delete_collection(self, request: Request, t: Target) -> Response:
         rt = t.rt
         q = request.query
         labels = parse_label_selector(q.get("labelSelector"))
@@ -658,29 +653,18 @@ class HTTPFront:
         return json_response(orjson.dumps(body))
 
 
-async def read_body(request: BaseRequest, within: float) -> bytes:
+async def read_body(request: Request, within: float) -> bytes:
     """The request body, at most MAX_REQUEST_BODY_BYTES (kube-apiserver's limitedReadBody: 413
-    past it) and read within `within` seconds (its request timeout: 504 for a body that trickles)."""
-    length = request.content_length
-    if length is not None and length > MAX_REQUEST_BODY_BYTES:
-        raise body_too_large()
-    content = request.content
-    if content.is_eof():
-        # the common case: the whole body came with the headers, nothing to wait for
-        raw = await content.read()
-        if len(raw) > MAX_REQUEST_BODY_BYTES:
-            raise body_too_large()
-        return raw
-    body = bytearray()
+    past it; the HTTP server keeps no more) and read within `within` seconds (its request
+    timeout: 504 for a body that trickles)."""
     try:
-        with anyio.fail_after(within):
-            async for chunk in content.iter_any():
-                body += chunk
-                if len(body) > MAX_REQUEST_BODY_BYTES:
-                    raise body_too_large()
-    except TimeoutError:
+        return await request.read(within)
+    except BodyTooLarge:
+        raise body_too_large() from None
+    except BodyTimeout:
         raise request_timeout() from None
-    return bytes(body)
+    except BodyIncomplete:
+        raise errors.bad_request("the request body ended before its declared length") from None
 
 
 def decode_body(raw: bytes, ctype: str) -> Any:

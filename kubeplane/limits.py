@@ -54,7 +54,7 @@ MANAGED_FIELDS_EXTRA_DEPTH = 5
 # k8s.io/apiserver/pkg/server/secure_serving.go: IdleTimeout 90s ("matches
 # http.DefaultTransport keep-alive timeout"). Applied here to idle keep-alive connections and
 # to connections that never complete a request's headers (kube-apiserver cuts those sooner,
-# with a 32s ReadHeaderTimeout; aiohttp has one timer for both).
+# with a 32s ReadHeaderTimeout; kubeplane/http11.py has one timer for both).
 IDLE_TIMEOUT = 90.0
 
 # kube-apiserver --request-timeout (default 1m0s): the longest a non-watch request may take.

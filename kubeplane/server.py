@@ -23,7 +23,6 @@ from typing import Any
 import anyio
 import anyio.abc
 import yaml
-from aiohttp import web
 
 from .accounting import RequestCounters
 from .admin import AdminEndpoints
@@ -36,8 +35,9 @@ from .faults import Faults
 from .gc import GarbageCollector
 from .hpa import install_hpa
 from .http import HTTPFront
+from .http11 import HTTPServer
 from .kubelet import Kubelet, KubeletSettings
-from .limits import COMPACTION_INTERVAL, IDLE_TIMEOUT, REQUEST_TIMEOUT
+from .limits import COMPACTION_INTERVAL, IDLE_TIMEOUT, MAX_REQUEST_BODY_BYTES, REQUEST_TIMEOUT
 from .namespaces import NamespaceController, install_namespace_semantics
 from .objectapi import ObjectAPI, WriteOptions
 from .persist import SQLiteStore
@@ -248,7 +248,7 @@ class EmbeddedAPIServer:
         self.front = HTTPFront(self.plane)
         self.front.admin = AdminEndpoints(self, self.plane.spawn).handle
         self._cert: ServingCert | None = make_serving_cert([host, "localhost"]) if tls else None
-        self._runner: web.ServerRunner | None = None
+        self._http: HTTPServer | None = None
         self._supervisor: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -272,46 +272,30 @@ class EmbeddedAPIServer:
             raise
 
     async def _listen(self) -> None:
-        # handler_cancellation: a client that disconnects ends its request (a watch above all) at
-        # once, as with kube-apiserver; writes are safe to cancel since they commit synchronously
-        # keepalive_timeout: aiohttp closes a connection idle this long, and one that has not
-        # completed a request's headers by then (a slow or silent client holds nothing forever)
-        server = web.Server(
-            self.front.handle,
-            access_log=None,
-            handler_cancellation=True,
-            keepalive_timeout=self.idle_timeout,
-        )
-        runner = web.ServerRunner(server, handle_signals=False, shutdown_timeout=2.0)
-        await runner.setup()
+        # kubeplane/http11.py: a client that disconnects ends its request (a watch above all) at
+        # once, as with kube-apiserver (writes are safe to cancel: they commit synchronously); a
+        # connection idle for idle_timeout, or one that has not completed a request's headers by
+        # then, is closed (a slow or silent client holds nothing forever)
+        http = HTTPServer(self.front.handle, idle_timeout=self.idle_timeout, max_body=MAX_REQUEST_BODY_BYTES)
         ssl_ctx = self._cert.server_context() if self._cert else None
-        site = web.TCPSite(runner, self.host, self.port, ssl_context=ssl_ctx, reuse_address=True, backlog=1024)
-        try:
-            await site.start()
-        except OSError:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        if self.port == 0:
-            for addr in runner.addresses:
-                self.port = int(addr[1])
-                break
+        self.port = await http.listen(self.host, self.port, ssl_ctx)
+        self._http = http
         self.plane.discovery.address = f"{self.host}:{self.port}"
 
     async def pause(self) -> None:
         """Stop accepting connections and close open ones; state stays in memory."""
         self.plane.drop_watches()
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await runner.cleanup()
+        if self._http is not None:
+            http, self._http = self._http, None
+            await http.close()
 
     async def resume(self) -> None:
-        if self._runner is None:
+        if self._http is None:
             await self._listen()
 
     @property
     def paused(self) -> bool:
-        return self._runner is None
+        return self._http is None
 
     async def stop(self) -> None:
         await self.pause()

@@ -25,10 +25,9 @@ from typing import Any
 
 import anyio
 import orjson
-from aiohttp import web
-from aiohttp.web_request import BaseRequest
 
 from .errors import APIError
+from .http11 import Request, StreamResponse
 from .registry import Obj, ResourceType
 from .store import ADDED, DELETED, MODIFIED, Database, Entry, Event, ResourceStore, Waker
 from .table import partial_metadata, table
@@ -148,7 +147,7 @@ class WatchStream:
         return out
 
     # ------------------------------------------------------------- serving
-    async def serve(self, request: BaseRequest) -> web.StreamResponse:
+    async def serve(self, request: Request) -> StreamResponse:
         req = self.req
         initial: list[Entry] | None = None
         cursor: int
@@ -172,14 +171,13 @@ class WatchStream:
                     },
                 )
 
-        resp = web.StreamResponse(
+        resp = StreamResponse(
             status=200,
-            headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"},
+            headers=[("Content-Type", "application/json"), ("Cache-Control", "no-cache, private")],
         )
         for text in req.warnings:
-            resp.headers.add("Warning", '299 - "' + text.replace('"', '\\"') + '"')
-        resp.enable_chunked_encoding()
-        await resp.prepare(request)
+            resp.add_header("Warning", '299 - "' + text.replace('"', '\\"') + '"')
+        await resp.start(request)
 
         if initial is None and self.store.log.since(cursor) is None:
             await resp.write(_expired(cursor, self.store.log.compacted_rev + 1))

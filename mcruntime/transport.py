@@ -3,7 +3,7 @@
 Hot paths (cache fills, watch decoding, writes) send and receive bytes and parse them
 with orjson; kubernetes-asyncio only loaded the configuration (see `connection.py`).
 Requests go through `http11.Pool`, an HTTP/1.1 client on asyncio protocols with llhttp
-parsing the answers: ~4x less CPU per request than aiohttp's client (bench/bench_transport.py).
+parsing the answers: ~2.5x less CPU per request than aiohttp's client (bench/bench_transport.py).
 Every call has a timeout: requests a total one, watches a connect timeout plus a read
 timeout (no bytes for that long means the stream is dead, even without a FIN).
 The pool is unbounded for watches (one long-lived connection per informer, a number
