@@ -354,6 +354,21 @@ class Stream:
         self._conn.abort()
 
 
+async def _exchange(waiter: asyncio.Future[None], conn: _Connection, deadline: float, within: str) -> None:
+    """Wait for the answer (`waiter`, from `conn.send`) until `deadline` (loop time); a
+    connection that failed, timed out or was cancelled mid-exchange is aborted: its state
+    is unknown, so it is never reused."""
+    timer = asyncio.get_running_loop().call_at(deadline, conn.timed_out, f"no answer within {within}")
+    answered = False
+    try:
+        await waiter
+        answered = True
+    finally:
+        timer.cancel()
+        if not answered:
+            conn.abort()
+
+
 class Pool:
     """Keep-alive connections to the server at `url` (scheme, host and port; any path is
     the caller's). Unbounded: the caller bounds what it sends at once."""
@@ -500,21 +515,13 @@ class Pool:
             conn = None if fresh_only else self._idle_connection(loop.time())
             if conn is None:
                 conn = await self._connect(deadline - loop.time())
-            waiter = conn.send(data, head_method=head_method)
-            timer = loop.call_at(deadline, conn.timed_out, f"no answer within {within:g}s")
-            answered = False
             try:
-                await waiter
-                answered = True
+                await _exchange(conn.send(data, head_method=head_method), conn, deadline, f"{within:g}s")
             except ConnectionDropped:
                 if not retry or fresh_only:
                     raise
                 fresh_only = True  # once, and not on another connection that may be as stale
                 continue
-            finally:
-                timer.cancel()
-                if not answered:
-                    conn.abort()  # failed, timed out or cancelled mid-exchange: its state is unknown
             response = conn.finish()
             if conn.keep_alive and not conn.closed and not self._closed:
                 conn.idle_since = loop.time()
@@ -534,21 +541,14 @@ class Pool:
         reused = self._idle_connection(loop.time())
         while True:
             conn = reused or await self._connect(self.connect_timeout)
-            waiter = conn.send(head, streaming=True)
-            timer = loop.call_later(headers_within, conn.timed_out, f"no answer within {headers_within:g}s")
-            answered = False
             try:
-                await waiter
-                answered = True
+                headers_by = loop.time() + headers_within
+                await _exchange(conn.send(head, streaming=True), conn, headers_by, f"{headers_within:g}s")
             except ConnectionDropped:
                 if reused is None:
                     raise
                 reused = None
                 continue
-            finally:
-                timer.cancel()
-                if not answered:
-                    conn.abort()
             conn.watch_idle(read_timeout)
             return Stream(conn)
 
