@@ -3,25 +3,21 @@ project WorkloadDeployment (and, as `sharder-workloads`, each Workload) to a sha
 writing its shard label (DESIGN.md §5).
 
 Request key: (project cluster, project namespace, WD or Workload name).
-Reads (caches): project WDs and Workloads, every one: its own shard's in its shard's views,
-the others (and the unassigned) in the metadata-only `FLEET` views, kept as
-`assignment_identity`; the shard Leases (`sharding.compute.datumapis.com/ring=<ring>`).
-Writes, and alone writes: the shard label on project WDs and Workloads (assign; reassign
-from a dead shard) and the drain label (ask the owner to hand over), one merge patch per
-decision, guarded by the resourceVersion. Never writes: a spec, a status or other labels,
-anything in cells, the Leases (the shard-lease controller acquires uncertain ones).
+Reads (caches): project WDs and Workloads, its own shard's in its shard's views, the others
+in the metadata-only `FLEET` views (`assignment_identity`); the shard Leases.
+Writes, and alone writes: the shard and drain labels on project WDs and Workloads, one merge
+patch per decision, guarded by the resourceVersion. Never writes: a spec, a status or other
+labels, anything in cells, the Leases (the shard-lease controller acquires uncertain ones).
 
 Invariants (decision table: tests/mcruntime/test_sharding.py test_the_sharders_decision):
-- every WD labelled as the ring says, the ring this sharder computes: its own share
-  weighted by `--sharder-ring-weight`, all of it when it is the only available shard
-  (tests/federation/test_shard_ring.py; the integration tests check the elected sharder's ring);
-- a move drains first and assigns once acknowledged, a leadership move's too
-  (test_shards_share_the_wds_and_hand_them_over_without_double_work,
-  test_a_leadership_move_hands_over_by_draining);
+- every WD labelled as this sharder's ring says, its own share weighted by
+  `--sharder-ring-weight`, all of it when alone (tests/federation/test_shard_ring.py);
+- a move, a leadership move's too, drains first and assigns once acknowledged
+  (test_shards_share_the_wds_and_hand_them_over_without_double_work, test_a_leadership_move_hands_over_by_draining);
 - a dead shard's WDs reassigned directly (test_a_dead_shards_wds_are_reassigned);
 - zero writes once assigned (test_zero_sharder_writes_at_steady_state_and_no_writes_without_a_fresh_lease);
-- one reconcile per assignment: only a decision that is a write wakes it, never its own
-  write's echo (test_sharder_events.py, test_the_sharders_own_label_write_costs_no_second_reconcile)."""
+- one reconcile per assignment, never its own write's echo (test_sharder_events.py,
+  test_the_sharders_own_label_write_costs_no_second_reconcile)."""
 
 from __future__ import annotations
 
