@@ -78,8 +78,9 @@ def lease_flags(lease: float) -> list[str]:
 
 def shard(f: Fleet, name: str, args: argparse.Namespace) -> Manager:
     kubeconfig = f"--kubeconfig={f.servers['management'].kubeconfig}"
-    flags = ["--enable-management-controllers", "--sharding", f"--shard-id={name}", kubeconfig, "--workers=8",
-             f"--sharder-ring-weight={args.sharder_ring_weight}"]  # fmt: skip
+    flags = ["--enable-management-controllers", "--sharding", f"--shard-id={name}", kubeconfig, "--workers=8"]
+    if args.sharder_ring_weight is not None:  # else the product's default, derived from the number of shards
+        flags.append(f"--sharder-ring-weight={args.sharder_ring_weight}")
     return start_manager(name, f.workdir, *flags, *lease_flags(args.lease))
 
 
@@ -97,7 +98,7 @@ async def copies(f: Fleet) -> int:
     return len(await f.list("dfw-1", wd_path()))
 
 
-async def as_the_ring_says(f: Fleet, projects: list[str], shards: list[str], total: int, weight: float) -> bool:
+async def as_the_ring_says(f: Fleet, projects: list[str], shards: list[str], total: int, weight: float | None) -> bool:
     """Every WD labelled as the ring of the sharder elected now says (its own share weighted)."""
     ring, seen = sharder_ring(shards, (await _sharder(f)).removeprefix("; sharder "), weight), 0
     for project in projects:
@@ -408,7 +409,7 @@ def parse(argv: list[str]) -> argparse.Namespace:
         "--sharder-ring-weight",
         type=float,
         default=ManagerSettings.model_fields["sharder_ring_weight"].default,
-        help="each shard's --sharder-ring-weight (default: the product's)",
+        help="each shard's --sharder-ring-weight (default: the product's, derived from the number of shards)",
     )
     parser.add_argument(
         "--shards",

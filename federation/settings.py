@@ -132,13 +132,14 @@ class ManagerSettings(BaseSettings):
         description="with --sharding, this replica's shard name: its Lease's name and holder, unique among replicas "
         "(default: $POD_NAME, else the host name)",
     )
-    sharder_ring_weight: float = Field(
-        0.5,
+    sharder_ring_weight: float | None = Field(
+        None,
         ge=0,
         le=1,
         description="with --sharding, the elected sharder's share of the ring as a fraction of every other shard's "
         "(it also assigns every WD): 1 = equal shares, 0 = none while another shard is ready (alone it takes "
-        "everything); resolution 0.01",
+        "everything); resolution 0.01; default: derived from the number of available shards N, "
+        "(1 - 0.2 (N - 1)) / 1.2 (0.67 of 2, 0.5 of 3, 0.17 of 5, 0 from 6)",
     )
     metrics_bind_address: str = Field(":8080", description="[host]:port for /metrics, 0 to disable")
     health_probe_bind_address: str = Field(":8081", description="[host]:port for /healthz and /readyz, 0 to disable")

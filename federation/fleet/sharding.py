@@ -45,8 +45,9 @@ class ShardingOptions:
     ring: str  # the ring's name (the sharder Lease's), on every shard Lease as Label.SHARD_RING
     lease_namespace: str  # where the shard Leases live in the management cluster
     # the sharder's virtual tokens on its ring, as a fraction of every other shard's 100
-    # (`ring_tokens`): it also assigns every WD, so a smaller share evens out the load
-    sharder_ring_weight: float = 1.0
+    # (`ring_tokens`): it also assigns every WD, so a smaller share evens out the load;
+    # None: derived from the number of available shards (`derived_sharder_weight`)
+    sharder_ring_weight: float | None = 1.0
 
     @property
     def lease_selector(self) -> str:
@@ -126,18 +127,36 @@ def available(states: Mapping[str, ShardState]) -> frozenset[str]:
     return frozenset(name for name, state in states.items() if is_available(state))
 
 
-def ring_tokens(shards: frozenset[str], sharder: str | None = None, weight: float = 1.0) -> dict[str, int]:
+# What assigning costs the sharder (a label write per WD, the others' WDs held slim), as a
+# fraction of one replica's whole federation work: measured at 3 shards on the fan-out
+# (DESIGN §5), the sharder ~0.18x of an unsharded replica above the other shards, whose
+# fleet does ~1.2x an unsharded replica's work.
+ASSIGNING_SHARE = 0.2
+
+
+def derived_sharder_weight(shards: int) -> float:
+    """The sharder's ring weight that evens its load with the other shards' (the default of
+    `--sharder-ring-weight`): with N shards and weight w its share is w / (w + N - 1) and
+    each other's 1 / (w + N - 1), so a + w / (w + N - 1) = 1 / (w + N - 1) for assigning
+    costing a (`ASSIGNING_SHARE`) gives w = (1 - a (N - 1)) / (1 + a): 2/3 of 2 shards, 1/2
+    of 3, 1/6 of 5, and none from 6 on (assigning alone is then a full share)."""
+    return max(0.0, (1 - ASSIGNING_SHARE * (shards - 1)) / (1 + ASSIGNING_SHARE))
+
+
+def ring_tokens(shards: frozenset[str], sharder: str | None = None, weight: float | None = 1.0) -> dict[str, int]:
     """Each available shard's virtual tokens on the sharder's ring: 100, the sharder's own
     weighted (`--sharder-ring-weight`: round(100 x weight), so its share of the WDs is about
-    weight / (weight + N - 1)), since it also assigns every WD; but all 100 when it is the
-    only available shard, so a lone sharder, at any weight, still takes everything."""
+    weight / (weight + N - 1); None: `derived_sharder_weight` of the N available shards),
+    since it also assigns every WD; but all 100 when it is the only available shard, so a
+    lone sharder, at any weight, still takes everything."""
     tokens = dict.fromkeys(shards, TOKENS_PER_SHARD)
     if sharder in tokens and len(tokens) > 1:
-        tokens[sharder] = round(TOKENS_PER_SHARD * weight)
+        w = derived_sharder_weight(len(tokens)) if weight is None else weight
+        tokens[sharder] = round(TOKENS_PER_SHARD * w)
     return tokens
 
 
-def sharder_ring(shards: Iterable[str], sharder: str | None = None, weight: float = 1.0) -> HashRing:
+def sharder_ring(shards: Iterable[str], sharder: str | None = None, weight: float | None = 1.0) -> HashRing:
     """The ring the sharder `sharder` computes over the available `shards` (`ring_tokens`);
     only the sharder computes assignments, so no other replica needs to agree on it."""
     available_shards = frozenset(shards)
@@ -147,7 +166,7 @@ def sharder_ring(shards: Iterable[str], sharder: str | None = None, weight: floa
 class Rings:
     """The ring of each set of available shards, built once (`sharder_ring`)."""
 
-    def __init__(self, sharder: str | None = None, weight: float = 1.0) -> None:
+    def __init__(self, sharder: str | None = None, weight: float | None = 1.0) -> None:
         self.sharder, self.weight = sharder, weight
         self._rings: dict[frozenset[str], HashRing] = {}
 
@@ -168,7 +187,7 @@ class RingView:
     every event and every decision, a Lease changes every few seconds. `sharder` and
     `weight`: the ring is the one that sharder computes (`sharder_ring`)."""
 
-    def __init__(self, sharder: str | None = None, weight: float = 1.0) -> None:
+    def __init__(self, sharder: str | None = None, weight: float | None = 1.0) -> None:
         self.rings = Rings(sharder, weight)
         self._leases: Sequence[Mapping[str, Any]] | None = None
         self._until = -math.inf

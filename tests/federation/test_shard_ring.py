@@ -13,7 +13,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from federation.fleet.sharding import RingView, ShardingOptions, available, ring_tokens, sharder_ring
+from federation.fleet.sharding import (
+    ASSIGNING_SHARE,
+    RingView,
+    ShardingOptions,
+    available,
+    derived_sharder_weight,
+    ring_tokens,
+    sharder_ring,
+)
 from federation.settings import ManagerSettings, SettingsError, add_arguments, load_settings
 from mcruntime.sharding import Action, ShardLabels, ShardState, sharder_decision
 from tests.federation.test_shard_keys import MEMBERS, NOW, member
@@ -137,7 +145,7 @@ def parse(*argv: str) -> ManagerSettings:
 def test_the_sharder_ring_weight_flag_and_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("FEDERATION_SHARDER_RING_WEIGHT", raising=False)
     base = ("--enable-management-controllers", "--sharding", "--shard-id=shard-a", "--kubeconfig-dir=/clusters")
-    assert parse(*base).sharder_ring_weight == 0.5
+    assert parse(*base).sharder_ring_weight is None  # derived from the number of shards
     assert parse(*base, "--sharder-ring-weight=0").sharder_ring_weight == 0.0
     monkeypatch.setenv("FEDERATION_SHARDER_RING_WEIGHT", "0.25")
     assert parse(*base).sharder_ring_weight == 0.25
@@ -149,10 +157,31 @@ def test_the_sharder_ring_weight_flag_and_its_variable(monkeypatch: pytest.Monke
     assert isinstance(options, ShardingOptions) and options.sharder_ring_weight == 0.75
 
 
+@pytest.mark.parametrize(
+    ("shards", "weight", "sharder_tokens"),
+    [(2, 2 / 3, 67), (3, 0.5, 50), (4, 1 / 3, 33), (5, 1 / 6, 17), (6, 0.0, 0), (9, 0.0, 0)],
+)
+def test_the_default_weight_evens_the_sharder_with_the_others(shards: int, weight: float, sharder_tokens: int) -> None:
+    # the sharder's load is assigning (ASSIGNING_SHARE of the work) plus its share; each
+    # other shard's is its share: equal at the derived weight
+    assert derived_sharder_weight(shards) == pytest.approx(weight)
+    share = weight / (weight + shards - 1)
+    assert ASSIGNING_SHARE + share == pytest.approx((1 - share) / (shards - 1)) or weight == 0.0
+    names = frozenset(f"shard-{i}" for i in range(shards))
+    tokens = ring_tokens(names, "shard-0", None)
+    assert tokens["shard-0"] == sharder_tokens
+    assert all(n == 100 for name, n in tokens.items() if name != "shard-0")
+    assert ring_tokens(frozenset({"shard-0"}), "shard-0", None) == {"shard-0": 100}  # alone: everything
+
+
 @settings(max_examples=100, deadline=None)
-@given(leases=MEMBERS, weight=WEIGHTS, steps=st.lists(st.floats(min_value=0, max_value=40), max_size=6))
+@given(
+    leases=MEMBERS,
+    weight=st.one_of(st.none(), WEIGHTS),
+    steps=st.lists(st.floats(min_value=0, max_value=40), max_size=6),
+)
 def test_the_sharders_ring_view_is_its_weighted_ring_of_the_available_shards(
-    leases: list[dict[str, Any]], weight: float, steps: list[float]
+    leases: list[dict[str, Any]], weight: float | None, steps: list[float]
 ) -> None:
     view, now = RingView("s0", weight), NOW
     for step in [0.0, *steps]:

@@ -45,7 +45,8 @@ ACK = "drain-acknowledger"
 RING = "federation-manager"
 N_WDS = 24
 # the product's default: the sharder's share of the ring (`--sharder-ring-weight`)
-WEIGHT = float(ManagerSettings.model_fields["sharder_ring_weight"].default)
+# (None: derived from the number of shards)
+WEIGHT: float | None = ManagerSettings.model_fields["sharder_ring_weight"].default
 
 
 @dataclass(frozen=True)
