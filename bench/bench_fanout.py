@@ -61,6 +61,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import importlib.util
 import signal
 import sys
 import tempfile
@@ -590,12 +591,12 @@ async def main(args: argparse.Namespace) -> None:
             w = Watches(
                 {c: Follower(f, c, wd_path()) for c, _ in CELLS}, {p: Follower(f, p, wd_path()) for p in projects}
             )
-            echoes: list[asyncio.Task[None]] = [
+            tasks: list[asyncio.Task[None]] = [  # the watches, then the echo cells
                 asyncio.create_task(follower.run(), name=f"follow-{follower.cluster}") for follower in w.all()
             ]
             if args.cells == "echo":
                 cells: list[Manager] = []
-                echoes += [asyncio.create_task(EchoCell(f, c, w.cells[c]).run(), name=f"echo-{c}") for c, _ in CELLS]
+                tasks += [asyncio.create_task(EchoCell(f, c, w.cells[c]).run(), name=f"echo-{c}") for c, _ in CELLS]
             else:
                 cells = [cell_manager(f, c) for c, _ in CELLS]
             mgr: Operator = (
@@ -615,9 +616,9 @@ async def main(args: argparse.Namespace) -> None:
                 phases = ["create", "update", "delete"] if not args.create_only else ["create"]
                 done: list[Phase] = []
                 for name in phases:
-                    for echo in echoes:
-                        if echo.done():
-                            echo.result()  # an echo cell that failed says why
+                    for task in tasks:
+                        if task.done():
+                            task.result()  # a watch or echo cell that failed says why
                     phase = await run_phase(f, s, projects, name, mgr, cells, w)
                     report_phase(rep, phase, total_wds, cells_cpu=args.cells == "managers")
                     done.append(phase)
@@ -635,9 +636,9 @@ async def main(args: argparse.Namespace) -> None:
                     mgr.proc.stop()
                 for m in cells:
                     m.proc.stop()
-                for echo in echoes:
-                    echo.cancel()
-                await asyncio.gather(*echoes, return_exceptions=True)
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
             achieved = create.manager_writes / create.statuses_s
             capacity = await raw_capacity(f, projects[0], max(s.wds, 20), max(3000, 3 * (create.manager_writes // 3)))
             rep.add("achieved manager write rate (create)", achieved, "writes/s")
@@ -679,6 +680,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     args.shape_ = shape
     if args.operator == "kopf" and args.cells != "echo":
         parser.error("--operator kopf federates copies only: run it with --cells echo")
+    if args.operator == "kopf" and importlib.util.find_spec("kopf") is None:
+        parser.error("--operator kopf needs kopf: pip install -e .[bench]")
     return args
 
 

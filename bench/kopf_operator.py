@@ -42,6 +42,7 @@ namespaces_made: set[tuple[str, str]] = set()
 copies: dict[str, dict[tuple[str, str], dict[str, Any]]] = {}  # cell -> (upstream ns, name) -> copy
 wanted: dict[tuple[str, str], tuple[int, list[str]]] = {}  # WD -> (generation, target cells)
 reported: dict[tuple[str, str], int] = {}  # WD -> generation whose status was written
+watchers: list[asyncio.Task[None]] = []  # one per cell, held here so they are not collected and end at cleanup
 
 
 def copy_path(cell: str, namespace: str, name: str = "", sub: str = "") -> str:
@@ -75,11 +76,14 @@ async def startup(settings: kopf.OperatorSettings, **_: Any) -> None:
     settings.posting.level = logging.INFO  # kopf's default, said: an Event per handler outcome
     session = aiohttp.ClientSession()
     for cell in cells:
-        asyncio.get_running_loop().create_task(watch_copies(cell))
+        watchers.append(asyncio.get_running_loop().create_task(watch_copies(cell), name=f"watch-{cell}"))
 
 
 @kopf.on.cleanup()
 async def cleanup(**_: Any) -> None:
+    for task in watchers:
+        task.cancel()
+    await asyncio.gather(*watchers, return_exceptions=True)
     await session.close()
 
 

@@ -68,3 +68,14 @@ def test_the_sharding_cold_start_runs_from_seeded_data() -> None:
     assert "(400 WDs seeded in" in result.stderr, result.stderr
     for label in ("1 replica, unsharded", "1 shard", "2 shards"):
         assert f"cold start 400 WDs, {label}: until every replica ready" in result.stdout, result.stdout
+
+
+def test_the_kopf_comparison_refuses_cell_managers() -> None:
+    """`bench_fanout --operator kopf` only federates copies: with cell managers it is
+    refused before anything starts, naming the flags."""
+    result = subprocess.run(
+        [sys.executable, str(BENCH / "bench_fanout.py"), "--smoke", "--operator", "kopf", "--cells", "managers"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--operator kopf federates copies only: run it with --cells echo" in result.stderr

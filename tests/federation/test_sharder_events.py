@@ -23,19 +23,9 @@ from mcruntime.manager import Manager
 from mcruntime.ownwrites import OwnWrites
 from mcruntime.request import Request
 from mcruntime.store import Store
+from tests.mcruntime.test_ownwrites import Sink
 
 KEY = Request("web", "default", "api")
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.requests: list[Request] = []
-
-    def enqueue(self, request: Request) -> None:
-        self.requests.append(request)
-
-    def drop(self, reason: str, detail: str) -> None:
-        raise AssertionError(f"dropped: {reason} {detail}")
 
 
 def wd(rv: str, shard: str = "", uid: str = "u1") -> dict[str, Any]:
