@@ -41,12 +41,12 @@ from federation.fleet.aggregate import (
 )
 from federation.fleet.changetrace import change_of, stage_attributes
 from federation.fleet.downstream import (
+    UPSTREAM_UID_ANNOTATION,
     UnresolvedLocation,
     cell_owns_replicas,
+    current_ordinals,
     downstream_copy,
     own_copies,
-    planned_shares,
-    target_city,
 )
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
@@ -55,8 +55,8 @@ from federation.fleet.fleetview import (
     PROJECTS,
     UPSTREAM_INDEX,
     WD_INDEXERS,
+    KnownLocations,
     find_copies,
-    known_locations,
     namespace_upstream,
     registered_cells,
 )
@@ -69,19 +69,20 @@ from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterNotReadyError
-from mcruntime.fields import get_int, get_mapping, get_str, is_deleting
+from mcruntime.fields import get_int, get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, EventHandler, RequestSink
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
-from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, version_of
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, request_key, version_of
 from mcruntime.predicates import Predicate, changed_beyond
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
 from mcruntime.tracing import stage_span, tracer_for
+from projector.placementmemo import PlacementMemo
 
 log = logging.getLogger(__name__)
 
@@ -114,13 +115,24 @@ class StatusProjector:
         # per WD: each copy (cell, uid) its last reconcile read, at the resourceVersion it read
         # (`CopyEvents`: an event of that very version brings nothing that reconcile missed)
         self.copies_read: dict[Request, dict[tuple[str, str], str]] = {}
+        # per WD: its target city and shares, made once per spec, Locations, cells and ordinals
+        self.placements: PlacementMemo[Request] = PlacementMemo()
+        self.locations = KnownLocations(mgr)  # decoded once per change of the Locations
+        # per WD being deleted: its uid, once a reconcile saw the deletion and forgot the WD
+        # (`_forget`); its copies' events and its own DELETED cannot change that outcome
+        # (`CopyEvents`, `WdEvents`)
+        self.deleting: dict[Request, str] = {}
 
     async def reconcile(self, project: Cluster, wd: Obj) -> Result:
         # 1-2. the project and the cached WD (`ForObject`: a cluster not engaged is dropped,
         # a WD gone is `gone`); 3. early exit: deleting
         req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
         if is_deleting(wd):
-            return self._forget(req)
+            result = self._forget(req)
+            if uid := get_str(wd, "metadata.uid", required=False):
+                self.deleting[req] = uid
+            return result
+        self.deleting.pop(req, None)  # a WD of this name that is not being deleted (recreated)
         wd = self._with_own_write(req, wd)
         project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
         if project_ns is None:
@@ -129,7 +141,7 @@ class StatusProjector:
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
         self.copies_read[req] = _versions(found)
         copies = own_copies(wd, found)
-        target, shares, unplaced = self._placement(wd, found)
+        target, shares, unplaced = self._placement(req, wd, found)
         namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
         reports, deadline = self._reports(wd, target, shares, copies, namespace, req.cluster)
         city = target.city_code if target is not None else None
@@ -146,14 +158,20 @@ class StatusProjector:
         self.clock.projected(copies, written=written)
         return Result(requeue_after=deadline)
 
-    def _placement(self, wd: Obj, found: list[tuple[str, Obj]]) -> tuple[CityTarget | None, list[Share], str | None]:
-        """(target city, shares of `plan`, the message of a location that resolves to no city)."""
+    def _placement(
+        self, req: Request, wd: Obj, found: list[tuple[str, Obj]]
+    ) -> tuple[CityTarget | None, list[Share], str | None]:
+        """(target city, shares of `plan`, the message of a location that resolves to no
+        city): `downstream.planned_shares`, remembered per WD (`PlacementMemo`)."""
         try:
-            locations = known_locations(self.mgr)
+            locations = self.locations()
         except ClusterNotReadyError as exc:
             raise TemporaryError(str(exc)) from exc
         try:
-            return target_city(wd, locations), planned_shares(wd, registered_cells(self.mgr), found, locations), None
+            target = self.placements.target(req, wd, locations)
+            current = current_ordinals(wd, found)
+            shares = self.placements.shares(req, wd, registered_cells(self.mgr), current, target.city_code)
+            return target, shares, None
         except UnresolvedLocation as exc:
             # a Location missing or without a city: NoMatchingLocation naming it (and its
             # Event, `_say_unplaced`); the Location's next change re-aggregates
@@ -163,6 +181,7 @@ class StatusProjector:
 
     async def gone(self, _project: Cluster, req: Request) -> Result:
         """The WD is gone (`ForObject`): nothing to write, what was held for it is forgotten."""
+        self.deleting.pop(req, None)
         return self._forget(req)
 
     def _forget(self, req: Request) -> Result:
@@ -170,6 +189,7 @@ class StatusProjector:
         self._awaiting.pop(req, None)
         self.own_writes.forget(req)
         self.copies_read.pop(req, None)
+        self.placements.forget(req)
         return Result()
 
     def _with_own_write(self, req: Request, wd: Obj) -> Obj:
@@ -302,12 +322,19 @@ class CopyEvents(EventHandler):
     reaches this handler, so a reconcile running in between (woken by the WD's other copy,
     say) reads it; its event coming after that would only wake a reconcile that finds what
     the last one found and decided on (it wrote, held with a requeue, or failed and
-    retries). A deletion always goes through (its version is not one read)."""
+    retries). A deletion goes through (its version is not one read) — unless, like any
+    event, it is of a copy of a WD whose deletion a reconcile already saw (the WD's uid in
+    `StatusProjector.deleting`): that reconcile forgot the WD, and so would every next one
+    until it is gone (the federator deleting its copies costs no reconcile each)."""
 
     def __init__(self, projector: StatusProjector, routes: Routes) -> None:
         self.projector = projector
         self.routes = routes
         self.clock = projector.clock
+
+    def _of_deleting(self, request: Request, copy: Obj) -> bool:
+        uid = self.projector.deleting.get(request)
+        return uid is not None and get_str_map(copy, "metadata.annotations").get(UPSTREAM_UID_ANNOTATION) == uid
 
     def _read(self, request: Request, cell: str, copy: Obj) -> bool:
         version = version_of(copy)
@@ -322,7 +349,31 @@ class CopyEvents(EventHandler):
         for request in dict.fromkeys(requests):
             if event.type is not EventType.DELETED and self._read(request, source_cluster, event.obj):
                 continue
+            if self._of_deleting(request, event.obj):
+                continue
             sink.enqueue(request)
+
+
+class WdEvents(EventHandler):
+    """The project WD's own events (`EnqueueUnlessOwnWrite`: not its own status write
+    coming back), but not the DELETED of a WD whose deletion a reconcile already saw (its
+    uid in `StatusProjector.deleting`): that reconcile forgot everything held for it, and
+    `gone` would only forget it again. (A WD of the same name made afresh has another uid:
+    its events go through.)"""
+
+    def __init__(self, projector: StatusProjector) -> None:
+        self.projector = projector
+        self.inner = EnqueueUnlessOwnWrite(projector.own_writes)
+
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        if event.type is EventType.DELETED:
+            request = request_key(source_cluster, event)
+            uid = self.projector.deleting.get(request)
+            if uid is not None and uid == get_str(event.obj, "metadata.uid", required=False):
+                del self.projector.deleting[request]
+                self.projector.own_writes.forget(request)
+                return
+        await self.inner.handle(source_cluster, event, sink)
 
 
 def register(mgr: Manager, options: ManagementOptions) -> None:
@@ -340,8 +391,8 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     )
     # the WD itself, but not its own status write coming back: that state is what the write
     # was computed to be, and a second reconcile of it would find nothing to do; nor the
-    # federator's claim (`NOT_CLAIM_ONLY`)
-    ctrl.watch(WORKLOAD_DEPLOYMENTS, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
+    # federator's claim (`NOT_CLAIM_ONLY`); nor the DELETED of a WD already forgotten (`WdEvents`)
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, WdEvents(projector), clusters=PROJECTS,
                indexers=WD_INDEXERS, predicates=[NOT_CLAIM_ONLY])  # fmt: skip
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     ctrl.watch(
