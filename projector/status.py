@@ -29,7 +29,6 @@ from typing import Any
 
 from federation.api.conditionjson import find_condition_json
 from federation.api.constants import Annotation
-from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.aggregate import (
     AVAILABLE,
@@ -44,8 +43,8 @@ from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
     UnresolvedLocation,
     cell_owns_replicas,
+    copy_spec,
     current_ordinals,
-    downstream_copy,
     own_copies,
 )
 from federation.fleet.fleetview import (
@@ -134,16 +133,14 @@ class StatusProjector:
             return result
         self.deleting.pop(req, None)  # a WD of this name that is not being deleted (recreated)
         wd = self._with_own_write(req, wd)
-        project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
-        if project_ns is None:
+        if await project.client.get_or_none(NAMESPACES, req.namespace) is None:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
         # 4. desired status from the pure functions (plan, aggregate)
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
         self.copies_read[req] = _versions(found)
         copies = own_copies(wd, found)
         target, shares, unplaced = self._placement(req, wd, found)
-        namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
-        reports, deadline = self._reports(wd, target, shares, copies, namespace, req.cluster)
+        reports, deadline = self._reports(wd, target, shares, copies)
         city = target.city_code if target is not None else None
         now = datetime.datetime.now(datetime.UTC)
         missing = missing_sources(wd, lambda kind, name: _source_exists(project, kind, name, req.namespace))
@@ -229,8 +226,6 @@ class StatusProjector:
         target: CityTarget | None,
         shares: list[Share],
         copies: Mapping[str, Mapping[str, Any]],
-        namespace: str,
-        project: str,
     ) -> tuple[list[CellReport], float | None]:
         """One report per target cell, and the seconds until an unreachable cell's numbers
         turn stale (None when no cell is on its way to stale)."""
@@ -242,11 +237,8 @@ class StatusProjector:
                 continue
             copy = copies.get(share.cell)
 
-            def desired(share: Share = share, target: CityTarget = target) -> Mapping[str, Any]:
-                made: Mapping[str, Any] = downstream_copy(
-                    project, wd, share, namespace, include_replicas=include_replicas, target=target
-                )["spec"]
-                return made
+            def desired(share: Share = share) -> Mapping[str, Any]:
+                return copy_spec(wd, share, include_replicas=include_replicas)  # downstream_copy's spec
 
             # the desired spec is made and compared once per copy version and spec, not per event
             written = self.written(wd, share, copy, desired) if copy is not None else False
