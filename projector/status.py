@@ -16,11 +16,10 @@ test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.p
 after a delay (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
 test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
 Suspended (tests/e2e/test_suspension.py); no needless wake-up (test_the_own_status_write_coming_back_costs_no_reconcile,
-test_a_copy_version_already_read_wakes_nothing, test_finalizers_alone_wake_nothing_a_cell_change_does); SourceNotFound
-(test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py);
-a WD being deleted forgotten once, its copies waking nothing
-(test_a_wd_being_deleted_is_forgotten_once_its_copies_wake_nothing); placement remembered per WD,
-always `plan`'s answer (tests/projector/test_placementmemo.py)."""
+test_a_copy_version_already_read_wakes_nothing, test_finalizers_alone_wake_nothing_a_cell_change_does,
+test_a_wd_being_deleted_is_forgotten_once_its_copies_wake_nothing); placement made once per input
+(tests/projector/test_placementmemo.py); SourceNotFound (test_a_missing_source_is_named_on_the_project_wd); idle: no
+writes (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
 
