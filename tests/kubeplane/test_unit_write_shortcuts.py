@@ -544,6 +544,47 @@ def test_a_stored_objects_members_come_from_the_write_that_stored_it(monkeypatch
     assert managed["other"] == {"f:spec": {"f:replicas": {}}}
 
 
+def test_writes_that_alternate_scopes_walk_no_object_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a spec write, the status, a label, the status again (a copy's life in a cell): each write
+    # finds the stored object's members of its own scope, remembered by the write before it,
+    # whichever scope that one was in
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    calls: list[str] = []
+    real = fieldmanager.members
+
+    def counting(obj: Obj, sch: Obj | None, **kw: Any) -> dict[Any, Any]:
+        calls.append(kw.get("scope", "main"))
+        return real(obj, sch, **kw)
+
+    monkeypatch.setattr(fieldmanager, "members", counting)
+    fm = plane.api.field_manager(rt)
+    writes: list[tuple[Obj, str]] = [
+        ({"spec": {"replicas": 3}}, ""),
+        ({"status": {"ready": 1}}, "status"),
+        ({"metadata": {"labels": {"a": "b"}}}, ""),
+        ({"status": {"ready": 2}}, "status"),
+    ]
+    for i, (patch, sub) in enumerate(writes):
+        entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, patch, opts(f"w{i}"), subresource=sub)
+        assert calls == ["status"] * (i >= 1)  # (the status scope once: the create walked the main scope)
+        for scope in ("", "status"):  # what is remembered is what a walk finds
+            want = real(entry.obj, rt.schema, scope="status" if scope else "main", has_status=True)
+            assert fm._stored_members(entry.obj, scope) == want
+    assert calls == ["status"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["spec", "status", "data", "kind"]), JSON, max_size=4))
+def test_a_scopes_members_are_the_objects_members_of_that_scope(top: Obj) -> None:
+    obj = {"metadata": {"name": "g", "labels": {"a": "1"}}, **top}
+    everything = fieldmanager.members(obj, MEMBER_SCHEMA)
+    status = {p: v for p, v in everything.items() if p[:1] == ("f:status",)}
+    main = {p: v for p, v in everything.items() if p[:1] != ("f:status",)}
+    assert fieldmanager.members(obj, MEMBER_SCHEMA, scope="status", has_status=True) == status
+    assert fieldmanager.members(obj, MEMBER_SCHEMA, has_status=True) == main
+
+
 MEMBER_SCHEMA: Obj = {
     "type": "object",
     "properties": {
