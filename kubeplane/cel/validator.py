@@ -194,10 +194,16 @@ class _Corr:
         return self._equal
 
 
-@dataclass(frozen=True)
 class _Ratchet:
-    current: _Corr | None = None
-    parent: _Corr | None = None
+    """The value at a node correlated with its old one, and its parent's (not changed once
+    made). (A plain class: one is made per node evaluated, and a frozen dataclass's
+    constructor costs several times as much.)"""
+
+    __slots__ = ("current", "parent")
+
+    def __init__(self, current: _Corr | None = None, parent: _Corr | None = None) -> None:
+        self.current = current
+        self.parent = parent
 
     def should_ratchet(self) -> bool:
         corr = self.current if self.current is not None else self.parent
