@@ -574,6 +574,23 @@ def test_writes_that_alternate_scopes_walk_no_object_whole(monkeypatch: pytest.M
     assert calls == ["status"]
 
 
+def test_a_scope_walks_only_its_own_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    walked: list[Any] = []
+    real = fieldmanager._field
+
+    def spy(value: Any, parent: Obj | None, key: str, path: Any, out: dict[Any, Any]) -> None:
+        walked.append(path)
+        real(value, parent, key, path, out)
+
+    monkeypatch.setattr(fieldmanager, "_field", spy)
+    obj = {"metadata": {"name": "g", "labels": {"a": "1"}}, "spec": {"tags": ["x"]}, "status": {"x": 1}}
+    fieldmanager.members(obj, MEMBER_SCHEMA, scope="status", has_status=True)
+    assert walked == [("f:status",)]
+    walked.clear()
+    fieldmanager.members(obj, MEMBER_SCHEMA, has_status=True)
+    assert walked == [("f:metadata", "f:labels"), ("f:spec",)]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.dictionaries(st.sampled_from(["spec", "status", "data", "kind"]), JSON, max_size=4))
 def test_a_scopes_members_are_the_objects_members_of_that_scope(top: Obj) -> None:
