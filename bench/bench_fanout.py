@@ -136,7 +136,6 @@ SHAPES = {
 
 # ---------------------------------------------------------------------- echo cells
 ECHO_WRITERS = 16  # concurrent status writes per echo cell
-# how often convergence is checked while the watches show changes: the figures' resolution
 LIVENESS_EVERY = 0.1  # how often the managers' processes are checked alive while a phase runs
 
 
