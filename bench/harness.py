@@ -289,13 +289,12 @@ class Follower:
     `objects` (each event decoded once) instead of LISTing every object again per check: a
     full LIST of a few thousand objects costs this process ~80 ms of CPU, and on a 2-core
     machine the benchmark's own CPU slows what it measures. `listeners` hear every event
-    (kind, object); `changed` is set on each one."""
+    (kind, object)."""
 
     def __init__(self, f: Fleet, cluster: str, path: str) -> None:
         self.f, self.cluster, self.path = f, cluster, path
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}  # (namespace, name) -> newest object
         self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
-        self.changed = asyncio.Event()
         self.synced = asyncio.Event()  # the first LIST is in
 
     def _seen(self, kind: str, obj: dict[str, Any]) -> None:
@@ -307,7 +306,6 @@ class Follower:
             self.objects[key] = obj
         for listener in self.listeners:
             listener(kind, obj)
-        self.changed.set()
 
     async def run(self) -> None:
         page = await self.f.request(self.cluster, "GET", self.path)

@@ -126,10 +126,16 @@ def _item_element(item: Any, kind: str, keys: list[str], index: int, items: Obj 
 
 
 def members(obj: Obj, schema: Obj | None, *, scope: str = "main", has_status: bool = False) -> dict[Path, Any]:
-    """Member paths of `obj` mapped to their value (leaves) or a container marker."""
+    """Member paths of `obj` mapped to their value (leaves) or a container marker. `scope`
+    "status": only the members under status; with `has_status`, the main scope's leave it out.
+    (Each top-level field's members start with its own name: the scope picks fields, not members.)"""
     out: dict[Path, Any] = {}
+    if scope == "status":
+        if "status" in obj:
+            _field(obj["status"], schema, "status", STATUS, out)
+        return out
     for key, value in obj.items():
-        if key in ("apiVersion", "kind"):
+        if key in ("apiVersion", "kind") or (has_status and key == "status"):
             continue
         path: Path = ("f:" + key,)
         if key == "metadata" and isinstance(value, dict):
@@ -138,10 +144,6 @@ def members(obj: Obj, schema: Obj | None, *, scope: str = "main", has_status: bo
                     _field(mval, OBJECT_META_SCHEMA, mkey, (*path, "f:" + mkey), out)
             continue
         _field(value, schema, key, path, out)
-    if scope == "status":
-        return {p: v for p, v in out.items() if p[:1] == STATUS}
-    if has_status:
-        return {p: v for p, v in out.items() if p[:1] != STATUS}
     return out
 
 
@@ -419,7 +421,7 @@ class FieldManager:
 
     # member maps remembered per object: the stored object a write starts from is the object the
     # previous write stored, so its members were computed then (by identity; see _recall)
-    REMEMBERED = 1024  # (a WorkloadDeployment's map: ~4 KB, and the object it belongs to)
+    REMEMBERED = 2048  # (a WorkloadDeployment's map: ~4 KB, and the object it belongs to; 2 scopes each)
 
     def __init__(self, schema: Obj | None, *, has_status: bool) -> None:
         self.schema = schema
@@ -447,6 +449,16 @@ class FieldManager:
         if len(remembered) >= self.REMEMBERED:
             del remembered[next(iter(remembered))]
         remembered[(id(obj), subresource == "status")] = (obj, found)
+
+    def _remember_other_scope(self, new: Obj, old: Obj, subresource: str) -> None:
+        """With a status subresource, the writes of an object alternate between the scopes (a
+        spec or metadata write, the status, ...): the members of the scope this write is not in
+        follow from `old`'s, when remembered, as members_since gives them (what this write left
+        as it was is not walked), so the next write of the other scope finds them."""
+        other = "" if subresource == "status" else "status"
+        kept = self._remembered.get((id(old), other == "status"))
+        if kept is not None and kept[0] is old:
+            self._remember(new, other, self._members_since(new, old, kept[1], other))
 
     def _stored_members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
         """The members of a stored object (never changed after commit): remembered or computed."""
@@ -494,6 +506,8 @@ class FieldManager:
             old_m = self._stored_members(old, subresource)
             new_m = self._members_since(new, old, old_m, subresource)
             added, modified, removed = compare(old_m, new_m)
+            if self.has_status:
+                self._remember_other_scope(new, old, subresource)
         self._remember(new, subresource, new_m)
         changed = added | modified
         key = (manager, "Update", subresource)

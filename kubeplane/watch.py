@@ -15,6 +15,7 @@ Semantics kept from kube-apiserver's watch cache:
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import random
@@ -23,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import anyio
 import orjson
 
 from .errors import APIError
@@ -218,8 +218,7 @@ class WatchStream:
                         last_sent = time.monotonic()
                         continue
                     wait = min(wait, due)
-                with anyio.move_on_after(wait):
-                    await self.waker.wake.wait()
+                await _wait(self.waker, wait)
         except ConnectionError as exc:
             log.debug("watch on %s ended: client went away (%s)", req.rt.plural, exc)
         except _ENCODE_ERRORS as exc:
@@ -232,6 +231,18 @@ class WatchStream:
             self.store.unsubscribe(self.waker)
             self.all_wakers.discard(self.waker)
         return resp
+
+
+async def _wait(waker: Waker, seconds: float) -> None:
+    """Until the waker is woken or `seconds` pass, whichever comes first. A timer that wakes the
+    waker, rather than a cancel scope around the wait: every watch waits once per event it is
+    sent, and a scope costs several times what a timer does; waking early is harmless (the
+    stream looks again and finds nothing to send, or its deadline or bookmark due)."""
+    timer = asyncio.get_running_loop().call_later(seconds, waker.wake.set)
+    try:
+        await waker.wake.wait()
+    finally:
+        timer.cancel()
 
 
 # what serialising an event can raise: orjson's JSONEncodeError (a TypeError: an unsupported

@@ -111,6 +111,11 @@ class NodeValidator:
         return any(r.transition for r in self.rules)
 
     @cached_property
+    def old_rules(self) -> list[CompiledRule]:
+        """The rules whose answer can change while the value stays the same (they read oldSelf)."""
+        return [r for r in self.rules if r.transition or r.optional_old_self]
+
+    @cached_property
     def old_below(self) -> bool:
         """Whether a rule at or below this node reads oldSelf (its answer can change while the
         value stays the same, so an unchanged value is still evaluated)."""
@@ -189,10 +194,16 @@ class _Corr:
         return self._equal
 
 
-@dataclass(frozen=True)
 class _Ratchet:
-    current: _Corr | None = None
-    parent: _Corr | None = None
+    """The value at a node correlated with its old one, and its parent's (not changed once
+    made). (A plain class: one is made per node evaluated, and a frozen dataclass's
+    constructor costs several times as much.)"""
+
+    __slots__ = ("current", "parent")
+
+    def __init__(self, current: _Corr | None = None, parent: _Corr | None = None) -> None:
+        self.current = current
+        self.parent = parent
 
     def should_ratchet(self) -> bool:
         corr = self.current if self.current is not None else self.parent
@@ -316,7 +327,10 @@ def _validate(
     if value is None or run.done():
         return
     if node.rules:
-        _evaluate_rules(node, value, old, path, ratchet, run)
+        # a value equal to its old self (which passed every rule: skip) passed this node's rules
+        # that do not read oldSelf already; only those that do run again (as _passed, one level in)
+        again = skip and old is not None and unchanged(value, old)
+        _evaluate_rules(node, value, old, path, ratchet, run, only_old=again)
         if run.done():
             return
     for sub in node.all_of:
@@ -368,7 +382,13 @@ def _old_items_by_key(old: Any, keys: Any) -> dict[Any, Any]:
     return {_item_key(item, keys): item for item in old if isinstance(item, dict)}
 
 
-def _evaluate_rules(node: NodeValidator, value: Any, old: Any, path: str, ratchet: _Ratchet, run: _Run) -> None:
+def _evaluate_rules(
+    node: NodeValidator, value: Any, old: Any, path: str, ratchet: _Ratchet, run: _Run, *, only_old: bool = False
+) -> None:
+    """Evaluate the node's rules on `value`; `only_old`: only those that read oldSelf."""
+    rules = node.old_rules if only_old else node.rules
+    if not rules:
+        return
     shown = path or "<nil>"
     if run.remaining <= 0:
         run.errors.append(invalid(shown, node.type_name, OUT_OF_BUDGET))
@@ -381,10 +401,10 @@ def _evaluate_rules(node: NodeValidator, value: Any, old: Any, path: str, ratche
         if old is not None and node.uses_old:
             old_value = convert(old) if convert is not None else old
     except CelError as exc:
-        for rule in node.rules:
+        for rule in rules:
             run.errors.append(invalid(shown, node.type_name, f"{exc.message} evaluating rule: {rule.error_string()}"))
         return
-    for rule in node.rules:
+    for rule in rules:
         if rule.program is None:
             if rule.error:
                 run.errors.append(invalid(shown, node.type_name, f"rule compile error: {rule.error}"))

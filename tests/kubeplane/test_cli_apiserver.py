@@ -231,3 +231,19 @@ async def test_apiserver_without_a_data_dir_says_its_state_is_in_memory(tmp_path
     finally:
         proc.send_signal(signal.SIGTERM)
         assert await asyncio.wait_for(proc.wait(), 20) == 0
+
+
+def test_a_serving_process_tunes_the_cyclic_collector() -> None:
+    # (what `apiserver` calls before it serves; restored after, for the other tests of this process)
+    import gc
+
+    from kubeplane.cli import COLLECTOR_THRESHOLDS, tune_collector
+
+    before = gc.get_threshold()
+    try:
+        tune_collector()
+        assert gc.get_threshold() == COLLECTOR_THRESHOLDS
+        assert COLLECTOR_THRESHOLDS[0] > 700 and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        gc.set_threshold(*before)

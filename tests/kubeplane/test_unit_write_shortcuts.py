@@ -4,7 +4,8 @@
   passed the same schema (Entry.valid_under): a status write with an unchanged spec checks the
   status only; a changed invalid field is still refused with the same causes; a value that
   Python's == confuses with the old one (True for 1) counts as changed; a schema changed since
-  the object was stored checks everything; transition rules (oldSelf) still run.
+  the object was stored checks everything; transition rules (oldSelf) still run, and on a value
+  that did not change only they do (a rule that does not read oldSelf passed it already).
 - An equivalence property: random write sequences answer the same with the shortcut and
   with it disabled (every stored entry's valid_under cleared before each write).
 - The re2 VM's memo of answers per text agrees with the VM, is bounded, and is used.
@@ -44,6 +45,10 @@ LABEL = (
 )
 
 
+SPEC_RULE = "self.size != 'medium' || !has(self.replicas) || self.replicas < 2"
+STATUS_RULE = "!has(self.ready) || self.ready <= 50"
+
+
 def gadget_schema(size_pattern: str = "^[a-z]+$", max_label: int = 10) -> Obj:
     return {
         "type": "object",
@@ -51,6 +56,8 @@ def gadget_schema(size_pattern: str = "^[a-z]+$", max_label: int = 10) -> Obj:
             "spec": {
                 "type": "object",
                 "required": ["size"],
+                # a rule that does not read oldSelf on a node with one below that does
+                "x-kubernetes-validations": [{"rule": SPEC_RULE, "message": "medium holds at most 1 replica"}],
                 "properties": {
                     "size": {"type": "string", "pattern": size_pattern, "maxLength": 8},
                     "replicas": {"type": "integer", "minimum": 0, "default": 1},
@@ -88,7 +95,7 @@ def gadget_schema(size_pattern: str = "^[a-z]+$", max_label: int = 10) -> Obj:
                     "ready": {"type": "integer", "minimum": 0},
                     "reason": {"type": "string", "pattern": LABEL},
                 },
-                "x-kubernetes-validations": [{"rule": "!has(self.ready) || self.ready <= 50", "message": "too many"}],
+                "x-kubernetes-validations": [{"rule": STATUS_RULE, "message": "too many"}],
             },
         },
     }
@@ -268,21 +275,26 @@ def test_unchanged_values_skip_the_cel_rules_that_do_not_read_oldself(monkeypatc
     evaluated: list[str] = []
     real = validator._evaluate_rules
 
-    def spy(node: Any, value: Any, old: Any, path: str, ratchet: Any, run: Any) -> None:
-        evaluated.append(path)
-        real(node, value, old, path, ratchet, run)
+    def spy(node: Any, value: Any, old: Any, path: str, ratchet: Any, run: Any, *, only_old: bool = False) -> None:
+        # (the rules that ran: an unchanged value runs only those that read oldSelf)
+        evaluated.extend(f"{path}: {rule.text}" for rule in (node.old_rules if only_old else node.rules))
+        real(node, value, old, path, ratchet, run, only_old=only_old)
 
     monkeypatch.setattr(validator, "_evaluate_rules", spy)
     plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 1}}, opts("cell"), subresource="status")
     # the status changed; spec.frozen's rule reads oldSelf, so it runs although frozen did not
-    # change; the labels' rules (unchanged values) do not
-    assert evaluated == ["spec.frozen", "status"]
+    # change; the rule on spec itself (unchanged, and it does not read oldSelf) and the labels'
+    # rules (unchanged values, under nodes whose rules never read oldSelf) do not
+    assert evaluated == ["spec.frozen: self == oldSelf", f"status: {STATUS_RULE}"]
     evaluated.clear()
     plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"labels": {"zone": "east"}}}, opts())
-    assert evaluated == ["spec.frozen", "spec.labels[zone]"]
+    assert evaluated == [f"spec: {SPEC_RULE}", "spec.frozen: self == oldSelf", "spec.labels[zone]: self.size() <= 10"]
     with pytest.raises(APIError) as exc:
         plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"labels": {"zone": "x" * 11}}}, opts())
     assert causes(exc.value) == [("spec.labels[zone]", 'Invalid value: "string": label too long')]
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"size": "medium"}}, opts())
+    assert causes(exc.value) == [("spec", 'Invalid value: "object": medium holds at most 1 replica')]
 
 
 def test_a_ratcheted_rule_warns_on_every_write(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -530,6 +542,64 @@ def test_a_stored_objects_members_come_from_the_write_that_stored_it(monkeypatch
     assert fm._stored_members(entry.obj, "") == real(entry.obj, rt.schema, has_status=True)
     managed = {m["manager"]: m["fieldsV1"] for m in entry.obj["metadata"]["managedFields"]}
     assert managed["other"] == {"f:spec": {"f:replicas": {}}}
+
+
+def test_writes_that_alternate_scopes_walk_no_object_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a spec write, the status, a label, the status again (a copy's life in a cell): each write
+    # finds the stored object's members of its own scope, remembered by the write before it,
+    # whichever scope that one was in
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    calls: list[str] = []
+    real = fieldmanager.members
+
+    def counting(obj: Obj, sch: Obj | None, **kw: Any) -> dict[Any, Any]:
+        calls.append(kw.get("scope", "main"))
+        return real(obj, sch, **kw)
+
+    monkeypatch.setattr(fieldmanager, "members", counting)
+    fm = plane.api.field_manager(rt)
+    writes: list[tuple[Obj, str]] = [
+        ({"spec": {"replicas": 3}}, ""),
+        ({"status": {"ready": 1}}, "status"),
+        ({"metadata": {"labels": {"a": "b"}}}, ""),
+        ({"status": {"ready": 2}}, "status"),
+    ]
+    for i, (patch, sub) in enumerate(writes):
+        entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, patch, opts(f"w{i}"), subresource=sub)
+        assert calls == ["status"] * (i >= 1)  # (the status scope once: the create walked the main scope)
+        for scope in ("", "status"):  # what is remembered is what a walk finds
+            want = real(entry.obj, rt.schema, scope="status" if scope else "main", has_status=True)
+            assert fm._stored_members(entry.obj, scope) == want
+    assert calls == ["status"]
+
+
+def test_a_scope_walks_only_its_own_fields(monkeypatch: pytest.MonkeyPatch) -> None:
+    walked: list[Any] = []
+    real = fieldmanager._field
+
+    def spy(value: Any, parent: Obj | None, key: str, path: Any, out: dict[Any, Any]) -> None:
+        walked.append(path)
+        real(value, parent, key, path, out)
+
+    monkeypatch.setattr(fieldmanager, "_field", spy)
+    obj = {"metadata": {"name": "g", "labels": {"a": "1"}}, "spec": {"tags": ["x"]}, "status": {"x": 1}}
+    fieldmanager.members(obj, MEMBER_SCHEMA, scope="status", has_status=True)
+    assert walked == [("f:status",)]
+    walked.clear()
+    fieldmanager.members(obj, MEMBER_SCHEMA, has_status=True)
+    assert walked == [("f:metadata", "f:labels"), ("f:spec",)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(["spec", "status", "data", "kind"]), JSON, max_size=4))
+def test_a_scopes_members_are_the_objects_members_of_that_scope(top: Obj) -> None:
+    obj = {"metadata": {"name": "g", "labels": {"a": "1"}}, **top}
+    everything = fieldmanager.members(obj, MEMBER_SCHEMA)
+    status = {p: v for p, v in everything.items() if p[:1] == ("f:status",)}
+    main = {p: v for p, v in everything.items() if p[:1] != ("f:status",)}
+    assert fieldmanager.members(obj, MEMBER_SCHEMA, scope="status", has_status=True) == status
+    assert fieldmanager.members(obj, MEMBER_SCHEMA, has_status=True) == main
 
 
 MEMBER_SCHEMA: Obj = {
