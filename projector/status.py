@@ -232,6 +232,7 @@ class StatusProjector:
         include_replicas = not cell_owns_replicas(wd)
         reports: list[CellReport] = []
         deadline: float | None = None
+        clusters = self.mgr.clusters  # made afresh on every read: once per reconcile, not per share
         for share in shares:
             if target is None:
                 continue
@@ -242,7 +243,7 @@ class StatusProjector:
 
             # the desired spec is made and compared once per copy version and spec, not per event
             written = self.written(wd, share, copy, desired) if copy is not None else False
-            cell = self.mgr.clusters.get(share.cell)
+            cell = clusters.get(share.cell)
             stale_since = None
             # unreachable, or re-syncing after it was: not fresh until its views follow it again
             if cell is not None and cell.unreachable_since is not None:
