@@ -7,7 +7,6 @@ runs exactly what an operator deploys."""
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import socket
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING
 from opentelemetry.trace import TracerProvider
 
 from cells.options import CellOptions
+from mcruntime import gcpause
 from mcruntime.cache import CacheOptions
 from mcruntime.cluster import ClusterOptions
 from mcruntime.connection import ConnectionConfig, load_default
@@ -317,11 +317,7 @@ async def run_manager(settings: ManagerSettings, *, handle_signals: bool = True)
     tracer_provider = tracing_provider(settings)
     try:
         manager = await prepare_manager(settings, tracer_provider=tracer_provider)
-        # what start-up imported and wired lives as long as the process: out of the cyclic
-        # collector's sight, a full collection walks only what the work itself allocates
-        # (before, each one walked every module, class and function: a pause of tens of ms
-        # that every change in flight waited out, the status latency's tail)
-        gc.freeze()
+        gcpause.tune_for_serving()
         if not (settings.enable_management_controllers or settings.enable_cell_controllers):
             log.warning("no mode enabled (--enable-management-controllers, --enable-cell-controllers): only probes, "
                         "metrics and leader election run")  # fmt: skip

@@ -14,6 +14,7 @@ import pytest
 from federation import app
 from federation.settings import ManagerSettings
 from kubeplane import EmbeddedAPIServer
+from mcruntime.gcpause import SERVING_THRESHOLDS
 from tests.support import Plane, eventually
 
 pytestmark = pytest.mark.slow
@@ -139,20 +140,27 @@ async def test_run_puts_what_start_up_made_out_of_the_collectors_sight(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`run` freezes the objects start-up made (modules, classes, the wired manager) before
-    the manager runs, so a full garbage collection walks only what the work allocates."""
+    the manager runs, so a full garbage collection walks only what the work allocates, and
+    raises the collector's thresholds (`SERVING_THRESHOLDS`): the work's short-lived objects
+    are freed by reference counting before a collection walks them."""
     frozen_while_running: list[int] = []
+    thresholds_while_running: list[tuple[int, int, int]] = []
 
     class Running:
         async def run(self, *, handle_signals: bool) -> None:
             frozen_while_running.append(gc.get_freeze_count())
+            thresholds_while_running.append(gc.get_threshold())
 
     async def prepared(_settings: ManagerSettings, **_kwargs: object) -> Running:
         return Running()
 
     monkeypatch.setattr(app, "prepare_manager", prepared)
     gc.unfreeze()
+    thresholds = gc.get_threshold()
     try:
         await app.run_manager(ManagerSettings(kubeconfig=tmp_path / "unused"), handle_signals=False)
     finally:
         gc.unfreeze()  # the test process's own objects go back to the collector
+        gc.set_threshold(*thresholds)
     assert frozen_while_running and frozen_while_running[0] > 1000
+    assert thresholds_while_running == [SERVING_THRESHOLDS] and SERVING_THRESHOLDS[0] > 700
