@@ -2,21 +2,21 @@
 aggregated from its copies in the cells `plan()` names, with honest freshness.
 
 Request key: (project cluster, project namespace, project WD name).
-Reads (caches): the project WD, its namespace, which ConfigMaps/Secrets exist there (names
-only); Locations; the copies and downstream namespaces in the cells; each cell's state.
-Writes, and alone writes: the project WD's `status` (status subresource, field manager
-`projector`), only when the aggregate differs from what is cached.
-Never writes: the project WD's metadata or spec, anything in a cell.
+Reads (caches): the project WD, its namespace, which ConfigMaps/Secrets exist there (names only); Locations; the
+copies and downstream namespaces in the cells; each cell's state.
+Writes, and alone writes: the project WD's `status` (status subresource, field manager `projector`), only when the
+aggregate differs from what is cached. Never writes: the project WD's metadata or spec, anything in a cell.
 
 DESIGN §3 Projector, pinned by tests/projector/test_projector.py: counters summed, observedGeneration only when every
 target cell observed the spec, worst reason wins naming the cell (test_instances_and_status_reach_the_project,
 test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.py); NoMatchingLocation
-(test_no_cell_for_the_city); a dark cell Unknown after `--cell-status-stale-after`
-(test_a_dark_cell_turns_unknown_and_recovers); one status write once the cells observed a spec, else AwaitingPropagation
-after a delay (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
+(test_no_cell_for_the_city); a dark cell Unknown (test_a_dark_cell_turns_unknown_and_recovers); one status write once
+the cells observed a spec, else AwaitingPropagation after a delay
+(test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
 test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
 Suspended (tests/e2e/test_suspension.py); no needless wake-up (test_the_own_status_write_coming_back_costs_no_reconcile,
-test_a_copy_version_already_read_wakes_nothing, test_finalizers_alone_wake_nothing_a_cell_change_does); SourceNotFound
+test_a_copy_version_already_read_wakes_nothing, test_finalizers_alone_wake_nothing_a_cell_change_does,
+test_a_wd_being_deleted_is_forgotten_once_its_copies_wake_nothing); SourceNotFound
 (test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py)."""
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from typing import Any
 
 from federation.api.conditionjson import find_condition_json
 from federation.api.constants import Annotation
-from federation.api.naming import downstream_namespace_name
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.aggregate import (
     AVAILABLE,
@@ -41,12 +40,12 @@ from federation.fleet.aggregate import (
 )
 from federation.fleet.changetrace import change_of, stage_attributes
 from federation.fleet.downstream import (
+    UPSTREAM_UID_ANNOTATION,
     UnresolvedLocation,
     cell_owns_replicas,
-    downstream_copy,
+    copy_spec,
+    current_ordinals,
     own_copies,
-    planned_shares,
-    target_city,
 )
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
@@ -55,8 +54,8 @@ from federation.fleet.fleetview import (
     PROJECTS,
     UPSTREAM_INDEX,
     WD_INDEXERS,
+    KnownLocations,
     find_copies,
-    known_locations,
     namespace_upstream,
     registered_cells,
 )
@@ -69,19 +68,20 @@ from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster
 from mcruntime.errors import ClusterNotReadyError
-from mcruntime.fields import get_int, get_mapping, get_str, is_deleting
+from mcruntime.fields import get_int, get_mapping, get_str, get_str_map, is_deleting
 from mcruntime.handlers import ClusterName, EnqueueRequestsFromMapFunc, EventHandler, RequestSink
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.manager import Manager
 from mcruntime.objectreconciler import ForObject
 from mcruntime.objects import Obj
-from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, version_of
+from mcruntime.ownwrites import EnqueueUnlessOwnWrite, OwnWrites, request_key, version_of
 from mcruntime.predicates import Predicate, changed_beyond
 from mcruntime.reconciler import PermanentError, Result, TemporaryError
 from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
 from mcruntime.tracing import stage_span, tracer_for
+from projector.placementmemo import PlacementMemo
 
 log = logging.getLogger(__name__)
 
@@ -114,24 +114,33 @@ class StatusProjector:
         # per WD: each copy (cell, uid) its last reconcile read, at the resourceVersion it read
         # (`CopyEvents`: an event of that very version brings nothing that reconcile missed)
         self.copies_read: dict[Request, dict[tuple[str, str], str]] = {}
+        # per WD: its target city and shares, made once per spec, Locations, cells and ordinals
+        self.placements: PlacementMemo[Request] = PlacementMemo()
+        self.locations = KnownLocations(mgr)  # decoded once per change of the Locations
+        # per WD being deleted: its uid, once a reconcile saw the deletion and forgot the WD
+        # (`_forget`); its copies' events and its own DELETED cannot change that outcome
+        # (`CopyEvents`, `WdEvents`)
+        self.deleting: dict[Request, str] = {}
 
     async def reconcile(self, project: Cluster, wd: Obj) -> Result:
         # 1-2. the project and the cached WD (`ForObject`: a cluster not engaged is dropped,
         # a WD gone is `gone`); 3. early exit: deleting
         req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
         if is_deleting(wd):
-            return self._forget(req)
+            result = self._forget(req)
+            if uid := get_str(wd, "metadata.uid", required=False):
+                self.deleting[req] = uid
+            return result
+        self.deleting.pop(req, None)  # a WD of this name that is not being deleted (recreated)
         wd = self._with_own_write(req, wd)
-        project_ns = await project.client.get_or_none(NAMESPACES, req.namespace)
-        if project_ns is None:
+        if await project.client.get_or_none(NAMESPACES, req.namespace) is None:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
         # 4. desired status from the pure functions (plan, aggregate)
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
         self.copies_read[req] = _versions(found)
         copies = own_copies(wd, found)
-        target, shares, unplaced = self._placement(wd, found)
-        namespace = downstream_namespace_name(get_str(project_ns, "metadata.uid"))
-        reports, deadline = self._reports(wd, target, shares, copies, namespace, req.cluster)
+        target, shares, unplaced = self._placement(req, wd, found)
+        reports, deadline = self._reports(wd, target, shares, copies)
         city = target.city_code if target is not None else None
         now = datetime.datetime.now(datetime.UTC)
         missing = missing_sources(wd, lambda kind, name: _source_exists(project, kind, name, req.namespace))
@@ -146,14 +155,20 @@ class StatusProjector:
         self.clock.projected(copies, written=written)
         return Result(requeue_after=deadline)
 
-    def _placement(self, wd: Obj, found: list[tuple[str, Obj]]) -> tuple[CityTarget | None, list[Share], str | None]:
-        """(target city, shares of `plan`, the message of a location that resolves to no city)."""
+    def _placement(
+        self, req: Request, wd: Obj, found: list[tuple[str, Obj]]
+    ) -> tuple[CityTarget | None, list[Share], str | None]:
+        """(target city, shares of `plan`, the message of a location that resolves to no
+        city): `downstream.planned_shares`, remembered per WD (`PlacementMemo`)."""
         try:
-            locations = known_locations(self.mgr)
+            locations = self.locations()
         except ClusterNotReadyError as exc:
             raise TemporaryError(str(exc)) from exc
         try:
-            return target_city(wd, locations), planned_shares(wd, registered_cells(self.mgr), found, locations), None
+            target = self.placements.target(req, wd, locations)
+            current = current_ordinals(wd, found)
+            shares = self.placements.shares(req, wd, registered_cells(self.mgr), current, target.city_code)
+            return target, shares, None
         except UnresolvedLocation as exc:
             # a Location missing or without a city: NoMatchingLocation naming it (and its
             # Event, `_say_unplaced`); the Location's next change re-aggregates
@@ -163,6 +178,7 @@ class StatusProjector:
 
     async def gone(self, _project: Cluster, req: Request) -> Result:
         """The WD is gone (`ForObject`): nothing to write, what was held for it is forgotten."""
+        self.deleting.pop(req, None)
         return self._forget(req)
 
     def _forget(self, req: Request) -> Result:
@@ -170,6 +186,7 @@ class StatusProjector:
         self._awaiting.pop(req, None)
         self.own_writes.forget(req)
         self.copies_read.pop(req, None)
+        self.placements.forget(req)
         return Result()
 
     def _with_own_write(self, req: Request, wd: Obj) -> Obj:
@@ -209,28 +226,24 @@ class StatusProjector:
         target: CityTarget | None,
         shares: list[Share],
         copies: Mapping[str, Mapping[str, Any]],
-        namespace: str,
-        project: str,
     ) -> tuple[list[CellReport], float | None]:
         """One report per target cell, and the seconds until an unreachable cell's numbers
         turn stale (None when no cell is on its way to stale)."""
         include_replicas = not cell_owns_replicas(wd)
         reports: list[CellReport] = []
         deadline: float | None = None
+        clusters = self.mgr.clusters  # made afresh on every read: once per reconcile, not per share
         for share in shares:
             if target is None:
                 continue
             copy = copies.get(share.cell)
 
-            def desired(share: Share = share, target: CityTarget = target) -> Mapping[str, Any]:
-                made: Mapping[str, Any] = downstream_copy(
-                    project, wd, share, namespace, include_replicas=include_replicas, target=target
-                )["spec"]
-                return made
+            def desired(share: Share = share) -> Mapping[str, Any]:
+                return copy_spec(wd, share, include_replicas=include_replicas)  # downstream_copy's spec
 
             # the desired spec is made and compared once per copy version and spec, not per event
             written = self.written(wd, share, copy, desired) if copy is not None else False
-            cell = self.mgr.clusters.get(share.cell)
+            cell = clusters.get(share.cell)
             stale_since = None
             # unreachable, or re-syncing after it was: not fresh until its views follow it again
             if cell is not None and cell.unreachable_since is not None:
@@ -302,12 +315,19 @@ class CopyEvents(EventHandler):
     reaches this handler, so a reconcile running in between (woken by the WD's other copy,
     say) reads it; its event coming after that would only wake a reconcile that finds what
     the last one found and decided on (it wrote, held with a requeue, or failed and
-    retries). A deletion always goes through (its version is not one read)."""
+    retries). A deletion goes through (its version is not one read) — unless, like any
+    event, it is of a copy of a WD whose deletion a reconcile already saw (the WD's uid in
+    `StatusProjector.deleting`): that reconcile forgot the WD, and so would every next one
+    until it is gone (the federator deleting its copies costs no reconcile each)."""
 
     def __init__(self, projector: StatusProjector, routes: Routes) -> None:
         self.projector = projector
         self.routes = routes
         self.clock = projector.clock
+
+    def _of_deleting(self, request: Request, copy: Obj) -> bool:
+        uid = self.projector.deleting.get(request)
+        return uid is not None and get_str_map(copy, "metadata.annotations").get(UPSTREAM_UID_ANNOTATION) == uid
 
     def _read(self, request: Request, cell: str, copy: Obj) -> bool:
         version = version_of(copy)
@@ -322,7 +342,31 @@ class CopyEvents(EventHandler):
         for request in dict.fromkeys(requests):
             if event.type is not EventType.DELETED and self._read(request, source_cluster, event.obj):
                 continue
+            if self._of_deleting(request, event.obj):
+                continue
             sink.enqueue(request)
+
+
+class WdEvents(EventHandler):
+    """The project WD's own events (`EnqueueUnlessOwnWrite`: not its own status write
+    coming back), but not the DELETED of a WD whose deletion a reconcile already saw (its
+    uid in `StatusProjector.deleting`): that reconcile forgot everything held for it, and
+    `gone` would only forget it again. (A WD of the same name made afresh has another uid:
+    its events go through.)"""
+
+    def __init__(self, projector: StatusProjector) -> None:
+        self.projector = projector
+        self.inner = EnqueueUnlessOwnWrite(projector.own_writes)
+
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        if event.type is EventType.DELETED:
+            request = request_key(source_cluster, event)
+            uid = self.projector.deleting.get(request)
+            if uid is not None and uid == get_str(event.obj, "metadata.uid", required=False):
+                del self.projector.deleting[request]
+                self.projector.own_writes.forget(request)
+                return
+        await self.inner.handle(source_cluster, event, sink)
 
 
 def register(mgr: Manager, options: ManagementOptions) -> None:
@@ -340,8 +384,8 @@ def register(mgr: Manager, options: ManagementOptions) -> None:
     )
     # the WD itself, but not its own status write coming back: that state is what the write
     # was computed to be, and a second reconcile of it would find nothing to do; nor the
-    # federator's claim (`NOT_CLAIM_ONLY`)
-    ctrl.watch(WORKLOAD_DEPLOYMENTS, EnqueueUnlessOwnWrite(projector.own_writes), clusters=PROJECTS,
+    # federator's claim (`NOT_CLAIM_ONLY`); nor the DELETED of a WD already forgotten (`WdEvents`)
+    ctrl.watch(WORKLOAD_DEPLOYMENTS, WdEvents(projector), clusters=PROJECTS,
                indexers=WD_INDEXERS, predicates=[NOT_CLAIM_ONLY])  # fmt: skip
     ctrl.reads(NAMESPACES, clusters=PROJECTS)
     ctrl.watch(

@@ -205,10 +205,8 @@ def downstream_copy(
     # the copy owns its spec (no alias of the WD's): copied as the JSON it is, in one C-speed
     # round trip, which the federator and the projector pay per copy per reconcile (a
     # `copy.deepcopy` walk was ~5% of the manager's CPU)
-    spec = {k: v for k, v in _json_copy(wd["spec"]).items() if k != "replicas"}
+    spec = _json_copy(copy_spec(wd, share, include_replicas=include_replicas))
     federated = {k: v for k, v in get_str_map(wd, "metadata.annotations").items() if k not in NOT_FEDERATED_ANNOTATIONS}
-    if include_replicas:
-        spec["replicas"] = share.replicas
     expected = expected_referenced_data(wd)
     if expected is not None:  # what the cell gates Instances on, written with the spec it follows from
         federated[EXPECTED_ANNOTATION] = expected
@@ -227,6 +225,15 @@ def downstream_copy(
         },
         "spec": spec,
     }
+
+
+def copy_spec(wd: Mapping[str, Any], share: Share, *, include_replicas: bool) -> dict[str, Any]:
+    """The spec `downstream_copy` writes for `share`, sharing the WD's own values (no
+    copy: to compare with, never to send or change; `downstream_copy` copies it)."""
+    spec = {k: v for k, v in wd["spec"].items() if k != "replicas"}
+    if include_replicas:
+        spec["replicas"] = share.replicas
+    return spec
 
 
 def cell_owns_replicas(wd: Mapping[str, Any]) -> bool:

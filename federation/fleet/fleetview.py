@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import orjson
+
 from federation.api.constants import ClusterRole, Finalizer, Label
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import upstream_identity
@@ -72,6 +74,27 @@ def known_locations(mgr: Manager) -> list[KnownLocation]:
     if not informer.has_synced:
         raise ClusterNotReadyError(mgr.local.name, "syncing", "its Locations view has not listed yet")
     return [known_location(obj) for obj in informer.store.list()]
+
+
+class KnownLocations:
+    """`known_locations`, decoded again only when a Location moved: the same list object
+    for as long as the view holds the same Locations (their raw bytes compared, none
+    decoded), so a caller can key what it derives from them on that object
+    (`projector.placementmemo`). Raises ClusterNotReadyError as `known_locations` does."""
+
+    def __init__(self, mgr: Manager) -> None:
+        self.mgr = mgr
+        self._raw: tuple[bytes, ...] | None = None
+        self._decoded: list[KnownLocation] = []
+
+    def __call__(self) -> list[KnownLocation]:
+        informer = self.mgr.local.cache.informer_of(LOCATIONS)
+        if not informer.has_synced:
+            raise ClusterNotReadyError(self.mgr.local.name, "syncing", "its Locations view has not listed yet")
+        raw = tuple(value for _key, value in informer.store.items_raw())
+        if raw != self._raw:
+            self._raw, self._decoded = raw, [known_location(orjson.loads(value)) for value in raw]
+        return self._decoded
 
 
 def upstream_key(project: str, namespace: str) -> str:

@@ -11,9 +11,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from federation.api.conditions import find_condition_json
-from federation.fleet.aggregate import CELL_UNREACHABLE, CellReport, WrittenSpecs, aggregate, copies_written
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, downstream_copy, target_city
+from federation.fleet.aggregate import (
+    CELL_UNREACHABLE,
+    CellReport,
+    WrittenSpecs,
+    aggregate,
+    copies_written,
+    same_json,
+)
+from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, copy_spec, downstream_copy, target_city
 from federation.fleet.placement import PlacementError, Share
+from mcruntime.controllerutil import is_subset
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 T1 = T0 + timedelta(minutes=5)
@@ -636,6 +644,12 @@ def edited(obj: dict[str, Any], image: str) -> dict[str, Any]:
     return out
 
 
+def defaulted(obj: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(obj)
+    out["spec"]["template"]["spec"]["runtime"]["sandbox"]["containers"][0]["imagePullPolicy"] = "IfNotPresent"
+    return out
+
+
 @pytest.mark.parametrize(
     ("wd", "copy_", "written"),
     [
@@ -645,6 +659,8 @@ def edited(obj: dict[str, Any], image: str) -> dict[str, Any]:
         # the cell's autoscaler owns replicas: another count is still the spec
         (AUTOSCALED, versioned(scaled(cell_copy(AUTOSCALED, DFW1), 5)), True),
         (project_wd(), versioned(scaled(cell_copy(project_wd(), DFW1), 5)), False),
+        # a field the cell's CRD defaults inside a list item: not the same JSON, still the spec
+        (project_wd(), versioned(defaulted(cell_copy(project_wd(), DFW1))), True),
     ],
 )  # fmt: skip
 def test_written_specs_give_the_rules_answer(wd: dict[str, Any], copy_: dict[str, Any], written: bool) -> None:
@@ -678,3 +694,45 @@ def test_written_specs_compare_again_when_a_version_moves() -> None:
     for generation in range(3, 23):  # bounded
         memo(wd, DFW1, versioned(copy_, generation=generation), desired_of(wd, DFW1, calls))
     assert len(memo) == 8
+
+
+# ---------------------------------------------------------------------- the comparison's fast path
+@pytest.mark.parametrize(
+    ("a", "b", "same"),
+    [
+        ({"x": 1, "y": [1, {"z": "a"}]}, {"y": [1, {"z": "a"}], "x": 1}, True),  # key order does not matter
+        ({"x": True}, {"x": 1}, False),  # JSON's true is not 1 (Python's True == 1)
+        ({"x": 1}, {"x": 1.0}, False),  # nor 1 1.0: left to `is_subset`
+        ({"x": [1, 2]}, {"x": [2, 1]}, False),
+        ({"x": 1}, {"x": 1, "y": 2}, False),  # a larger copy: the walk decides
+        ({"x": 1}, None, False),
+        ({"x": object()}, {"x": 1}, False),  # not JSON
+    ],
+)
+def test_same_json(a: Any, b: Any, same: bool) -> None:
+    assert same_json(a, b) is same
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, width=32) | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=2), inner, max_size=3),
+    max_leaves=12,
+)
+
+
+@given(a=JSON, b=JSON)
+def test_the_same_json_is_a_subset(a: Any, b: Any) -> None:
+    """The fast path never says written where the walk would not."""
+    assert same_json(a, a)
+    if same_json(a, b):
+        assert is_subset(a, b) and is_subset(b, a)
+
+
+@pytest.mark.parametrize("include_replicas", [True, False])
+@pytest.mark.parametrize(
+    "wd", [project_wd(), project_wd(replicas=0), AUTOSCALED, {**project_wd(), "spec": {"cityCode": "DFW"}}]
+)
+def test_copy_spec_is_the_spec_downstream_copy_writes(wd: dict[str, Any], include_replicas: bool) -> None:
+    written = downstream_copy("web", wd, DFW1, "ns-uid", include_replicas=include_replicas, target=target_city(wd, ()))
+    assert copy_spec(wd, DFW1, include_replicas=include_replicas) == written["spec"]
+    assert same_json(copy_spec(wd, DFW1, include_replicas=include_replicas), written["spec"])

@@ -18,7 +18,7 @@ from federation.api.constants import Annotation, Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.routing import Routes
 from mcruntime import EventType, Manager, ObjectEvent, Request
-from projector.status import CopyEvents
+from projector.status import CopyEvents, WdEvents
 from tests.federation.test_federator import WDs, shares, workload_deployment
 from tests.support import Fleet, Plane, eventually, fleet, management_settings, running
 from tests.support.manager import all_idle, controller, record
@@ -565,6 +565,66 @@ async def test_a_copy_version_already_read_wakes_nothing(tmp_path: Path) -> None
         sink.requests.clear()
         await handler.handle("dfw-1", ObjectEvent(EventType.DELETED, key, obj=cached), sink)
         assert sink.requests == [api], "a deletion"
+
+
+async def test_a_wd_being_deleted_is_forgotten_once_its_copies_wake_nothing(tmp_path: Path) -> None:
+    """The reconcile that sees a WD's deletion forgets it, and so would every next one until
+    it is gone: its copies' events (the federator deleting them) and its own DELETED enqueue
+    nothing (`CopyEvents`, `WdEvents`: the WD's uid in `StatusProjector.deleting`). A copy of
+    another WD of that name (made afresh: another uid) still wakes it, and the WD gone
+    leaves nothing held for it."""
+    async with federation(tmp_path, controllers={"awaiting_propagation_after": 60.0}) as (f, mgr):
+        await converged_api(f)
+        assert await all_idle(mgr)
+        ctrl = controller(mgr, "status-projector")
+        copies = next(w.handler for w in ctrl.watches if isinstance(w.handler, CopyEvents))
+        own = next(w.handler for w in ctrl.watches if isinstance(w.handler, WdEvents))
+        projector = copies.projector
+        api, sink = Request("web", "default", "api"), Requests()
+        namespace = WDs(f, "dfw-1").list()[0]["metadata"]["namespace"]
+        copy = await mgr.clusters["dfw-1"].client.get(WORKLOAD_DEPLOYMENTS, "api", namespace=namespace)
+        key = f"{namespace}/api"
+
+        # a finalizer of someone else's keeps the WD deleting after the federator let go
+        WDs(f, "web").edit("default", "api", lambda o: o["metadata"]["finalizers"].append("example.com/keep"))
+        recording = record(mgr, "status-projector")
+        WDs(f, "web").delete("default", "api")
+        await eventually(lambda: not WDs(f, "dfw-1").list() and not WDs(f, "dfw-2").list(), "the copies deleted")
+        assert await all_idle(mgr)
+        wd = WDs(f, "web").get("default", "api")
+        assert wd is not None and wd["metadata"].get("deletionTimestamp")
+        uid = wd["metadata"]["uid"]
+        assert projector.deleting == {api: uid}, "the deletion seen, the WD forgotten"
+        assert api not in projector.copies_read and len(projector.placements) == 0
+        reconciles = recording.requests.count(api)
+        assert reconciles >= 1, "the deletion itself is reconciled"
+
+        await copies.handle("dfw-1", ObjectEvent(EventType.DELETED, key, obj=copy), sink)
+        modified = copy | {"metadata": {**copy["metadata"], "resourceVersion": "999999"}}
+        await copies.handle(
+            "dfw-1", ObjectEvent(EventType.MODIFIED, key, obj=modified, old_raw=orjson.dumps(copy)), sink
+        )
+        assert sink.requests == [], "a copy of the WD being deleted wakes nothing"
+        annotations = {**copy["metadata"]["annotations"], str(Annotation.UPSTREAM_UID): "another-uid"}
+        afresh = copy | {"metadata": {**copy["metadata"], "annotations": annotations, "resourceVersion": "1000000"}}
+        await copies.handle("dfw-1", ObjectEvent(EventType.ADDED, key, obj=afresh), sink)
+        assert sink.requests == [api], "a copy of another WD of that name does"
+        sink.requests.clear()
+        await own.handle(
+            "web",
+            ObjectEvent(
+                EventType.DELETED, "default/api", obj=wd | {"metadata": {**wd["metadata"], "uid": "another-uid"}}
+            ),
+            sink,
+        )
+        assert sink.requests == [api], "the DELETED of another WD of that name goes through"
+        sink.requests.clear()
+
+        WDs(f, "web").edit("default", "api", lambda o: o["metadata"]["finalizers"].remove("example.com/keep"))
+        await eventually(lambda: WDs(f, "web").get("default", "api") is None, "the WD gone")
+        assert await all_idle(mgr)
+        assert recording.requests.count(api) == reconciles, f"its DELETED wakes nothing: {recording.requests}"
+        assert projector.deleting == {} and api not in projector.own_writes, "nothing held for a WD gone"
 
 
 async def test_the_own_projection_write_coming_back_costs_no_reconcile(tmp_path: Path) -> None:
