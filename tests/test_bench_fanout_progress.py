@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+BENCH = Path(__file__).resolve().parents[1] / "bench"
 sys.path.insert(0, str(BENCH))
 
 from bench_fanout import Progress, Shape, Watches  # noqa: E402
