@@ -34,6 +34,14 @@ def watches() -> Watches:
     return Watches(cells, {"p0": Follower(None, "p0", "/wds")})  # type: ignore[arg-type]
 
 
+def create_copies(w: Watches, *, lhr: bool = True) -> None:
+    """The create's copies: wd-00000's 2 replicas divided over dfw-1 and dfw-2, wd-00001's on lhr-1."""
+    w.cells["dfw-1"]._seen("ADDED", obj("wd-00000", replicas=1))
+    w.cells["dfw-2"]._seen("ADDED", obj("wd-00000", replicas=1))
+    if lhr:
+        w.cells["lhr-1"]._seen("ADDED", obj("wd-00001", replicas=2))
+
+
 def test_copies_are_done_once_every_wd_has_its_replicas_across_its_cells() -> None:
     w = watches()
     progress = Progress(w, SHAPE, ["p0"], "create")
@@ -65,9 +73,7 @@ def test_statuses_on_update_count_only_a_generation_past_the_phases_start() -> N
 
 def test_copies_counted_before_the_phase_and_replicas_changed_on_update() -> None:
     w = watches()
-    w.cells["dfw-1"]._seen("ADDED", obj("wd-00000", replicas=1))
-    w.cells["dfw-2"]._seen("ADDED", obj("wd-00000", replicas=1))
-    w.cells["lhr-1"]._seen("ADDED", obj("wd-00001", replicas=2))
+    create_copies(w)
     progress = Progress(w, SHAPE, ["p0"], "update")
     progress.start()
     assert not progress.copies_done() and progress.copies_at is None, "the create's replicas, not the update's"
@@ -78,8 +84,7 @@ def test_copies_counted_before_the_phase_and_replicas_changed_on_update() -> Non
 
 def test_delete_is_done_when_every_copy_and_wd_is_gone() -> None:
     w = watches()
-    w.cells["dfw-1"]._seen("ADDED", obj("wd-00000", replicas=1))
-    w.cells["dfw-2"]._seen("ADDED", obj("wd-00000", replicas=1))
+    create_copies(w, lhr=False)
     w.projects["p0"]._seen("ADDED", obj("wd-00000", observed=1))
     progress = Progress(w, SHAPE, ["p0"], "delete")
     progress.start()
