@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,8 @@ import orjson
 import yaml
 from harness import cpu_seconds, echo_status, workload_deployment
 
+from kubeplane.freeport import free_port
+
 TARGET_CREATES = 3000.0
 WD_CRD = (
     Path(__file__).resolve().parents[1]
@@ -43,12 +44,6 @@ WD_CRD = (
     / "compute"
     / "compute.datumapis.com_workloaddeployments.yaml"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:

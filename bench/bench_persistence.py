@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -19,11 +18,7 @@ from pathlib import Path
 
 from bench_apiserver import raw_client, wait_ready
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from kubeplane.freeport import free_port
 
 
 def start(workdir: Path, data_dir: Path | None) -> tuple[subprocess.Popen[bytes], str]:

@@ -13,7 +13,6 @@ import asyncio
 import json
 import os
 import shlex
-import socket
 import statistics
 import subprocess
 import sys
@@ -34,6 +33,7 @@ sys.path.insert(0, str(REPO))
 from federation.api.constants import CLUSTER_INVENTORY_GROUP, REGISTRATION_NAMESPACE  # noqa: E402
 from federation.join import compute_crds, inventory_crds  # noqa: E402
 from federation.registration import cell_profile, kubeconfig_secret, project_profile  # noqa: E402
+from kubeplane.freeport import free_port  # noqa: E402
 
 RESULTS = Path(os.environ.get("BENCH_RESULTS") or REPO / "bench" / "results")  # BENCH_RESULTS: elsewhere
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -66,12 +66,6 @@ def open_sockets(pid: int) -> int:
         except OSError:
             continue
     return count
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -13,7 +13,6 @@ and after it is ready."""
 from __future__ import annotations
 
 import asyncio
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 
 from federation import cli
 from kubeplane import EmbeddedAPIServer
+from kubeplane.freeport import free_port
 from tests.support import eventually, install_project_crds
 from tests.support.plane import Plane
 
@@ -57,12 +57,6 @@ PROVIDERS = ("mcruntime.providers.clusterprofile", "mcruntime.providers.kubeconf
 # a manager with no mode enabled runs probes, metrics and leader election only
 MANAGEMENT = ("federation.controllers", "projector")
 NEEDED = ("kubernetes_asyncio.config.kube_config", "kubernetes_asyncio.client.configuration")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def among(modules: set[str], *packages: str) -> list[str]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import signal
-import socket
 import sys
 from pathlib import Path
 
@@ -14,16 +13,11 @@ import pytest
 from federation import app
 from federation.settings import ManagerSettings
 from kubeplane import EmbeddedAPIServer
+from kubeplane.freeport import free_port
 from mcruntime.gcpause import SERVING_THRESHOLDS
 from tests.support import Plane, eventually
 
 pytestmark = pytest.mark.slow
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_run_serves_probes_and_metrics_holds_the_lease_and_stops_on_sigterm(

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -18,17 +17,12 @@ import yaml
 
 from federation.api.constants import REGISTRATION_NAMESPACE
 from federation.registration import cell_profile, kubeconfig_secret, project_cluster_name, project_profile
+from kubeplane.freeport import free_port
 from kubeplane.testing import Kubectl
 
 from .waiting import eventually
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass
