@@ -86,7 +86,6 @@ from harness import (
     cpu_seconds,
     echo_status,
     fleet,
-    free_port,
     management,
     report,
     set_tracing,
@@ -94,6 +93,8 @@ from harness import (
     wd_path,
     workload_deployment,
 )
+
+from kubeplane.freeport import free_port
 
 CELLS = (("dfw-1", "DFW"), ("dfw-2", "DFW"), ("lhr-1", "LHR"))
 WD_RESOURCE = f"{WDS}.compute.datumapis.com"
@@ -550,19 +551,21 @@ async def run_phase(
     cpu_benchmark = time.process_time()
     started = time.perf_counter()
     progress.start()
-    await gather_limited(s.in_flight, wd_calls(f, s, projects, phase))
-    sent_at = time.perf_counter() - started
-    while progress.copies_at is None or progress.statuses_at is None:
-        check_alive(mgr)
-        for m in cells:
-            m.proc.check_alive()
-        if time.perf_counter() - started > PHASE_TIMEOUT:
-            raise RuntimeError(
-                f"{phase} did not converge within {PHASE_TIMEOUT}s (copies done: {progress.copies_at is not None}, "
-                f"statuses done: {progress.statuses_at is not None}); the managers' logs are in {f.workdir}"
-            )
-        await asyncio.sleep(LIVENESS_EVERY)
-    progress.close()
+    try:
+        await gather_limited(s.in_flight, wd_calls(f, s, projects, phase))
+        sent_at = time.perf_counter() - started
+        while progress.copies_at is None or progress.statuses_at is None:
+            check_alive(mgr)
+            for m in cells:
+                m.proc.check_alive()
+            if time.perf_counter() - started > PHASE_TIMEOUT:
+                raise RuntimeError(
+                    f"{phase} did not converge within {PHASE_TIMEOUT}s (copies done: {progress.copies_at is not None}, "
+                    f"statuses done: {progress.statuses_at is not None}); the managers' logs are in {f.workdir}"
+                )
+            await asyncio.sleep(LIVENESS_EVERY)
+    finally:
+        progress.close()
     copies_at, statuses_at = progress.copies_at, progress.statuses_at
     cpu_after = (
         sum(map(cpu_seconds, operator_pids(mgr))),

@@ -177,7 +177,7 @@ def _spec_written(
 ) -> bool:
     owned = cell_owns_replicas(wd)
     intent = {k: v for k, v in desired.items() if not (k == "replicas" and owned)}
-    if subset is is_subset and same_json(intent, copy.get("spec")):
+    if same_json(intent, copy.get("spec")):
         return True  # the copy's spec is the intent itself: a subset, without the walk
     return subset({"spec": intent}, copy)
 

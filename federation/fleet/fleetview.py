@@ -20,6 +20,7 @@ from mcruntime.cluster import Cluster, ClusterState
 from mcruntime.controller import Controller
 from mcruntime.errors import ClusterNotReadyError
 from mcruntime.fields import get_mapping
+from mcruntime.informer import Informer
 from mcruntime.manager import Manager
 from mcruntime.source import LOCAL, ClusterFilter, engaged
 
@@ -70,10 +71,15 @@ def known_locations(mgr: Manager) -> list[KnownLocation]:
     """The Locations of the management cluster, as placement reads them. Raises
     ClusterNotReadyError until their view has listed once (an empty list before then would
     read as "every location is unknown")."""
+    return [known_location(obj) for obj in _listed_locations(mgr).store.list()]
+
+
+def _listed_locations(mgr: Manager) -> Informer:
+    """The management cluster's Locations view, once it has listed (ClusterNotReadyError before)."""
     informer = mgr.local.cache.informer_of(LOCATIONS)
     if not informer.has_synced:
         raise ClusterNotReadyError(mgr.local.name, "syncing", "its Locations view has not listed yet")
-    return [known_location(obj) for obj in informer.store.list()]
+    return informer
 
 
 class KnownLocations:
@@ -88,10 +94,7 @@ class KnownLocations:
         self._decoded: list[KnownLocation] = []
 
     def __call__(self) -> list[KnownLocation]:
-        informer = self.mgr.local.cache.informer_of(LOCATIONS)
-        if not informer.has_synced:
-            raise ClusterNotReadyError(self.mgr.local.name, "syncing", "its Locations view has not listed yet")
-        raw = tuple(value for _key, value in informer.store.items_raw())
+        raw = tuple(value for _key, value in _listed_locations(self.mgr).store.items_raw())
         if raw != self._raw:
             self._raw, self._decoded = raw, [known_location(orjson.loads(value)) for value in raw]
         return self._decoded

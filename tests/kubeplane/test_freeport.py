@@ -31,3 +31,13 @@ def test_every_draw_taken_falls_back_to_the_kernels_choice(monkeypatch: pytest.M
     monkeypatch.setattr(freeport, "_bindable", lambda port: False)
     port = freeport.free_port()
     assert 0 < port <= 65535
+
+
+def test_a_kernel_range_spanning_both_ends_falls_back_to_the_kernels_choice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "range").write_text("1024 65535\n")  # nothing below or above it to draw from
+    monkeypatch.setattr(freeport, "LOCAL_PORT_RANGE", tmp_path / "range")
+    port = freeport.free_port()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", port))
