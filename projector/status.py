@@ -17,8 +17,8 @@ test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_wr
 Suspended (tests/e2e/test_suspension.py); no needless wake-up (test_the_own_status_write_coming_back_costs_no_reconcile,
 test_a_copy_version_already_read_wakes_nothing, test_finalizers_alone_wake_nothing_a_cell_change_does,
 test_a_wd_being_deleted_is_forgotten_once_its_copies_wake_nothing); SourceNotFound
-(test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py).
-Takes its turn behind the federator's backlog (DESIGN §4 "Spec before status", tests/federation/test_wiring.py)."""
+(test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py); its turn
+behind the federator's backlog (DESIGN §4 "Spec before status", tests/federation/test_wiring.py)."""
 
 from __future__ import annotations
 
