@@ -13,9 +13,8 @@ test_a_roll_holds_observed_generation_back, tests/federation/test_version_skew.p
 the cells observed a spec, else AwaitingPropagation after a delay
 (test_a_wd_whose_cells_observe_it_costs_the_ideal_writes, test_copies_written_late_cost_one_status_write,
 test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_write_is_cached_writes_nothing_more);
-Suspended (tests/e2e/test_suspension.py); no needless wake-up
-(test_the_own_status_write_coming_back_costs_no_reconcile, test_a_copy_version_already_read_wakes_nothing,
-test_finalizers_alone_wake_nothing_a_cell_change_does,
+Suspended (tests/e2e/test_suspension.py); no needless wake-up (test_the_own_status_write_coming_back_costs_no_reconcile,
+test_a_copy_version_already_read_wakes_nothing, test_finalizers_alone_wake_nothing_a_cell_change_does,
 test_a_wd_being_deleted_is_forgotten_once_its_copies_wake_nothing); SourceNotFound
 (test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py); its turn
 behind the federator's backlog (DESIGN §4 "Spec before status", tests/federation/test_wiring.py)."""
