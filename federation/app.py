@@ -62,6 +62,12 @@ def management_controllers() -> list[tuple[str, ManagementRegistrar]]:
     ]
 
 
+# the controllers that report on what another writes take their turn behind it while it has
+# a backlog (`Controller.yields_to`, DESIGN §4): the user's intent reaches the cells first,
+# and a status is computed once from the copies written, not once per copy as it lands
+YIELDS_TO = (("status-projector", "federator"),)
+
+
 # with --sharding, the controllers each shard runs for the project WDs (Workloads, project
 # namespaces) it owns (the others run on the elected replica, as without sharding)
 SHARDED_CONTROLLERS = ("federator", "status-projector", "instance-projector", "workload-controller", "companions")
@@ -285,6 +291,10 @@ def register_controllers(manager: Manager, settings: ManagerSettings) -> list[st
         wire()
         if len(manager.controllers) > before:
             names.append(name)
+    by_name = {c.name: c for c in manager.controllers}
+    for lower, higher in YIELDS_TO:
+        if lower in by_name and higher in by_name:
+            by_name[lower].yields_to(by_name[higher])
     sharding = sharding_options(settings) if settings.enable_management_controllers else None
     if sharding is not None:
         names += shard_management_controllers(manager, sharding)

@@ -144,6 +144,7 @@ class Controller:
         self._started = False
         self._stopped = anyio.Event()
         self.in_flight = 0
+        self.yielding_to: Controller | None = None
 
     def __repr__(self) -> str:
         return f"Controller({self.name!r})"
@@ -245,6 +246,15 @@ class Controller:
         """Reconcile what `map_func` maps cluster lifecycle events to (engaged, ready,
         unreachable, disengaged), e.g. every object a newly ready cell must receive."""
         self.cluster_watches.append(ClusterWatch(map_func, clusters, frozenset(types)))
+        return self
+
+    def yields_to(self, other: Controller) -> Controller:
+        """Take the next request only once `other` has taken what was queued in it then:
+        `other`'s work goes first while it has a backlog (its writes are what this one
+        reports on), and events for one key meanwhile coalesce into one reconcile."""
+        if other is self:
+            raise ValueError(f"controller {self.name} cannot yield to itself")
+        self.yielding_to = other
         return self
 
     def shard(self, gate: ShardGate, owner: Owner) -> Controller:
@@ -445,7 +455,7 @@ class Controller:
         queue = self.queue
         while True:
             try:
-                request = await queue.get()
+                request = await queue.get(behind=self.yielding_to.queue if self.yielding_to else None)
             except QueueShutDown:
                 return
             try:

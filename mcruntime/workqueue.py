@@ -11,7 +11,12 @@
   in-flight items are done.
 
 Delays are served without a timer task: `get` sleeps until the earliest delayed item is
-due or something changes, so there is nothing to leak when the queue is dropped."""
+due or something changes, so there is nothing to leak when the queue is dropped.
+
+A queue may also wait its turn `behind` another (a priority between controllers, which
+client-go leaves to the caller): it hands out nothing until the other has handed out what
+was ready in it when the wait began. Counted in items, not time, so a lower queue is
+delayed by at most one backlog of the higher one, never starved by a stream of new work."""
 
 from __future__ import annotations
 
@@ -20,7 +25,7 @@ import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import anyio
 
@@ -62,6 +67,11 @@ class WorkQueue(Generic[T]):
         self._getters: deque[anyio.Event] = deque()
         self._shutting_down = False
         self._drained = anyio.Event()
+        # how many items `get` has handed out, and the queues waiting behind this one: (the
+        # count at which a waiter's turn comes, tie-breaker, its Event), earliest first
+        self._handed_out = 0
+        self._turns: list[tuple[int, int, anyio.Event]] = []
+        self._behind: set[anyio.Event] = set()  # this queue's own waits, woken by its shutdown
 
     # ------------------------------------------------------------------ state
     def __len__(self) -> int:
@@ -149,12 +159,21 @@ class WorkQueue(Generic[T]):
         return waiting[0][0] - self._clock() if waiting else None
 
     # ------------------------------------------------------------------ taking
-    async def get(self) -> T:
-        """The next item, marked as being processed; the caller must call `done(item)`."""
+    async def get(self, *, behind: WorkQueue[Any] | None = None) -> T:
+        """The next item, marked as being processed; the caller must call `done(item)`.
+        `behind`: once an item is ready here, wait the turn behind that queue first (once)."""
         while True:
             self._promote()
+            if self._queue and behind is not None:
+                await self.behind(behind)
+                behind = None
+                continue
             if self._queue:
                 item = self._queue.popleft()
+                self._handed_out += 1
+                turns = self._turns
+                while turns and turns[0][0] <= self._handed_out:
+                    heapq.heappop(turns)[2].set()
                 self._dirty.discard(item)
                 self._processing.add(item)
                 now = self._clock()
@@ -184,6 +203,23 @@ class WorkQueue(Generic[T]):
             elif not returned:
                 self._notify()
 
+    async def behind(self, other: WorkQueue[Any]) -> None:
+        """Until `other` has handed out every item ready in it now (at once when none is),
+        or either queue shuts down."""
+        turn = other._handed_out + len(other)
+        if turn <= other._handed_out or self._shutting_down or other._shutting_down:
+            return
+        event = anyio.Event()
+        heapq.heappush(other._turns, (turn, next(self._seq), event))
+        self._behind.add(event)
+        try:
+            await event.wait()
+        finally:
+            self._behind.discard(event)
+            if not event.is_set():  # cancelled while waiting: no longer a turn to give
+                other._turns = [t for t in other._turns if t[2] is not event]
+                heapq.heapify(other._turns)
+
     def done(self, item: T) -> None:
         if item not in self._processing:
             return
@@ -206,6 +242,12 @@ class WorkQueue(Generic[T]):
         if not self._processing:
             self._drained.set()
         self._notify_all()
+        # whoever waits behind this queue, and this queue's own waits behind another
+        for *_, event in self._turns:
+            event.set()
+        self._turns.clear()
+        for event in self._behind:
+            event.set()
 
     async def shutdown_with_drain(self, within: float | None = None) -> bool:
         """Shut down and wait until no item is being processed; False if `within` ran out."""

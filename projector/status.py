@@ -1,11 +1,10 @@
 """Status projector (management mode): the project WorkloadDeployment's `status`,
 aggregated from its copies in the cells `plan()` names, with honest freshness.
 
-Request key: (project cluster, project namespace, project WD name).
-Reads (caches): the project WD, its namespace, which ConfigMaps/Secrets exist there (names only); Locations; the
-copies and downstream namespaces in the cells; each cell's state.
-Writes, and alone writes: the project WD's `status` (status subresource, field manager `projector`), only when the
-aggregate differs from what is cached. Never writes: the project WD's metadata or spec, anything in a cell.
+Request key: (project cluster, project namespace, project WD name). Reads (caches): the project WD, its namespace, which
+ConfigMaps/Secrets exist there (names only); Locations; the copies and downstream namespaces in the cells; each cell's
+state. Writes, and alone writes: the project WD's `status` (status subresource, field manager `projector`), only when
+the aggregate differs from what is cached. Never writes: the project WD's metadata or spec, anything in a cell.
 
 DESIGN §3 Projector, pinned by tests/projector/test_projector.py: counters summed, observedGeneration only when every
 target cell observed the spec, worst reason wins naming the cell (test_instances_and_status_reach_the_project,
@@ -17,7 +16,8 @@ test_a_slow_cell_shows_awaiting_propagation, test_a_copy_event_before_the_own_wr
 Suspended (tests/e2e/test_suspension.py); no needless wake-up (test_the_own_status_write_coming_back_costs_no_reconcile,
 test_a_copy_version_already_read_wakes_nothing, test_finalizers_alone_wake_nothing_a_cell_change_does,
 test_a_wd_being_deleted_is_forgotten_once_its_copies_wake_nothing); SourceNotFound
-(test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py)."""
+(test_a_missing_source_is_named_on_the_project_wd); idle: no writes (tests/federation/test_steady_state.py); its turn
+behind the federator's backlog (DESIGN §4 "Spec before status", tests/federation/test_wiring.py)."""
 
 from __future__ import annotations
 

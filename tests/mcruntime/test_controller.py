@@ -386,3 +386,38 @@ async def test_a_sharded_controller_reconciles_only_what_its_shard_owns_and_only
 
     await run_controller(controller, body)
     assert seen == [Request("p", "ns", "mine")]  # "theirs" was dropped: another shard's
+
+
+async def test_a_controller_that_yields_reconciles_after_the_others_backlog_once_per_key() -> None:
+    release = anyio.Event()
+    order: list[str] = []
+
+    async def spec(req: Request) -> Result:
+        order.append(req.name)
+        await release.wait()
+        return Result()
+
+    async def status(req: Request) -> Result:
+        order.append(req.name)
+        return Result()
+
+    writer = Controller("writer", spec)
+    reporter = Controller("reporter", status, workers=4).yields_to(writer)
+    with pytest.raises(ValueError, match="itself"):
+        writer.yields_to(writer)
+    async with anyio.create_task_group() as tg:
+        await tg.start(writer.run)
+        await tg.start(reporter.run)
+        for name in ("copy-1", "copy-2"):
+            writer.enqueue(Request("c", "ns", name))
+        await eventually(lambda: order == ["copy-1"], what="the writer's first reconcile")
+        for _ in range(3):  # three events for one key while the writer has a backlog
+            reporter.enqueue(Request("c", "ns", "wd"))
+        await anyio.wait_all_tasks_blocked()
+        assert order == ["copy-1"], "the reporter went before the writer's backlog"
+        release.set()
+        await eventually(lambda: "wd" in order, what="the reporter's turn")
+        assert await reporter.wait_idle(within=2)
+        assert order == ["copy-1", "copy-2", "wd"], "one reconcile for the three events, after copy-2"
+        await reporter.shutdown(grace=1)
+        await writer.shutdown(grace=1)

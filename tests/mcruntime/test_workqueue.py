@@ -244,3 +244,83 @@ async def test_an_add_wakes_one_waiting_worker_not_every_idle_one(monkeypatch: p
         assert got == ["a", "b"], "the wake-up was passed on"
         q.shutdown()
     assert ended == ["shut down"] * 8
+
+
+async def test_a_queue_behind_another_waits_for_what_was_ready_there_not_for_what_came_later() -> None:
+    high, low = fast_queue(), fast_queue()
+    for key in ("a", "b"):
+        high.add(key)
+    turn = anyio.Event()
+
+    async def wait_turn() -> None:
+        await low.behind(high)
+        turn.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait_turn)
+        await anyio.wait_all_tasks_blocked()
+        high.add("c")  # came after the wait began: the low queue does not wait for it too
+        assert await high.get() == "a"
+        await anyio.wait_all_tasks_blocked()
+        assert not turn.is_set(), "one of the two items ready when the wait began is still queued"
+        assert await high.get() == "b"
+        await anyio.wait_all_tasks_blocked()
+        assert turn.is_set(), "both were handed out: the low queue's turn, though c waits"
+    assert len(high) == 1
+
+
+async def test_behind_an_empty_queue_there_is_no_wait() -> None:
+    high, low = fast_queue(), fast_queue()
+    high.add("delayed-only")
+    item = await high.get()  # being processed, not ready: nothing to wait for
+    with anyio.fail_after(1):
+        await low.behind(high)
+    high.done(item)
+
+
+@pytest.mark.parametrize("who", ["the waiting queue", "the queue waited on"])
+async def test_a_shutdown_on_either_side_ends_the_wait(who: str) -> None:
+    high, low = fast_queue(), fast_queue()
+    high.add("a")
+    ended = anyio.Event()
+
+    async def wait_turn() -> None:
+        await low.behind(high)
+        ended.set()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(wait_turn)
+        await anyio.wait_all_tasks_blocked()
+        assert not ended.is_set()
+        (low if who == "the waiting queue" else high).shutdown()
+        with anyio.fail_after(1):
+            await ended.wait()
+
+
+async def test_a_cancelled_wait_leaves_no_turn_behind() -> None:
+    high, low = fast_queue(), fast_queue()
+    high.add("a")
+    with anyio.move_on_after(0.01):
+        await low.behind(high)
+    assert high._turns == [], "a turn left for a waiter that is gone would be set for nobody"
+    assert low._behind == set()
+
+
+async def test_a_getter_behind_another_queue_waits_its_turn_once_an_item_is_ready() -> None:
+    high, low = fast_queue(), fast_queue()
+    got: list[str] = []
+
+    async def getter() -> None:
+        got.append(await low.get(behind=high))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(getter)
+        await anyio.wait_all_tasks_blocked()  # idle, nothing ready anywhere
+        high.add("spec")
+        low.add("status")
+        await anyio.wait_all_tasks_blocked()
+        assert got == [], "an item became ready here while the other queue had a backlog"
+        assert await high.get() == "spec"
+        high.add("more-spec")  # after the turn was taken: not waited for
+        await anyio.wait_all_tasks_blocked()
+        assert got == ["status"]
