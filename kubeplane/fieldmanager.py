@@ -546,7 +546,9 @@ class FieldManager:
     ) -> Obj:
         """Merge an applied configuration into `live` and return the new object. `stored`: the
         stored object `live` is an unchanged, private copy of, when it is one: its members and
-        field sets are known, and `live` is merged into rather than copied first."""
+        field sets are known, and `live` is merged into rather than copied first (the result takes
+        its values, and may change them: the caller uses `live` no more). Without `stored`, `live`
+        is left as it was and the result shares nothing with it."""
         if config.get("metadata", {}).get("managedFields") is not None:
             raise bad_request("metadata.managedFields must be nil")
         source = stored if stored is not None else live  # (the stored object holds encoded trees)
@@ -556,22 +558,28 @@ class FieldManager:
         applied_members = self._members(config, subresource)
         applied = set(applied_members)
 
-        base = (live if stored is not None else json_copy(live)) if live is not None else {}
+        # `live` private (stored given): the result takes its values as they are, else copies
+        own = stored is not None
+        base = (live if own else json_copy(live)) if live is not None else {}
         merged = _merge(base, config, self.schema)
-        if live is not None:
+        if live is not None and subresource == "status":
+            # a status apply changes the status alone: everything else is live's
+            status = merged.get("status")
+            merged = dict(live) if own else json_copy(live)
+            if status is not None:
+                merged["status"] = status
+        elif live is not None:
             merged["metadata"] = dict(merged["metadata"])
             for field_name in IGNORED_META:
+                if field_name == "managedFields":
+                    continue  # (written below, from the field sets)
                 if field_name in live["metadata"]:
-                    merged["metadata"][field_name] = json_copy(live["metadata"][field_name])
+                    value = live["metadata"][field_name]
+                    merged["metadata"][field_name] = value if own else json_copy(value)
                 else:
                     merged["metadata"].pop(field_name, None)
-            if subresource != "status" and self.has_status:
-                _reset_status(merged, live)
-            elif subresource == "status":
-                status = merged.get("status")
-                merged = json_copy(live)
-                if status is not None:
-                    merged["status"] = status
+            if self.has_status:
+                _reset_status(merged, live, own)
 
         # conflicts come from what merging the configuration changes; removing what this manager
         # stopped applying (below) never conflicts (structured-merge-diff prunes after its update)
@@ -644,9 +652,10 @@ class FieldManager:
                 _remove_path(merged, ancestor)
 
 
-def _reset_status(merged: Obj, live: Obj) -> None:
+def _reset_status(merged: Obj, live: Obj, own: bool) -> None:
+    """An apply to the main resource leaves the status as it was (`own`: live's value is private)."""
     if "status" in live:
-        merged["status"] = json_copy(live["status"])
+        merged["status"] = live["status"] if own else json_copy(live["status"])
     else:
         merged.pop("status", None)
 
