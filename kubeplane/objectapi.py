@@ -332,7 +332,15 @@ class ObjectAPI:
         patched = self._decode_object(rt, patched)
         self._check_identity(rt, ns, name, patched, patch=True)
         self._check_preconditions(rt, old, patched["metadata"])
-        return self._write(rt, old, self._to_storage(rt, patched, opts), opts, subresource=subresource)
+        # a merge patch of the status alone leaves the rest of `current` (a private copy) as it was
+        status_only = (
+            subresource == "status"
+            and content_type == MERGE_PATCH
+            and body.keys() <= {"status"}
+            and _stored_as_served(rt, old)
+        )
+        stored = self._to_storage(rt, patched, opts)
+        return self._write(rt, old, stored, opts, subresource=subresource, status_only=status_only)
 
     def _apply(
         self,
@@ -390,7 +398,10 @@ class ObjectAPI:
             stored=old.obj if rt.to_served is None else None,  # live is a plain copy of it
         )
         stored = self._to_storage(rt, merged, opts)
-        return self._write(rt, old, stored, opts, subresource=subresource, managed_done=True)
+        # a status apply changes only the status of `live`, a private copy of the stored object
+        # when nothing converts it (fm.apply)
+        status_only = subresource == "status" and _stored_as_served(rt, old)
+        return self._write(rt, old, stored, opts, subresource=subresource, managed_done=True, status_only=status_only)
 
     # ------------------------------------------------------------- the write path
     def _write(
@@ -402,12 +413,18 @@ class ObjectAPI:
         *,
         subresource: str = "",
         managed_done: bool = False,
+        status_only: bool = False,
     ) -> Entry:
+        """Store `new` over `old_entry` (`new` is the caller's to change). `status_only`, for a
+        status write: `new` is a private copy of the stored object in which only the status and
+        managedFields may differ, so it is stored as it is rather than the stored object copied
+        again (its keys, in order, checked here: the stored bytes are those of the copy)."""
         old = old_entry.obj
         if subresource == "status":
             status = new.get("status")
             managed = new["metadata"].get("managedFields")
-            new = old_entry.copy()
+            if not (status_only and managed is not None and _status_write_of(new, old)):
+                new = old_entry.copy()  # everything but the status and managedFields from the stored object
             if status is None:
                 new.pop("status", None)
             else:
@@ -814,6 +831,27 @@ class _SnapshotView:
         if key in self.overrides:
             return self.overrides[key]
         return self.store.get(*key)
+
+
+def _stored_as_served(rt: ResourceType, entry: Entry) -> bool:
+    """Whether `entry`'s object is served and stored back unchanged through `rt` (no conversion,
+    no apiVersion rewritten either way): a copy of it served is the copy stored."""
+    return rt.serves_as_stored(entry.obj) and rt.is_storage_form
+
+
+def _status_write_of(new: Obj, old: Obj) -> bool:
+    """Whether `new` has the keys (top level and metadata, in order) that copying `old` and
+    setting the status and managedFields gives: a key added goes last, a status removed goes."""
+
+    def keys_after(before: Obj, key: str, present: bool) -> list[str]:
+        keys = [k for k in before if k != key or present]
+        if present and key not in before:
+            keys.append(key)
+        return keys
+
+    return list(new) == keys_after(old, "status", "status" in new) and list(new["metadata"]) == keys_after(
+        old["metadata"], "managedFields", True
+    )
 
 
 def _extra_blocks(rt: ResourceType, obj: Obj) -> bool:

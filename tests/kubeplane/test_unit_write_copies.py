@@ -144,6 +144,32 @@ def expected_status_write(old: Entry, new: Entry, new_status: Obj | None) -> byt
 # ------------------------------------------------------------ status writes copy once
 
 
+def test_a_status_apply_copies_the_stored_object_once(copies: list[Obj]) -> None:
+    plane, rt = plane_with_wds()
+    old = plane.api.create(rt, "default", wd(), opts())
+    copies.clear()
+    new = plane.api.patch(
+        rt, "default", "wd", APPLY_PATCH, status_apply(status=status()), opts("st", force=True), subresource="status"
+    )
+    assert len(copies) == 1
+    assert new.raw == expected_status_write(old, new, status())
+    assert new.obj["metadata"]["generation"] == 1
+
+
+def test_a_status_merge_patch_copies_the_stored_object_once(copies: list[Obj]) -> None:
+    plane, rt = plane_with_wds()
+    old = plane.api.create(rt, "default", wd(), opts())
+    copies.clear()
+    new = plane.api.patch(rt, "default", "wd", MERGE_PATCH, {"status": status()}, opts("cell"), subresource="status")
+    assert len(copies) == 1
+    assert new.raw == expected_status_write(old, new, status())
+    again = plane.api.patch(
+        rt, "default", "wd", MERGE_PATCH, {"status": status(2, 3)}, opts("cell"), subresource="status"
+    )
+    assert len(copies) == 2
+    assert again.raw == expected_status_write(new, again, status(2, 3))
+
+
 @pytest.mark.parametrize(
     ("content_type", "body"),
     [
