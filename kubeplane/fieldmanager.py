@@ -15,6 +15,7 @@ Semantics follow structured-merge-diff as the apiserver uses it:
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -336,7 +337,9 @@ class Encodings:
     LIMIT = 2048  # (a tree and its set: a few KB)
 
     def __init__(self) -> None:
-        self._trees: dict[int, tuple[Obj, frozenset[Path]]] = {}
+        # (an OrderedDict: dropping a plain dict's oldest key scans past every key dropped before,
+        # microseconds per write once full)
+        self._trees: OrderedDict[int, tuple[Obj, frozenset[Path]]] = OrderedDict()
 
     def lookup(self, tree: Any) -> tuple[Obj, frozenset[Path]] | None:
         found = self._trees.get(id(tree))
@@ -345,7 +348,7 @@ class Encodings:
     def add(self, tree: Obj, fields: frozenset[Path]) -> None:
         trees = self._trees
         if len(trees) >= self.LIMIT:
-            del trees[next(iter(trees))]  # the oldest first (as FieldManager._remember)
+            trees.popitem(last=False)  # the oldest first (as FieldManager._remember)
         trees[id(tree)] = (tree, fields)  # (holding the tree keeps its id its own)
 
 
@@ -426,7 +429,7 @@ class FieldManager:
     def __init__(self, schema: Obj | None, *, has_status: bool) -> None:
         self.schema = schema
         self.has_status = has_status
-        self._remembered: dict[tuple[int, bool], tuple[Obj, dict[Path, Any]]] = {}
+        self._remembered: OrderedDict[tuple[int, bool], tuple[Obj, dict[Path, Any]]] = OrderedDict()  # (as Encodings)
         self._encodings = Encodings()
 
     def _members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
@@ -447,7 +450,7 @@ class FieldManager:
         status, a copy's apply), so a bounded memory keeps what is about to be asked for."""
         remembered = self._remembered
         if len(remembered) >= self.REMEMBERED:
-            del remembered[next(iter(remembered))]
+            remembered.popitem(last=False)
         remembered[(id(obj), subresource == "status")] = (obj, found)
 
     def _remember_other_scope(self, new: Obj, old: Obj, subresource: str) -> None:
