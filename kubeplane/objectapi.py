@@ -333,14 +333,14 @@ class ObjectAPI:
         self._check_identity(rt, ns, name, patched, patch=True)
         self._check_preconditions(rt, old, patched["metadata"])
         # a merge patch of the status alone leaves the rest of `current` (a private copy) as it was
-        status_only = (
-            subresource == "status"
-            and content_type == MERGE_PATCH
-            and body.keys() <= {"status"}
-            and _stored_as_served(rt, old)
-        )
+        as_served = content_type == MERGE_PATCH and _stored_as_served(rt, old)
+        status_only = as_served and subresource == "status" and body.keys() <= {"status"}
+        # and one to the main resource that does not name the status leaves current's as it was
+        status_kept = as_served and not subresource and "status" not in body
         stored = self._to_storage(rt, patched, opts)
-        return self._write(rt, old, stored, opts, subresource=subresource, status_only=status_only)
+        return self._write(
+            rt, old, stored, opts, subresource=subresource, status_only=status_only, status_kept=status_kept
+        )
 
     def _apply(
         self,
@@ -399,9 +399,18 @@ class ObjectAPI:
         )
         stored = self._to_storage(rt, merged, opts)
         # a status apply changes only the status of `live`, a private copy of the stored object
-        # when nothing converts it (fm.apply)
-        status_only = subresource == "status" and _stored_as_served(rt, old)
-        return self._write(rt, old, stored, opts, subresource=subresource, managed_done=True, status_only=status_only)
+        # when nothing converts it (fm.apply); any other apply keeps live's status
+        as_served = _stored_as_served(rt, old)
+        return self._write(
+            rt,
+            old,
+            stored,
+            opts,
+            subresource=subresource,
+            managed_done=True,
+            status_only=subresource == "status" and as_served,
+            status_kept=not subresource and as_served,
+        )
 
     # ------------------------------------------------------------- the write path
     def _write(
@@ -414,11 +423,14 @@ class ObjectAPI:
         subresource: str = "",
         managed_done: bool = False,
         status_only: bool = False,
+        status_kept: bool = False,
     ) -> Entry:
         """Store `new` over `old_entry` (`new` is the caller's to change). `status_only`, for a
         status write: `new` is a private copy of the stored object in which only the status and
         managedFields may differ, so it is stored as it is rather than the stored object copied
-        again (its keys, in order, checked here: the stored bytes are those of the copy)."""
+        again (its keys, in order, checked here: the stored bytes are those of the copy).
+        `status_kept`, for a write to the main resource: `new`'s status, when it has one, is a
+        private copy of the stored object's, unchanged, so it is kept rather than copied again."""
         old = old_entry.obj
         if subresource == "status":
             status = new.get("status")
@@ -441,7 +453,8 @@ class ObjectAPI:
             meta.pop("selfLink", None)
             if "status" in rt.subresources and subresource != "scale":
                 if "status" in old:
-                    new["status"] = json_copy(old["status"])
+                    if not (status_kept and "status" in new):
+                        new["status"] = json_copy(old["status"])
                 else:
                     new.pop("status", None)
             if rt.prepare_update is not None:

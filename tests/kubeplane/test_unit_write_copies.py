@@ -5,7 +5,8 @@
   the bytes stored are those the second copy gave (key order included), and a status write
   that also names other fields (or removes the status) still changes the status alone.
 - Server-side apply copies only what it applies: nothing of the live object (its metadata,
-  managedFields, status, or all of it on a status apply) is copied again.
+  managedFields, status, or all of it on a status apply) is copied again; a write to the main
+  resource that leaves the status alone keeps the status it copied rather than copying it back.
 - Every kind of write leaves the object stored before it as it was, and the object it stores
   shares no dict or list with the one before, with the request body or with the response
   (what stored objects, watch-event payloads and response bodies rely on).
@@ -21,7 +22,7 @@ import orjson
 import pytest
 import yaml
 
-from kubeplane import fieldmanager, store
+from kubeplane import fieldmanager, objectapi, store
 from kubeplane.crds import types_for
 from kubeplane.objectapi import APPLY_PATCH, JSON_PATCH, MERGE_PATCH, WriteOptions
 from kubeplane.registry import ResourceType
@@ -219,6 +220,39 @@ def test_a_status_write_over_an_object_stored_in_another_key_order_keeps_that_or
         subresource="status",
     )
     assert applied.raw == expected_status_write(new, applied, status(1, 3))
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body", "copies_status"),
+    [
+        (MERGE_PATCH, {"spec": {"replicas": 3}}, False),
+        (APPLY_PATCH, wd(replicas=3), False),
+        # a body that names the status (or another patch type): the stored status is copied back
+        (MERGE_PATCH, {"spec": {"replicas": 3}, "status": {"replicas": 9}}, True),
+        (JSON_PATCH, [{"op": "replace", "path": "/spec/replicas", "value": 3}], True),
+    ],
+    ids=["merge", "apply", "merge-naming-status", "json-patch"],
+)
+def test_a_main_resource_write_keeps_the_status_it_copied(
+    monkeypatch: pytest.MonkeyPatch, content_type: str, body: Any, copies_status: bool
+) -> None:
+    plane, rt = plane_with_wds()
+    plane.api.create(rt, "default", wd(), opts())
+    old = plane.api.patch(rt, "default", "wd", MERGE_PATCH, {"status": status()}, opts("cell"), subresource="status")
+    copied: list[Any] = []
+    real = objectapi.json_copy
+
+    def counted(value: Any) -> Any:
+        copied.append(value)
+        return real(value)
+
+    monkeypatch.setattr(objectapi, "json_copy", counted)
+    new = plane.api.patch(rt, "default", "wd", content_type, body, opts("fed", force=True))
+    assert any(value is old.obj["status"] for value in copied) is copies_status
+    assert new.obj["spec"]["replicas"] == 3 and new.obj["metadata"]["generation"] == 2
+    assert orjson.dumps(new.obj["status"]) == orjson.dumps(old.obj["status"])
+    assert list(new.obj) == list(old.obj)
+    assert shared(new.obj, old.obj) == []
 
 
 # ------------------------------------------------------------ apply copies what it applies
