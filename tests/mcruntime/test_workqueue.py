@@ -324,3 +324,12 @@ async def test_a_getter_behind_another_queue_waits_its_turn_once_an_item_is_read
         high.add("more-spec")  # after the turn was taken: not waited for
         await anyio.wait_all_tasks_blocked()
         assert got == ["status"]
+
+
+async def test_a_turn_waited_for_too_long_comes_anyway() -> None:
+    high, low = fast_queue(), fast_queue()
+    high.add("stuck")  # the other queue's workers never take it (a server that does not answer)
+    low.add("status")
+    with anyio.fail_after(2):
+        assert await low.get(behind=high, within=0.05) == "status"
+    assert high._turns == [], "the lapsed turn is no longer waited for"
