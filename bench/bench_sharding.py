@@ -4,7 +4,9 @@ of 1 replica into one DFW cell; no cell manager: the copies are the work). Per r
 wall time (first create -> every copy written), CPU-seconds (from every replica ready to
 the copies and labels converged and --settle seconds more: the status writes that follow,
 the same work the write count covers) and peak RSS of each replica, and manager writes
-per WD (the servers' write counters less the benchmark's own creates).
+per WD (the servers' write counters less the benchmark's own creates); and, over the same
+window, each replica's reconciles and API requests (its /metrics) and wake-ups (voluntary
+context switches: event-loop waits that slept), the work set against that CPU.
 Then, with 2 shards converged, the time until every WD is labelled as the 3-shard ring says
 after a third joins (drain, acknowledgement, assignment), and the time until the 2
 survivors own everything after one is SIGKILLed (its Lease must expire, turn uncertain and
@@ -58,6 +60,7 @@ from harness import (
     rss_bytes,
     spawn,
     start_manager,
+    wakeups,
     wd_path,
     workload_deployment,
 )
@@ -139,6 +142,9 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             if n:
                 await until(lambda: _leases(f, names), 60, managers, peaks)
             cpu0 = {m.name: cpu_seconds(m.pid) for m in managers}
+            woke0 = {m.name: wakeups(m.pid) for m in managers}
+            async with aiohttp.ClientSession() as session:
+                work0 = {m.name: await m.work(session) for m in managers}
             writes0 = await federation_writes(f, projects)
             started = time.monotonic()
             await asyncio.gather(*(
@@ -153,15 +159,30 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
             if args.metrics:
                 await save_metrics(args.metrics, label, managers)
             await asyncio.sleep(args.settle)  # statuses and the last label writes
+            if args.metrics:
+                await save_metrics(args.metrics, f"{label} settled", managers)
             # CPU over the same work the writes count: read when the copies were there, it
             # missed the status writes that follow, a share that varied from run to run
             cpu = {m.name: cpu_seconds(m.pid) - cpu0[m.name] for m in managers}
+            woke = {m.name: wakeups(m.pid) - woke0[m.name] for m in managers}
+            async with aiohttp.ClientSession() as session:
+                work = {m.name: await m.work(session) for m in managers}
             writes = await federation_writes(f, projects) - writes0 - total
             sharder = await _sharder(f) if n else ""
             rep.add(f"{label}: fan-out wall time ({total} WDs)", wall, "s")
             rep.add(f"{label}: CPU-seconds, busiest replica", max(cpu.values()), "CPU-s", "",
                     _each(cpu, "{:.2f}") + sharder)  # fmt: skip
             rep.add(f"{label}: CPU-seconds, all replicas", sum(cpu.values()), "CPU-s")
+            # the work itself, to set against the CPU: a shard's reconciles and requests
+            # scale with its share; its wake-ups (event-loop waits that slept) do not
+            reconciles = {k: work[k][0] - work0[k][0] for k in work}
+            requests = {k: work[k][1] - work0[k][1] for k in work}
+            rep.add(f"{label}: reconciles, all replicas", sum(reconciles.values()), "reconciles", "",
+                    _each(reconciles, "{:.0f}"))  # fmt: skip
+            rep.add(f"{label}: API requests, all replicas", sum(requests.values()), "requests", "",
+                    _each(requests, "{:.0f}"))  # fmt: skip
+            rep.add(f"{label}: wake-ups (loop sleeps), all replicas", sum(woke.values()), "wake-ups",
+                    "", _each({k: float(v) for k, v in woke.items()}, "{:.0f}"))  # fmt: skip
             rep.add(f"{label}: peak RSS, largest replica", max(peaks.values(), default=0) / 2**20, "MiB", "",
                     _each({k: v / 2**20 for k, v in peaks.items()}, "{:.0f}") + sharder)  # fmt: skip
             rep.add(f"{label}: manager writes per WD (projects and cell)", writes / total, "writes/WD", "",
@@ -339,8 +360,9 @@ async def _synced(m: Manager, session: aiohttp.ClientSession, clusters: int, wit
 
 
 async def save_metrics(directory: Path, label: str, managers: list[Manager]) -> None:
-    """Each replica's /metrics at convergence (reconciles per controller, requests per verb,
-    watch events per view), to tell where a replica's CPU goes."""
+    """Each replica's /metrics (at convergence, and again once settled: the CPU window's end)
+    (reconciles per controller, requests per verb, watch events per view), to tell where a
+    replica's CPU goes."""
     texts: dict[str, str] = {}
     async with aiohttp.ClientSession() as session:
         for m in managers:

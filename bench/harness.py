@@ -49,6 +49,15 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
+def wakeups(pid: int) -> int:
+    """Times a process has gone to sleep waiting for something (its voluntary context
+    switches, of its main thread: the event loop's): one per wait that found nothing ready."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("voluntary_ctxt_switches:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"/proc/{pid}/status has no voluntary_ctxt_switches")
+
+
 def rss_bytes(pid: int) -> int:
     return int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * PAGE
 
@@ -472,6 +481,11 @@ class Manager:
                 name = line.split('controller="', 1)[1].split('"', 1)[0]
                 found[name] = found.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
         return found
+
+    async def work(self, session: aiohttp.ClientSession) -> tuple[float, float]:
+        """(reconciles of every controller, API requests of every verb) so far."""
+        reconciles = sum((await self.reconciles(session)).values())
+        return reconciles, await self.metric(session, "rest_client_requests_total")
 
     async def write_requests(self, session: aiohttp.ClientSession) -> int:
         """Write requests this manager has sent (its own rest_client_requests_total)."""

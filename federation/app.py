@@ -63,9 +63,11 @@ def management_controllers() -> list[tuple[str, ManagementRegistrar]]:
 
 
 # the controllers that report on what another writes take their turn behind it while it has
-# a backlog (`Controller.yields_to`, DESIGN §4): the user's intent reaches the cells first,
-# and a status is computed once from the copies written, not once per copy as it lands
-YIELDS_TO = (("status-projector", "federator"),)
+# a backlog, for at most so many seconds (`Controller.yields_to`, DESIGN §4): the user's
+# intent reaches the cells first, and a status is computed once from the copies written,
+# not once per copy as it lands; the bound keeps statuses (a dark cell's Unknown among
+# them) going while the federator's workers wait on a cell that does not answer
+YIELDS_TO = (("status-projector", "federator", 1.0),)
 
 
 # with --sharding, the controllers each shard runs for the project WDs (Workloads, project
@@ -292,9 +294,9 @@ def register_controllers(manager: Manager, settings: ManagerSettings) -> list[st
         if len(manager.controllers) > before:
             names.append(name)
     by_name = {c.name: c for c in manager.controllers}
-    for lower, higher in YIELDS_TO:
+    for lower, higher, at_most in YIELDS_TO:
         if lower in by_name and higher in by_name:
-            by_name[lower].yields_to(by_name[higher])
+            by_name[lower].yields_to(by_name[higher], at_most=at_most)
     sharding = sharding_options(settings) if settings.enable_management_controllers else None
     if sharding is not None:
         names += shard_management_controllers(manager, sharding)

@@ -15,6 +15,7 @@ Semantics follow structured-merge-diff as the apiserver uses it:
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -336,7 +337,9 @@ class Encodings:
     LIMIT = 2048  # (a tree and its set: a few KB)
 
     def __init__(self) -> None:
-        self._trees: dict[int, tuple[Obj, frozenset[Path]]] = {}
+        # (an OrderedDict: dropping a plain dict's oldest key scans past every key dropped before,
+        # microseconds per write once full)
+        self._trees: OrderedDict[int, tuple[Obj, frozenset[Path]]] = OrderedDict()
 
     def lookup(self, tree: Any) -> tuple[Obj, frozenset[Path]] | None:
         found = self._trees.get(id(tree))
@@ -345,7 +348,7 @@ class Encodings:
     def add(self, tree: Obj, fields: frozenset[Path]) -> None:
         trees = self._trees
         if len(trees) >= self.LIMIT:
-            del trees[next(iter(trees))]  # the oldest first (as FieldManager._remember)
+            trees.popitem(last=False)  # the oldest first (as FieldManager._remember)
         trees[id(tree)] = (tree, fields)  # (holding the tree keeps its id its own)
 
 
@@ -426,7 +429,7 @@ class FieldManager:
     def __init__(self, schema: Obj | None, *, has_status: bool) -> None:
         self.schema = schema
         self.has_status = has_status
-        self._remembered: dict[tuple[int, bool], tuple[Obj, dict[Path, Any]]] = {}
+        self._remembered: OrderedDict[tuple[int, bool], tuple[Obj, dict[Path, Any]]] = OrderedDict()  # (as Encodings)
         self._encodings = Encodings()
 
     def _members(self, obj: Obj | None, subresource: str) -> dict[Path, Any]:
@@ -447,7 +450,7 @@ class FieldManager:
         status, a copy's apply), so a bounded memory keeps what is about to be asked for."""
         remembered = self._remembered
         if len(remembered) >= self.REMEMBERED:
-            del remembered[next(iter(remembered))]
+            remembered.popitem(last=False)
         remembered[(id(obj), subresource == "status")] = (obj, found)
 
     def _remember_other_scope(self, new: Obj, old: Obj, subresource: str) -> None:
@@ -546,7 +549,9 @@ class FieldManager:
     ) -> Obj:
         """Merge an applied configuration into `live` and return the new object. `stored`: the
         stored object `live` is an unchanged, private copy of, when it is one: its members and
-        field sets are known, and `live` is merged into rather than copied first."""
+        field sets are known, and `live` is merged into rather than copied first (the result takes
+        its values, and may change them: the caller uses `live` no more). Without `stored`, `live`
+        is left as it was and the result shares nothing with it."""
         if config.get("metadata", {}).get("managedFields") is not None:
             raise bad_request("metadata.managedFields must be nil")
         source = stored if stored is not None else live  # (the stored object holds encoded trees)
@@ -556,22 +561,28 @@ class FieldManager:
         applied_members = self._members(config, subresource)
         applied = set(applied_members)
 
-        base = (live if stored is not None else json_copy(live)) if live is not None else {}
+        # `live` private (stored given): the result takes its values as they are, else copies
+        own = stored is not None
+        base = (live if own else json_copy(live)) if live is not None else {}
         merged = _merge(base, config, self.schema)
-        if live is not None:
+        if live is not None and subresource == "status":
+            # a status apply changes the status alone: everything else is live's
+            status = merged.get("status")
+            merged = dict(live) if own else json_copy(live)
+            if status is not None:
+                merged["status"] = status
+        elif live is not None:
             merged["metadata"] = dict(merged["metadata"])
             for field_name in IGNORED_META:
+                if field_name == "managedFields":
+                    continue  # (written below, from the field sets)
                 if field_name in live["metadata"]:
-                    merged["metadata"][field_name] = json_copy(live["metadata"][field_name])
+                    value = live["metadata"][field_name]
+                    merged["metadata"][field_name] = value if own else json_copy(value)
                 else:
                     merged["metadata"].pop(field_name, None)
-            if subresource != "status" and self.has_status:
-                _reset_status(merged, live)
-            elif subresource == "status":
-                status = merged.get("status")
-                merged = json_copy(live)
-                if status is not None:
-                    merged["status"] = status
+            if self.has_status:
+                _reset_status(merged, live, own)
 
         # conflicts come from what merging the configuration changes; removing what this manager
         # stopped applying (below) never conflicts (structured-merge-diff prunes after its update)
@@ -644,9 +655,10 @@ class FieldManager:
                 _remove_path(merged, ancestor)
 
 
-def _reset_status(merged: Obj, live: Obj) -> None:
+def _reset_status(merged: Obj, live: Obj, own: bool) -> None:
+    """An apply to the main resource leaves the status as it was (`own`: live's value is private)."""
     if "status" in live:
-        merged["status"] = json_copy(live["status"])
+        merged["status"] = live["status"] if own else json_copy(live["status"])
     else:
         merged.pop("status", None)
 

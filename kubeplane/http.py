@@ -73,13 +73,27 @@ class Target:
     watch_path: bool
 
 
-@dataclass
+@dataclass(frozen=True)
 class Output:
     kind: str  # "json" | "yaml" | "table" | "metadata"
     table_version: str = "v1"
 
 
 def negotiate(accept: str) -> Output:
+    """The representation an Accept header asks for (406 when none is served). Remembered per
+    short header value: a client sends the same one with every request (a refusal is not)."""
+    return _negotiate_remembered(accept) if len(accept) <= REMEMBERED_HEADER else _negotiate(accept)
+
+
+REMEMBERED_HEADER = 256  # (longer values are parsed each time: the memory holds a few KB at most)
+
+
+@functools.lru_cache(maxsize=64)
+def _negotiate_remembered(accept: str) -> Output:
+    return _negotiate(accept)
+
+
+def _negotiate(accept: str) -> Output:
     if not accept:
         return Output("json")
     fallback: Output | None = None

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import deque
@@ -92,11 +93,10 @@ class Query(Mapping[str, str]):
     __slots__ = ("_items",)
 
     def __init__(self, query_string: str) -> None:
-        items: dict[str, list[str]] = {}
-        if query_string:
-            for key, value in parse_qsl(query_string, keep_blank_values=True):
-                items.setdefault(key, []).append(value)
-        self._items = items
+        # (shared between the requests that send the same short query: nothing here changes it)
+        self._items = (
+            _parsed_remembered(query_string) if len(query_string) <= REMEMBERED_QUERY else _parsed(query_string)
+        )
 
     @overload
     def get(self, name: str, /) -> str | None: ...
@@ -125,6 +125,22 @@ class Query(Mapping[str, str]):
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+REMEMBERED_QUERY = 256  # (a client repeats its short queries: ?fieldManager=...&force=true, watch options)
+
+
+def _parsed(query_string: str) -> dict[str, list[str]]:
+    items: dict[str, list[str]] = {}
+    if query_string:
+        for key, value in parse_qsl(query_string, keep_blank_values=True):
+            items.setdefault(key, []).append(value)
+    return items
+
+
+@functools.lru_cache(maxsize=128)
+def _parsed_remembered(query_string: str) -> dict[str, list[str]]:
+    return _parsed(query_string)
 
 
 class Request:

@@ -20,7 +20,7 @@ from . import errors, typed
 from .cel import evaluate_object
 from .errors import APIError, FieldError
 from .fieldmanager import FieldManager
-from .jsondata import json_copy
+from .jsondata import json_copy, unchanged
 from .meta import generated_suffix, new_uid, now_rfc3339
 from .patches import json_patch, merge_patch, strategic_merge_patch
 from .registry import Obj, Registry, ResourceType
@@ -332,7 +332,15 @@ class ObjectAPI:
         patched = self._decode_object(rt, patched)
         self._check_identity(rt, ns, name, patched, patch=True)
         self._check_preconditions(rt, old, patched["metadata"])
-        return self._write(rt, old, self._to_storage(rt, patched, opts), opts, subresource=subresource)
+        # a merge patch of the status alone leaves the rest of `current` (a private copy) as it was
+        as_served = content_type == MERGE_PATCH and _stored_as_served(rt, old)
+        status_only = as_served and subresource == "status" and body.keys() <= {"status"}
+        # and one to the main resource that does not name the status leaves current's as it was
+        status_kept = as_served and not subresource and "status" not in body
+        stored = self._to_storage(rt, patched, opts)
+        return self._write(
+            rt, old, stored, opts, subresource=subresource, status_only=status_only, status_kept=status_kept
+        )
 
     def _apply(
         self,
@@ -390,7 +398,19 @@ class ObjectAPI:
             stored=old.obj if rt.to_served is None else None,  # live is a plain copy of it
         )
         stored = self._to_storage(rt, merged, opts)
-        return self._write(rt, old, stored, opts, subresource=subresource, managed_done=True)
+        # a status apply changes only the status of `live`, a private copy of the stored object
+        # when nothing converts it (fm.apply); any other apply keeps live's status
+        as_served = _stored_as_served(rt, old)
+        return self._write(
+            rt,
+            old,
+            stored,
+            opts,
+            subresource=subresource,
+            managed_done=True,
+            status_only=subresource == "status" and as_served,
+            status_kept=not subresource and as_served,
+        )
 
     # ------------------------------------------------------------- the write path
     def _write(
@@ -402,12 +422,21 @@ class ObjectAPI:
         *,
         subresource: str = "",
         managed_done: bool = False,
+        status_only: bool = False,
+        status_kept: bool = False,
     ) -> Entry:
+        """Store `new` over `old_entry` (`new` is the caller's to change). `status_only`, for a
+        status write: `new` is a private copy of the stored object in which only the status and
+        managedFields may differ, so it is stored as it is rather than the stored object copied
+        again (its keys, in order, checked here: the stored bytes are those of the copy).
+        `status_kept`, for a write to the main resource: `new`'s status, when it has one, is a
+        private copy of the stored object's, unchanged, so it is kept rather than copied again."""
         old = old_entry.obj
         if subresource == "status":
             status = new.get("status")
             managed = new["metadata"].get("managedFields")
-            new = old_entry.copy()
+            if not (status_only and managed is not None and _status_write_of(new, old)):
+                new = old_entry.copy()  # everything but the status and managedFields from the stored object
             if status is None:
                 new.pop("status", None)
             else:
@@ -424,7 +453,8 @@ class ObjectAPI:
             meta.pop("selfLink", None)
             if "status" in rt.subresources and subresource != "scale":
                 if "status" in old:
-                    new["status"] = json_copy(old["status"])
+                    if not (status_kept and "status" in new):
+                        new["status"] = json_copy(old["status"])
                 else:
                     new.pop("status", None)
             if rt.prepare_update is not None:
@@ -749,13 +779,18 @@ class ObjectAPI:
         # built-in kinds validate metadata with kube-apiserver's rules, CRDs and custom resources
         # with apimachinery's (which only warns about finalizer names that are not qualified)
         kube_rules = not rt.custom and rt.group != "apiextensions.k8s.io"
-        errs: list[FieldError] = validate_object_meta(
-            obj["metadata"],
-            namespaced=rt.namespaced,
-            name_rule=rt.name_rule,
-            is_create=old is None,
-            kube_finalizers=kube_rules,
-        )
+        errs: list[FieldError] = []
+        # an update's metadata errors are a function of the fields validate_object_meta reads, and
+        # an old object that passed this schema here (valid_under) had none
+        passed = old_entry is not None and rt.schema is not None and old_entry.valid_under is rt.schema
+        if not (passed and old is not None and _meta_unchanged(obj["metadata"], old["metadata"])):
+            errs = validate_object_meta(
+                obj["metadata"],
+                namespaced=rt.namespaced,
+                name_rule=rt.name_rule,
+                is_create=old is None,
+                kube_finalizers=kube_rules,
+            )
         if rt.custom and opts is not None:
             opts.warnings.extend(finalizer_warnings(obj["metadata"], old["metadata"] if old else None))
         checked: object | None = None
@@ -814,6 +849,36 @@ class _SnapshotView:
         if key in self.overrides:
             return self.overrides[key]
         return self.store.get(*key)
+
+
+# what validate_object_meta reads
+VALIDATED_META = ("name", "generateName", "namespace", "labels", "annotations", "ownerReferences", "finalizers")
+
+
+def _meta_unchanged(meta: Obj, old_meta: Obj) -> bool:
+    """Whether every metadata field validate_object_meta reads is the old one (the same JSON)."""
+    return all(unchanged(meta.get(key), old_meta.get(key)) for key in VALIDATED_META)
+
+
+def _stored_as_served(rt: ResourceType, entry: Entry) -> bool:
+    """Whether `entry`'s object is served and stored back unchanged through `rt` (no conversion,
+    no apiVersion rewritten either way): a copy of it served is the copy stored."""
+    return rt.serves_as_stored(entry.obj) and rt.is_storage_form
+
+
+def _status_write_of(new: Obj, old: Obj) -> bool:
+    """Whether `new` has the keys (top level and metadata, in order) that copying `old` and
+    setting the status and managedFields gives: a key added goes last, a status removed goes."""
+
+    def keys_after(before: Obj, key: str, present: bool) -> list[str]:
+        keys = [k for k in before if k != key or present]
+        if present and key not in before:
+            keys.append(key)
+        return keys
+
+    return list(new) == keys_after(old, "status", "status" in new) and list(new["metadata"]) == keys_after(
+        old["metadata"], "managedFields", True
+    )
 
 
 def _extra_blocks(rt: ResourceType, obj: Obj) -> bool:

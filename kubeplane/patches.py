@@ -11,6 +11,7 @@ from typing import Any
 import orjson
 
 from .errors import APIError, bad_request
+from .jsondata import json_copy
 from .limits import (
     JSON_PATCH_MAX_COPY_BYTES,
     MANAGED_FIELDS_EXTRA_DEPTH,
@@ -35,8 +36,10 @@ def _unprocessable(message: str) -> APIError:
 
 
 def merge_patch(target: Any, patch: Any) -> Any:
+    """RFC 7386 on JSON data: a new result, sharing what the patch leaves alone with `target`, and
+    nothing with `patch` (its values are copied: json_copy, a third of deepcopy's cost)."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return json_copy(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for key, value in patch.items():
         if value is None:
@@ -108,7 +111,7 @@ def _placed(index: int, path: str, value: Any) -> Any:
         raise PatchError(
             f"the operation at index {index} would nest the object past the max depth of {MAX_DEPTH} at {path}"
         )
-    return copy.deepcopy(value)
+    return json_copy(value)
 
 
 def _value(op: Obj) -> Any:

@@ -144,7 +144,7 @@ class Controller:
         self._started = False
         self._stopped = anyio.Event()
         self.in_flight = 0
-        self.yielding_to: Controller | None = None
+        self.yielding_to: tuple[Controller, float] | None = None  # (to whom, for at most how long)
 
     def __repr__(self) -> str:
         return f"Controller({self.name!r})"
@@ -248,13 +248,17 @@ class Controller:
         self.cluster_watches.append(ClusterWatch(map_func, clusters, frozenset(types)))
         return self
 
-    def yields_to(self, other: Controller) -> Controller:
-        """Take the next request only once `other` has taken what was queued in it then:
-        `other`'s work goes first while it has a backlog (its writes are what this one
-        reports on), and events for one key meanwhile coalesce into one reconcile."""
+    def yields_to(self, other: Controller, *, at_most: float) -> Controller:
+        """Take the next request only once `other` has taken what was queued in it then, or
+        after `at_most` seconds: `other`'s work goes first while it has a backlog (its
+        writes are what this one reports on), and events for one key meanwhile coalesce
+        into one reconcile; the bound keeps this one going while `other`'s workers wait
+        on a server that does not answer."""
         if other is self:
             raise ValueError(f"controller {self.name} cannot yield to itself")
-        self.yielding_to = other
+        if at_most <= 0:
+            raise ValueError(f"controller {self.name}: at_most must be positive")
+        self.yielding_to = (other, at_most)
         return self
 
     def shard(self, gate: ShardGate, owner: Owner) -> Controller:
@@ -455,7 +459,10 @@ class Controller:
         queue = self.queue
         while True:
             try:
-                request = await queue.get(behind=self.yielding_to.queue if self.yielding_to else None)
+                if self.yielding_to is None:
+                    request = await queue.get()
+                else:
+                    request = await queue.get(behind=self.yielding_to[0].queue, within=self.yielding_to[1])
             except QueueShutDown:
                 return
             try:

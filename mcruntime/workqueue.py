@@ -15,8 +15,9 @@ due or something changes, so there is nothing to leak when the queue is dropped.
 
 A queue may also wait its turn `behind` another (a priority between controllers, which
 client-go leaves to the caller): it hands out nothing until the other has handed out what
-was ready in it when the wait began. Counted in items, not time, so a lower queue is
-delayed by at most one backlog of the higher one, never starved by a stream of new work."""
+was ready in it when the wait began, or `within` seconds have passed. Counted in items, so
+a stream of new work in the other never starves this one; bounded in time, so neither do
+the other's workers stuck on a server that does not answer."""
 
 from __future__ import annotations
 
@@ -167,13 +168,14 @@ class WorkQueue(Generic[T]):
         return waiting[0][0] - self._clock() if waiting else None
 
     # ------------------------------------------------------------------ taking
-    async def get(self, *, behind: WorkQueue[Any] | None = None) -> T:
+    async def get(self, *, behind: WorkQueue[Any] | None = None, within: float | None = None) -> T:
         """The next item, marked as being processed; the caller must call `done(item)`.
-        `behind`: once an item is ready here, wait the turn behind that queue first (once)."""
+        `behind`: once an item is ready here, wait the turn behind that queue first (once,
+        for at most `within` seconds)."""
         while True:
             self._promote()
             if self._queue and behind is not None:
-                await self.behind(behind)
+                await self.behind(behind, within)
                 behind = None
                 continue
             if self._queue:
@@ -221,9 +223,9 @@ class WorkQueue(Generic[T]):
         if not woken and getter in self._getters:
             self._getters.remove(getter)  # its time ran out: no longer waiting
 
-    async def behind(self, other: WorkQueue[Any]) -> None:
+    async def behind(self, other: WorkQueue[Any], within: float | None = None) -> None:
         """Until `other` has handed out every item ready in it now (at once when none is),
-        or either queue shuts down."""
+        `within` seconds have passed, or either queue shuts down."""
         turn = other._handed_out + len(other)
         if turn <= other._handed_out or self._shutting_down or other._shutting_down:
             return
@@ -231,10 +233,11 @@ class WorkQueue(Generic[T]):
         heapq.heappush(other._turns, (turn, next(self._seq), event))
         self._behind.add(event)
         try:
-            await event.wait()
+            with anyio.move_on_after(within):
+                await event.wait()
         finally:
             self._behind.discard(event)
-            if not event.is_set():  # cancelled while waiting: no longer a turn to give
+            if not event.is_set():  # out of time or cancelled: no longer a turn to give
                 other._turns = [t for t in other._turns if t[2] is not event]
                 heapq.heapify(other._turns)
 

@@ -14,5 +14,5 @@ def test_the_status_projector_yields_to_the_federator_and_nothing_else_yields(tm
     manager = Manager(name="test")
     settings = cell_settings(tmp_path / "kubeconfig", enable_cell_controllers=False, enable_management_controllers=True)
     register_controllers(manager, settings)
-    yields = {c.name: c.yielding_to.name for c in manager.controllers if c.yielding_to is not None}
-    assert yields == {"status-projector": "federator"}
+    yields = {c.name: (c.yielding_to[0].name, c.yielding_to[1]) for c in manager.controllers if c.yielding_to}
+    assert yields == {"status-projector": ("federator", 1.0)}

@@ -15,7 +15,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from kubeplane import EmbeddedAPIServer
+from kubeplane import EmbeddedAPIServer, http11
 from kubeplane.http11 import MAX_HEADER_BYTES, Query
 from kubeplane.testing import Kubectl, kubectl_path
 
@@ -216,6 +216,28 @@ def test_query_strings_decode_as_go_does(query: str, expected: dict[str, list[st
     for name, values in expected.items():
         assert q.get(name) == values[0] and name in q
     assert q.get("absent") is None and q.getall("absent", []) == [] and "absent" not in q
+
+
+def test_a_repeated_short_query_is_parsed_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client repeats its queries (?fieldManager=...&force=true): the parse is remembered and
+    shared, and what a Query answers stays its own (getall returns a new list)."""
+    parses: list[str] = []
+    real = http11.parse_qsl
+
+    def counted(query: str, **kwargs: bool) -> list[tuple[str, str]]:
+        parses.append(query)
+        return real(query, **kwargs)
+
+    monkeypatch.setattr(http11, "parse_qsl", counted)
+    http11._parsed_remembered.cache_clear()
+    query = "fieldManager=repeated-manager&force=true&dryRun=All&dryRun=x"
+    first, second = Query(query), Query(query)
+    assert parses == [query]
+    first.getall("dryRun").append("changed")
+    assert second.getall("dryRun") == ["All", "x"] and second.get("force") == "true"
+    long = "labelSelector=" + "a" * http11.REMEMBERED_QUERY  # (not remembered: parsed each time)
+    assert Query(long).get("labelSelector") == Query(long).get("labelSelector")
+    assert parses == [query, long, long]
 
 
 @pytest.mark.kubectl

@@ -4,9 +4,13 @@ names, schema violations, invalid options), never a 500 or a hang."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
-from kubeplane import EmbeddedAPIServer
+import pytest
+
+from kubeplane import EmbeddedAPIServer, http
+from kubeplane.errors import APIError
 
 from .conftest import HTTP, Obj, configmap, expect_status, widget
 
@@ -227,3 +231,29 @@ async def test_server_survives_a_burst_of_bad_requests(http: HTTP, apiserver: Em
     status, body, _ = await http.get("/healthz")
     assert status == 200 and body == "ok"
     assert apiserver.url.startswith("http://")
+
+
+def test_a_repeated_accept_header_is_negotiated_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every request of a client carries the same Accept header: its answer is remembered (and
+    cannot be changed by whoever gets it), a refusal (406) is not; a long header is parsed each time."""
+    calls: list[str] = []
+    real = http._negotiate
+
+    def counted(accept: str) -> http.Output:
+        calls.append(accept)
+        return real(accept)
+
+    monkeypatch.setattr(http, "_negotiate", counted)
+    http._negotiate_remembered.cache_clear()
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+    assert http.negotiate(table) == http.Output("table", "v1") == http.negotiate(table)
+    assert calls == [table]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        http.negotiate(table).kind = "json"  # type: ignore[misc]
+    for _ in range(2):
+        with pytest.raises(APIError) as refused:
+            http.negotiate("image/png")
+        assert refused.value.code == 406
+    long = "application/json;" + "x=y;" * http.REMEMBERED_HEADER
+    assert http.negotiate(long) == http.negotiate(long) == http.Output("json")
+    assert calls == [table, *["image/png"] * 2, long, long]

@@ -10,7 +10,7 @@ import pytest
 
 from kubeplane.builtin_schemas import SCHEMAS
 from kubeplane.errors import APIError
-from kubeplane.fieldmanager import FieldManager, from_fields_v1, members, path_string, to_fields_v1
+from kubeplane.fieldmanager import Encodings, FieldManager, from_fields_v1, members, path_string, to_fields_v1
 
 NOW = "2024-01-01T00:00:00Z"
 CM = SCHEMAS["ConfigMap"]
@@ -164,3 +164,24 @@ def test_apply_rejects_managed_fields_in_the_request() -> None:
     with pytest.raises(APIError) as info:
         apply(fm, None, cm({"a": "1"}, managedFields=[]), "alice")
     assert info.value.code == 400
+
+
+def test_the_remembered_members_and_encodings_drop_the_oldest_first() -> None:
+    """Both memories are bounded and drop the entry remembered first (what a write asks for next
+    is what was written last); a dropped one is walked or decoded again, never answered wrong."""
+    fm = FieldManager(CM, has_status=False)
+    fm.REMEMBERED = 3
+    objs = [cm({"k": str(i)}, name=f"c{i}") for i in range(4)]
+    for obj in objs:
+        fm._stored_members(obj, "")
+    assert [key[0] for key in fm._remembered] == [id(o) for o in objs[1:]]
+    assert fm._stored_members(objs[0], "") == members(objs[0], CM)  # walked again
+
+    known = Encodings()
+    known.LIMIT = 2
+    trees: list[dict[str, Any]] = [{"f:data": {f"f:k{i}": {}}} for i in range(3)]
+    for tree in trees:
+        known.add(tree, frozenset(from_fields_v1(tree)))
+    assert known.lookup(trees[0]) is None
+    found = known.lookup(trees[2])
+    assert found is not None and found[1] == {("f:data", "f:k2")}

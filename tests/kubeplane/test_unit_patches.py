@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from kubeplane import patches
 from kubeplane.builtin_schemas import SCHEMAS
 from kubeplane.errors import APIError
 from kubeplane.patches import json_patch, merge_patch, strategic_merge_patch
@@ -29,6 +30,26 @@ def test_merge_patch_rfc7386() -> None:
     original = {"a": {"b": 1}}
     merge_patch(original, {"a": {"b": 2}})
     assert original == {"a": {"b": 1}}
+
+
+def test_patches_copy_their_values_without_deepcopy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A merge patch's and a JSON patch's values are copied into the result (the result shares no
+    dict or list with the patch), by json_copy rather than copy.deepcopy's memo and dispatch."""
+
+    def refused(value: Any, memo: Any = None) -> Any:
+        raise AssertionError("copy.deepcopy called")
+
+    monkeypatch.setattr(patches.copy, "deepcopy", refused)
+    conditions = [{"type": "Ready", "status": "True"}]
+    patch = {"status": {"conditions": conditions, "replicas": 2}}
+    merged = merge_patch({"spec": {"a": 1}, "status": {"replicas": 1}}, patch)
+    assert merged == {"spec": {"a": 1}, "status": {"conditions": conditions, "replicas": 2}}
+    merged["status"]["conditions"][0]["status"] = "False"
+    assert conditions == [{"type": "Ready", "status": "True"}]
+    ops = [{"op": "add", "path": "/status/conditions", "value": conditions}]
+    patched = json_patch({"status": {}}, ops)
+    patched["status"]["conditions"].append({"type": "Other"})
+    assert conditions == [{"type": "Ready", "status": "True"}]
 
 
 def test_json_patch_operations() -> None:

@@ -25,7 +25,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kubeplane import fieldmanager, schema
+from kubeplane import fieldmanager, objectapi, schema
 from kubeplane.cel import regex, validator
 from kubeplane.cel.re2 import compile_pattern, search
 from kubeplane.crds import types_for
@@ -195,6 +195,34 @@ def test_a_status_write_checks_the_status_only(monkeypatch: pytest.MonkeyPatch) 
     plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 3}}, opts())
     assert checked == []  # an integer changed: no string of the object was checked again
     assert pruned == ["", "spec", "spec.replicas"]
+
+
+def test_unchanged_metadata_is_not_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An update whose name, namespace, labels, annotations, owners and finalizers are the old
+    object's (which passed this schema here) skips the ObjectMeta rules; a change to any of them,
+    or an old object not checked under this schema, runs them, with the same answers."""
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    calls: list[Obj] = []
+    real = objectapi.validate_object_meta
+
+    def spy(meta: Obj, **kw: Any) -> list[Any]:
+        calls.append(meta)
+        return real(meta, **kw)
+
+    monkeypatch.setattr(objectapi, "validate_object_meta", spy)
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 1}}, opts("cell"), subresource="status")
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 3}}, opts())
+    assert calls == []
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"metadata": {"labels": {"team": "blue"}}}, opts())
+    assert len(calls) == 1
+    with pytest.raises(APIError) as refused:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"metadata": {"labels": {"team": "-bad-"}}}, opts())
+    assert [field for field, _ in causes(refused.value)] == ["metadata.labels"]
+    assert len(calls) == 2
+    plane.api.store_for(rt).get("default", "g").valid_under = None  # type: ignore[union-attr]
+    plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 4}}, opts())
+    assert len(calls) == 3
 
 
 def test_a_changed_invalid_field_is_refused_with_its_causes() -> None:

@@ -402,9 +402,11 @@ async def test_a_controller_that_yields_reconciles_after_the_others_backlog_once
         return Result()
 
     writer = Controller("writer", spec)
-    reporter = Controller("reporter", status, workers=4).yields_to(writer)
+    reporter = Controller("reporter", status, workers=4).yields_to(writer, at_most=30)
     with pytest.raises(ValueError, match="itself"):
-        writer.yields_to(writer)
+        writer.yields_to(writer, at_most=1)
+    with pytest.raises(ValueError, match="at_most"):
+        reporter.yields_to(writer, at_most=0)
     async with anyio.create_task_group() as tg:
         await tg.start(writer.run)
         await tg.start(reporter.run)

@@ -393,3 +393,12 @@ async def test_waiting_makes_no_anyio_event_or_cancel_scope(monkeypatch: pytest.
                 await anyio.sleep(0.02)
     assert sorted(got) == sorted([f"now-{i}" for i in range(3)] + [f"later-{i}" for i in range(3)])
     assert made == []
+
+
+async def test_a_turn_waited_for_too_long_comes_anyway() -> None:
+    high, low = fast_queue(), fast_queue()
+    high.add("stuck")  # the other queue's workers never take it (a server that does not answer)
+    low.add("status")
+    with anyio.fail_after(2):
+        assert await low.get(behind=high, within=0.05) == "status"
+    assert high._turns == [], "the lapsed turn is no longer waited for"
