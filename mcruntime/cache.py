@@ -77,8 +77,8 @@ class InformerCache:
         self.cluster = cluster
         self.metrics = metrics or default_metrics()
         self.options = options or CacheOptions()
-        self._views: dict[tuple[Resource, str], View] = {}  # by resource and alias (see `_key`)
-        self._informers: dict[View, Informer] = {}
+        # each view with its informer, by resource and alias (see `_key`): one lookup per read
+        self._held: dict[tuple[Resource, str], tuple[View, Informer]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._on_synced: list[Callable[[], None]] = []
 
@@ -106,14 +106,15 @@ class InformerCache:
         `ViewConflictError`."""
         view = self.held(view)
         key = self._key(view.resource, view.alias)
-        existing = self._views.get(key)
-        if existing is not None and existing != view:
+        held = self._held.get(key)
+        if held is not None and held[0] != view:
             raise ViewConflictError(
-                f"cluster {self.cluster!r}: {view.resource} already has the cache view [{existing}]; "
+                f"cluster {self.cluster!r}: {view.resource} already has the cache view [{held[0]}]; "
                 f"cannot also declare [{view}] (one view per resource and cluster, shared by watches and reads)"
             )
-        informer = self._informers.get(view)
-        if informer is None:
+        if held is not None:
+            informer = held[1]
+        else:
             opts = self.options.informer
             informer = Informer(
                 self.transport,
@@ -130,8 +131,7 @@ class InformerCache:
                 metrics=self.metrics,
                 metadata_only=view.metadata_only,
             )
-            self._views[key] = view
-            self._informers[view] = informer
+            self._held[key] = (view, informer)
             informer.on_currency_change(self._currency_changed)
             if self._tg is not None:
                 self._start(self._tg, informer)
@@ -144,45 +144,51 @@ class InformerCache:
         return resource in self.options.label_selectors
 
     def view_of(self, resource: Resource, alias: str = "") -> View | None:
-        return self._views.get(self._key(resource, alias))
+        held = self._held.get((resource, "") if not alias else self._key(resource, alias))
+        return None if held is None else held[0]
 
     @property
     def views(self) -> dict[Resource, View]:
         """The declared views of the resources, by resource (aliased views left out)."""
-        return {resource: view for (resource, alias), view in self._views.items() if not alias}
+        return {resource: view for (resource, alias), (view, _) in self._held.items() if not alias}
 
-    def informer_of(self, resource: Resource, alias: str = "") -> Informer:
-        """The informer of the resource's declared view (under `alias`, see `View.alias`)."""
-        view = self._views.get(self._key(resource, alias))
-        if view is None:
+    def _lookup(self, resource: Resource, alias: str) -> tuple[View, Informer]:
+        """The declared view of the resource (under `alias`) and its informer: on every
+        cached read and most map functions, so the unaliased key is made here, not by `_key`."""
+        held = self._held.get((resource, "") if not alias else self._key(resource, alias))
+        if held is None:
             named = f" (alias {alias!r})" if alias else ""
             raise NoCacheViewError(
                 f"cluster {self.cluster!r}: no cache view of {resource}{named} is declared; declare one "
                 "(Controller.watch / Controller.reads) or read it live (Client.get_live)"
             )
-        return self._informers[view]
+        return held
+
+    def informer_of(self, resource: Resource, alias: str = "") -> Informer:
+        """The informer of the resource's declared view (under `alias`, see `View.alias`)."""
+        return self._lookup(resource, alias)[1]
 
     @property
     def informers(self) -> list[Informer]:
-        return list(self._informers.values())
+        return [informer for _, informer in self._held.values()]
 
     @property
     def has_synced(self) -> bool:
-        return all(inf.has_synced for inf in self._informers.values())
+        return all(inf.has_synced for _, inf in self._held.values())
 
     @property
     def current(self) -> bool:
         """Every informer follows its server now (see `Informer.current`)."""
-        return all(inf.current for inf in self._informers.values())
+        return all(inf.current for _, inf in self._held.values())
 
     @property
     def waiting_for_server(self) -> bool:
         """Some informer backs off after a failure the server did not answer."""
-        return any(inf.waiting_for_server for inf in self._informers.values())
+        return any(inf.waiting_for_server for _, inf in self._held.values())
 
     def retry_now(self) -> None:
         """The server answers again: every informer waiting for it retries at once."""
-        for informer in self._informers.values():
+        for _, informer in self._held.values():
             informer.retry_now()
 
     def on_synced(self, callback: Callable[[], None]) -> None:
@@ -196,7 +202,7 @@ class InformerCache:
 
     async def wait_for_sync(self, within: float | None = None) -> bool:
         with anyio.move_on_after(within):
-            for informer in list(self._informers.values()):
+            for informer in self.informers:
                 await informer.wait_for_sync()
         return self.has_synced
 
@@ -215,7 +221,7 @@ class InformerCache:
         async with anyio.create_task_group() as tg:
             self._tg = tg
             try:
-                for informer in self._informers.values():
+                for informer in self.informers:
                     if not informer.running:
                         self._start(tg, informer)
                 task_status.started()
@@ -225,8 +231,7 @@ class InformerCache:
 
     # ------------------------------------------------------------------ cached reads
     async def _synced(self, resource: Resource, namespace: str | None, alias: str) -> Informer:
-        informer = self.informer_of(resource, alias)
-        view = self._views[self._key(resource, alias)]
+        view, informer = self._lookup(resource, alias)
         if not view.covers_namespace(namespace):
             where = f"namespace {namespace!r}" if namespace else "all namespaces"
             raise NoCacheViewError(

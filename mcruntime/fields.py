@@ -68,7 +68,7 @@ def get_mapping(obj: Mapping[str, Any], path: str, *, base: str = "", required: 
         if required:
             raise ValueError(f"{join(base, path)}: required")
         return {}
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # (a plain dict: no ABC check)
         raise ValueError(f"{join(base, path)}: expected an object, got {type(value).__name__}")
     return value
 
@@ -87,7 +87,7 @@ def get_objects(obj: Mapping[str, Any], path: str, *, base: str = "") -> list[Ma
     """The list of objects at dotted `path` (ownerReferences, conditions); `[]` when absent."""
     items = get_list(obj, path, base=base)
     for index, item in enumerate(items):
-        if not isinstance(item, Mapping):
+        if type(item) is not dict and not isinstance(item, Mapping):
             raise ValueError(f"{join(base, path)}[{index}]: expected an object, got {type(item).__name__}")
     return items
 

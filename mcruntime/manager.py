@@ -13,6 +13,7 @@ import signal
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 import anyio
@@ -124,6 +125,8 @@ class Manager:
         self.controllers: list[Controller] = []
         self.providers: list[Provider] = []
         self._clusters: dict[str, _Engaged] = {}
+        # `clusters` as last built, until the next engage, bind or disengage (read per event)
+        self._bound: Mapping[str, Cluster] | None = None
         self._clusters_tg: anyio.abc.TaskGroup | None = None
         self._lock = anyio.Lock()
         self._stop = anyio.Event()
@@ -147,14 +150,21 @@ class Manager:
         return self._local
 
     @property
-    def clusters(self) -> dict[str, Cluster]:
+    def clusters(self) -> Mapping[str, Cluster]:
         """The clusters providers engaged (not the local one) whose controllers have
         declared their views. A cluster still starting (its pool opening, between the
         engage and the controllers' binding) is left out: a map function looping over the
         clusters would otherwise meet one without its views (NoCacheViewError) and lose
         the event's work for every other cluster. Nothing is lost by leaving it out: its
-        informers list everything once they start, and its ENGAGED event follows."""
-        return {name: e.cluster for name, e in self._clusters.items() if e.bound}
+        informers list everything once they start, and its ENGAGED event follows.
+
+        Read-only, and the same mapping until the next engage, bind or disengage (map
+        functions read it on every event): a change makes a new one, so a caller looping
+        over it across an await loops over the clusters as they were when it read them."""
+        bound = self._bound
+        if bound is None:
+            bound = self._bound = MappingProxyType({n: e.cluster for n, e in self._clusters.items() if e.bound})
+        return bound
 
     def get_cluster(self, name: str) -> Cluster:
         """The cluster a request names. An empty or unknown name is an error: a request
@@ -202,17 +212,20 @@ class Manager:
                               options=self._options_for(labels or {}))  # fmt: skip
             engaged = _Engaged(cluster)
             self._clusters[name] = engaged
+            self._bound = None
             try:
                 await hosting.start(self._run_cluster, engaged)
             except BaseException:
                 # never left registered without a running task: a disengage would wait on it forever
                 self._clusters.pop(name, None)
+                self._bound = None
                 engaged.done.set()
                 raise
             for controller in self.controllers:
                 if self._engages_now(controller):
                     controller.engage(cluster)
             engaged.bound = True
+            self._bound = None
             self.metrics.engaged_clusters.add(1)
             self.metrics.cluster_state.add(1, {"cluster": name, "state": str(cluster.state)})
             cluster.on_state_change(self._on_cluster_state)
@@ -237,6 +250,7 @@ class Manager:
         engaged = self._clusters.pop(name, None)
         if engaged is None:
             return False
+        self._bound = None
         cluster = engaged.cluster
         for controller in self.controllers:
             controller.disengage(name)
@@ -421,6 +435,7 @@ class Manager:
         finally:
             self.running = False
             self._clusters.clear()
+            self._bound = None
             self._recorders.clear()
             if self._reader is not None and isinstance(self.meter_provider, SDKMeterProvider):
                 self.meter_provider.shutdown()  # our own provider: unregisters the Prometheus collector

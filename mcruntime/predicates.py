@@ -36,7 +36,7 @@ def _not_status(o: Mapping[str, Any]) -> tuple[Any, ...]:
     # them (equal JSON, equal values; absent and empty alike), read once, not validated
     # field by field (a reconcile reads them through `fields` and names a bad one)
     meta = o.get("metadata")
-    if not isinstance(meta, Mapping):
+    if type(meta) is not dict and not isinstance(meta, Mapping):  # (a plain dict: no ABC check)
         return ()
     return tuple(meta.get(k) or None for k in _NOT_STATUS)
 
@@ -62,7 +62,7 @@ def changed_beyond(*, finalizers: bool = False, annotations: Iterable[str] = ())
     ignored_annotations = frozenset(annotations)
 
     def other_annotations(value: Any) -> Any:
-        if not ignored_annotations or not isinstance(value, Mapping):
+        if not ignored_annotations or value is None or (type(value) is not dict and not isinstance(value, Mapping)):
             return value or None
         return {k: v for k, v in value.items() if k not in ignored_annotations} or None
 
@@ -70,7 +70,9 @@ def changed_beyond(*, finalizers: bool = False, annotations: Iterable[str] = ())
         if old.keys() != new.keys():
             return True
         old_meta, new_meta = old.get("metadata"), new.get("metadata")
-        if not isinstance(old_meta, Mapping) or not isinstance(new_meta, Mapping):
+        if not (type(old_meta) is dict or isinstance(old_meta, Mapping)) or not (
+            type(new_meta) is dict or isinstance(new_meta, Mapping)
+        ):
             return True
         # the generation first: a spec change is told without comparing the spec
         if old_meta.get("generation") != new_meta.get("generation"):

@@ -3,7 +3,7 @@ kind and scope. No discovery round-trip: controllers name the resources they use
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 
@@ -14,6 +14,23 @@ class Resource:
     plural: str
     kind: str
     namespaced: bool = True
+    # the dataclass's own hash of the fields, computed once: every cache lookup of every
+    # event hashes the resource (the generated `__hash__` built and hashed a tuple each time)
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash(self._fields()))
+
+    def _fields(self) -> tuple[str, str, str, str, bool]:
+        return self.group, self.version, self.plural, self.kind, self.namespaced
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[Resource], tuple[str, str, str, str, bool]]:
+        # rebuilt from the fields, never the stored hash: a string's hash differs between
+        # processes (PYTHONHASHSEED)
+        return Resource, self._fields()
 
     @property
     def api_version(self) -> str:

@@ -7,7 +7,7 @@ parsing the answers: ~2.5x less CPU per request than aiohttp's client (bench/ben
 Every call has a timeout: requests a total one, watches a connect timeout plus a read
 timeout (no bytes for that long means the stream is dead, even without a FIN).
 The pool is unbounded for watches (one long-lived connection per informer, a number
-the runtime controls) and requests are bounded by a capacity limiter, so a burst of
+the runtime controls) and requests are bounded by a count of slots (`slots.py`), so a burst of
 writes can never starve the watches of connections or the other way round.
 A connection that drops before its answer is retried once on a fresh connection for
 idempotent methods (a keep-alive connection the server closed while idle); a server that
@@ -32,6 +32,7 @@ from .connection import ConnectionConfig
 from .errors import APIError, ClusterNotReadyError, TransportError
 from .http11 import IDEMPOTENT_METHODS, ConnectFailed, HTTPClientError, Pool, ResponseTimeout
 from .metrics import RuntimeMetrics, default_metrics
+from .slots import Slots
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +190,7 @@ class Transport:
         self.connect_timeout = connect_timeout
         self.max_throttle_retries = max_throttle_retries
         self.user_agent = user_agent
-        self._limiter = anyio.CapacityLimiter(max_concurrent_requests)
+        self._slots = Slots(max_concurrent_requests)
         self.contact = Contact()
         self._pool: Pool | None = None
         self._base_path = ""
@@ -262,14 +263,6 @@ class Transport:
         lines.append("\r\n")
         return "".join(lines).encode("latin-1")
 
-    async def _acquire(self) -> None:
-        """A slot of the request limiter: at once when one is free (no event-loop round
-        trip per request, which `async with limiter` costs even then), else waiting."""
-        try:
-            self._limiter.acquire_nowait()
-        except anyio.WouldBlock:
-            await self._limiter.acquire()
-
     def _record(self, verb: str, code: int | str, started: float) -> None:
         attrs = {"cluster": self.cluster, "verb": verb}
         self.metrics.request_latency.record(time.monotonic() - started, attrs)
@@ -332,7 +325,8 @@ class Transport:
         while True:
             started = time.monotonic()
             head = await self._head(method, target, content_type if body is not None else None, accept, length)
-            await self._acquire()
+            if not self._slots.try_take():  # at once when one is free: no coroutine, no loop round trip
+                await self._slots.take()
             try:
                 resp = await pool.request(head, body, limit, retry=retry, head_method=method == "HEAD")
             except _NET_ERRORS as exc:
@@ -342,7 +336,7 @@ class Transport:
                     self.contact.failed(what)
                 raise TransportError(f"cluster {self.cluster!r}: {method} {path}: {what}") from exc
             finally:
-                self._limiter.release()
+                self._slots.give_back()
             status = resp.status
             self.contact.answered()
             self._record(verb, status, started)

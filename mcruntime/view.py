@@ -22,7 +22,7 @@ otherwise receive and decode every spec and status the server sends."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .informer import Transform
 from .objects import strip_for_cache
@@ -39,6 +39,9 @@ class View:
     transform: Transform | None = strip_for_cache
     alias: str = ""  # a second view past the cache's narrowing of the resource (see above)
     metadata_only: bool = False  # PartialObjectMetadata: each object's metadata only (see above)
+    # the dataclass's own hash of the fields, computed once (after the normalisation below):
+    # the cache looks views up on every read, and the generated `__hash__` hashed 7 fields
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.namespace and not self.resource.namespaced:
@@ -49,6 +52,18 @@ class View:
         for name in ("namespace", "label_selector", "field_selector"):
             if getattr(self, name) == "":
                 object.__setattr__(self, name, None)
+        object.__setattr__(self, "_hash", hash(self._fields()))
+
+    def _fields(self) -> tuple[object, ...]:
+        return (self.resource, self.namespace, self.label_selector, self.field_selector, self.transform, self.alias,
+                self.metadata_only)  # fmt: skip
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[View], tuple[object, ...]]:
+        # rebuilt from the fields, never the stored hash (it differs between processes)
+        return View, self._fields()
 
     def __str__(self) -> str:
         parts = [self.resource.qualified]

@@ -21,6 +21,7 @@ the other's workers stuck on a server that does not answer."""
 
 from __future__ import annotations
 
+import asyncio
 import heapq
 import itertools
 import time
@@ -62,10 +63,11 @@ class WorkQueue(Generic[T]):
         self._waiting: list[tuple[float, int, T]] = []
         self._ready_at: dict[T, float] = {}
         self._seq = itertools.count()
-        # one Event per waiting getter, woken one per change (client-go's cond.Signal), not
+        # one future per waiting getter, woken one per change (client-go's cond.Signal), not
         # every idle worker per add; made only when a getter is about to wait, so a burst of
-        # adds while every worker is busy (a cold start's LIST) creates no Event per add
-        self._getters: deque[anyio.Event] = deque()
+        # adds while every worker is busy (a cold start's LIST) creates none per add. Its
+        # result: True when woken, False when the getter's own time ran out (see `_wait`)
+        self._getters: deque[asyncio.Future[bool]] = deque()
         self._shutting_down = False
         self._drained = anyio.Event()
         # how many items `get` has handed out, and the queues waiting behind this one: (the
@@ -93,14 +95,20 @@ class WorkQueue(Generic[T]):
         return len(self._ready_at)
 
     def _notify(self) -> None:
-        """Wake one waiting getter: it takes what changed, or decides again when to look."""
-        if self._getters:
-            self._getters.popleft().set()
+        """Wake one waiting getter: it takes what changed, or decides again when to look.
+        (A getter whose time ran out, or that was cancelled, is done already: the next one.)"""
+        getters = self._getters
+        while getters:
+            getter = getters.popleft()
+            if not getter.done():
+                getter.set_result(True)
+                return
 
     def _notify_all(self) -> None:
         getters, self._getters = self._getters, deque()
         for getter in getters:
-            getter.set()
+            if not getter.done():
+                getter.set_result(True)
 
     # ------------------------------------------------------------------ adding
     def add(self, item: T) -> None:
@@ -191,19 +199,29 @@ class WorkQueue(Generic[T]):
     async def _wait(self, due: float | None) -> None:
         """Until this getter is woken (`_notify`) or the earliest delayed item is due. A
         getter cancelled after its wake-up passes it on, so no change waits for a getter
-        that is gone."""
-        getter = anyio.Event()
+        that is gone.
+
+        An asyncio future and a loop timer, not an anyio Event in a `move_on_after` scope:
+        every wait of every worker made both (~1% of the management manager's CPU), and the
+        queue runs on asyncio only (uvloop in `run`). anyio's cancel scopes cancel the
+        awaited future, as they cancelled the Event's wait."""
+        loop = asyncio.get_running_loop()
+        getter: asyncio.Future[bool] = loop.create_future()
         self._getters.append(getter)
-        returned = False
+        timer = None if due is None else loop.call_later(max(due, 0.0), _time_up, getter)
         try:
-            with anyio.move_on_after(max(due, 0.0) if due is not None else None):
-                await getter.wait()
-            returned = True
+            woken = await getter
+        except BaseException:
+            if getter.done() and not getter.cancelled() and getter.result():
+                self._notify()  # woken, then cancelled before it ran: the wake-up goes on
+            elif getter in self._getters:
+                self._getters.remove(getter)
+            raise
         finally:
-            if not getter.is_set():
-                self._getters.remove(getter)  # timed out or cancelled: no longer waiting
-            elif not returned:
-                self._notify()
+            if timer is not None:
+                timer.cancel()
+        if not woken and getter in self._getters:
+            self._getters.remove(getter)  # its time ran out: no longer waiting
 
     async def behind(self, other: WorkQueue[Any], within: float | None = None) -> None:
         """Until `other` has handed out every item ready in it now (at once when none is),
@@ -258,3 +276,9 @@ class WorkQueue(Generic[T]):
         with anyio.move_on_after(within):
             await self._drained.wait()
         return not self._processing
+
+
+def _time_up(getter: asyncio.Future[bool]) -> None:
+    """A waiting getter's delay is over (unless it was woken first)."""
+    if not getter.done():
+        getter.set_result(False)

@@ -332,6 +332,36 @@ async def test_a_cluster_is_listed_only_once_its_views_are_declared(
         mgr.stop()
 
 
+async def test_the_engaged_clusters_are_one_read_only_mapping_until_they_change(
+    apiserver: EmbeddedAPIServer, second_server: EmbeddedAPIServer
+) -> None:
+    """`Manager.clusters` is read by map functions on every event: the same read-only mapping
+    until an engage, bind or disengage makes a new one; one read earlier keeps the
+    clusters as they were (a loop over it across an await sees no change mid-loop)."""
+    mgr = Manager(config_for(apiserver), local_cluster_name="mgmt")
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            await tg.start(mgr.run)
+            await mgr.elected.wait()
+            await mgr.engage("cell-a", config_for(second_server), {"role": "cell"})
+            first = mgr.clusters
+            assert mgr.clusters is first and set(first) == {"cell-a"}
+            with pytest.raises(TypeError):
+                first["cell-x"] = mgr.local  # type: ignore[index]
+            await mgr.engage("cell-b", config_for(second_server), {"role": "cell"})
+            second = mgr.clusters
+            assert set(second) == {"cell-a", "cell-b"} and set(first) == {"cell-a"}
+            assert second["cell-a"] is first["cell-a"]
+            # new labels on the same connection: the same cluster, relabelled in place
+            await mgr.engage("cell-a", config_for(second_server), {"role": "cell", "zone": "eu"})
+            assert mgr.clusters["cell-a"] is first["cell-a"] and first["cell-a"].labels["zone"] == "eu"
+            assert await mgr.disengage("cell-a")
+            assert set(mgr.clusters) == {"cell-b"} and set(second) == {"cell-a", "cell-b"}
+            assert not await mgr.disengage("cell-a") and set(mgr.clusters) == {"cell-b"}
+            mgr.stop()
+    assert not mgr.clusters
+
+
 async def test_an_engaged_clusters_options_follow_its_labels(
     apiserver: EmbeddedAPIServer, second_server: EmbeddedAPIServer
 ) -> None:

@@ -28,7 +28,7 @@ from mcruntime import (
 )
 from mcruntime.cluster import ClusterOptions
 from mcruntime.handlers import EnqueueRequestForObject
-from mcruntime.resources import CONFIGMAPS, NAMESPACES, SECRETS
+from mcruntime.resources import CONFIGMAPS, NAMESPACES, SECRETS, Resource
 from mcruntime.source import ENGAGED, LOCAL, engaged
 from tests.support import Background, Plane, cluster_for, config_for, configmap, eventually
 
@@ -293,3 +293,38 @@ async def test_a_metadata_only_view_lists_and_watches_partial_object_metadata(ap
     assert counters.get_as("metadata", "list", "configmaps") == 1
     assert counters.get_as("metadata", "watch", "configmaps") >= 1
     assert counters.get_as("json", "list", "configmaps") == 1  # the full view's
+
+
+async def test_lookups_by_an_equal_resource_find_the_declared_view(apiserver: EmbeddedAPIServer) -> None:
+    """Views are found by resource equality, never identity: a Resource built anew (a
+    deserialised or separately spelled one) finds the view declared with the constant, in
+    a narrowing cache as in a plain one, by alias and for cached reads."""
+    Plane(apiserver).create("configmaps", shard_cm("mine", "a"))
+    options = ClusterOptions(cache=CacheOptions(label_selectors={CONFIGMAPS: "shard=a"}))
+    cluster = cluster_for(apiserver, "shard-a", options=options)
+
+    def same() -> Resource:
+        return Resource(CONFIGMAPS.group, CONFIGMAPS.version, CONFIGMAPS.plural, CONFIGMAPS.kind)
+
+    async with Background(cluster.run):
+        narrowed = cluster.cache.declare(View(CONFIGMAPS))
+        fleet = cluster.cache.declare(View(same(), alias="fleet"))
+        assert cluster.cache.declare(View(same())) is narrowed
+        assert cluster.cache.declare(View(CONFIGMAPS, alias="fleet")) is fleet
+        assert cluster.cache.informer_of(same()) is narrowed and cluster.cache.informer_of(same(), "fleet") is fleet
+        assert cluster.cache.view_of(same()) == View(CONFIGMAPS, label_selector="shard=a")
+        assert cluster.cache.view_of(same(), "fleet") == View(CONFIGMAPS, alias="fleet")
+        assert cluster.cache.views == {CONFIGMAPS: View(CONFIGMAPS, label_selector="shard=a")}
+        assert cluster.cache.narrows(same())
+        assert await cluster.cache.wait_for_sync(10)
+        assert (await cluster.cache.get(same(), "mine", namespace="default"))["metadata"]["name"] == "mine"
+        assert [o["metadata"]["name"] for o in await cluster.cache.list(same(), alias="fleet")] == ["mine"]
+        with pytest.raises(NoCacheViewError, match="secrets"):
+            cluster.cache.informer_of(Resource("", "v1", "secrets", "Secret"))
+        with pytest.raises(ViewConflictError):
+            cluster.cache.declare(View(same(), alias="fleet", namespace="default"))
+    plain = cluster_for(apiserver, "plain")
+    informer = plain.cache.declare(View(CONFIGMAPS))
+    assert plain.cache.informer_of(same(), "fleet") is informer
+    assert plain.cache.view_of(same(), "any") == View(CONFIGMAPS)
+    assert not plain.cache.narrows(same()) and plain.cache.informers == [informer]

@@ -167,6 +167,52 @@ async def test_connections_idle_longer_than_the_keepalive_are_closed() -> None:
         assert server.connections == 4
 
 
+async def test_requests_beyond_the_concurrency_limit_wait_their_turn_first_come_first_served() -> None:
+    """`max_concurrent_requests`: never more requests in flight than the limit; the others go
+    out as slots come back, in the order they were made; one cancelled while it waits
+    gives up its place and takes no slot with it."""
+    gates: dict[str, asyncio.Event] = {}
+    in_flight, most = 0, 0
+
+    def gate(target: str) -> asyncio.Event:
+        return gates.setdefault(target, asyncio.Event())
+
+    async def reply(request: Request) -> bytes:
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        await gate(request.target).wait()
+        in_flight -= 1
+        return answer()
+
+    def sent() -> list[str]:
+        return [r.target for r in server.requests]
+
+    async with RawServer(reply) as server, transport_for(server, max_concurrent_requests=2) as t:
+        try:
+            calls = [asyncio.ensure_future(t.request("GET", f"/r{i}", verb="get")) for i in range(5)]
+            await eventually(lambda: len(server.requests) == 2, what="two requests in flight")
+            await asyncio.sleep(0.05)  # the others wait for a slot: nothing more reaches the server
+            assert sorted(sent()) == ["/r0", "/r1"]  # (their connections race each other)
+            calls[2].cancel()
+            gate("/r1").set()
+            await eventually(lambda: len(server.requests) == 3, what="a slot handed on")
+            assert sent()[2] == "/r3"  # /r2 left the line
+            for target in ("/r0", "/r3", "/r4"):
+                gate(target).set()
+            assert await asyncio.gather(calls[0], calls[1], calls[3], calls[4]) == [b"{}"] * 4
+            assert calls[2].cancelled() and sent()[2:] == ["/r3", "/r4"] and most == 2
+            # every slot came back: two requests are in flight together again
+            again = [asyncio.ensure_future(t.request("GET", f"/s{i}", verb="get")) for i in range(2)]
+            await eventually(lambda: len(server.requests) == 6, what="both slots free")
+            for target in ("/s0", "/s1"):
+                gate(target).set()
+            assert await asyncio.gather(*again) == [b"{}"] * 2
+        finally:
+            for target in [*gates, "/r0", "/r1", "/r3", "/r4", "/s0", "/s1"]:
+                gate(target).set()  # a failed check leaves no answer held
+
+
 async def test_a_dropped_keep_alive_connection_is_retried_on_a_fresh_one_for_idempotent_requests() -> None:
     async def reply(request: Request) -> bytes | None:
         # the first connection answers once, then closes on the next request without an
