@@ -18,7 +18,7 @@ import orjson
 
 from .client import Client, Preconditions
 from .errors import APIError, is_not_found
-from .fields import get_list, get_objects, get_str, get_str_map
+from .fields import get_list, get_objects, get_str, get_str_map, is_object
 from .objects import Obj
 from .resources import Resource
 
@@ -137,7 +137,7 @@ def controller_reference(owner: Mapping[str, Any], *, block_owner_deletion: bool
 
 def controller_of(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
     for ref in get_objects(obj, "metadata.ownerReferences"):
-        if (type(ref) is dict or isinstance(ref, Mapping)) and ref.get("controller"):
+        if is_object(ref) and ref.get("controller"):
             return ref
     return None
 
@@ -162,21 +162,14 @@ def set_controller_reference(owner: Mapping[str, Any], obj: dict[str, Any]) -> N
 
 
 # ---------------------------------------------------------------------- apply if differs
-_NO_MAPPINGS = frozenset({str, int, float, bool, type(None), list})  # exact JSON types, none a Mapping
-
-
 def is_subset(desired: Any, actual: Any) -> bool:
     """Whether everything `desired` states is already true of `actual`: the server-side
     apply reading of an intent. Maps compare key by key (keys only in `actual`, such as
     defaults or other managers' fields, do not matter); lists of equal length compare item
     by item the same way (so defaulted fields inside list items do not count as drift);
     scalars compare equal."""
-    # decoded JSON is plain dicts, lists and scalars: told by their exact type first, which
-    # spares the Mapping ABC's instance check (most of this function's cost); any other
-    # Mapping still counts
-    kind = type(desired)
-    if kind is dict or (kind not in _NO_MAPPINGS and isinstance(desired, Mapping)):
-        if type(actual) is not dict and (type(actual) in _NO_MAPPINGS or not isinstance(actual, Mapping)):
+    if is_object(desired):
+        if not is_object(actual):
             return False
         return all(k in actual and is_subset(v, actual[k]) for k, v in desired.items())
     if isinstance(desired, list):

@@ -13,7 +13,17 @@ field path (`spec.template.spec: expected an object, got list`), never a `KeyErr
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
+
+_NOT_OBJECTS = frozenset({str, int, float, bool, type(None), list})  # exact JSON types, none a Mapping
+
+
+def is_object(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """Whether `value` reads as a JSON object: any Mapping. Decoded JSON is plain dicts,
+    lists and scalars, told by their exact type first, which spares the Mapping ABC's
+    instance check (~150 ns, on every event of the most watched objects)."""
+    kind = type(value)
+    return kind is dict or (kind not in _NOT_OBJECTS and isinstance(value, Mapping))
 
 
 def join(base: str, path: str) -> str:
@@ -68,7 +78,7 @@ def get_mapping(obj: Mapping[str, Any], path: str, *, base: str = "", required: 
         if required:
             raise ValueError(f"{join(base, path)}: required")
         return {}
-    if type(value) is not dict and not isinstance(value, Mapping):  # (a plain dict: no ABC check)
+    if not is_object(value):
         raise ValueError(f"{join(base, path)}: expected an object, got {type(value).__name__}")
     return value
 
@@ -87,7 +97,7 @@ def get_objects(obj: Mapping[str, Any], path: str, *, base: str = "") -> list[Ma
     """The list of objects at dotted `path` (ownerReferences, conditions); `[]` when absent."""
     items = get_list(obj, path, base=base)
     for index, item in enumerate(items):
-        if type(item) is not dict and not isinstance(item, Mapping):
+        if not is_object(item):
             raise ValueError(f"{join(base, path)}[{index}]: expected an object, got {type(item).__name__}")
     return items
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .fields import get_int, get_str, get_str_map
+from .fields import get_int, get_str, get_str_map, is_object
 from .informer import EventType, ObjectEvent
 from .selectors import LabelSelector
 
@@ -36,7 +36,7 @@ def _not_status(o: Mapping[str, Any]) -> tuple[Any, ...]:
     # them (equal JSON, equal values; absent and empty alike), read once, not validated
     # field by field (a reconcile reads them through `fields` and names a bad one)
     meta = o.get("metadata")
-    if type(meta) is not dict and not isinstance(meta, Mapping):  # (a plain dict: no ABC check)
+    if not is_object(meta):
         return ()
     return tuple(meta.get(k) or None for k in _NOT_STATUS)
 
@@ -62,7 +62,7 @@ def changed_beyond(*, finalizers: bool = False, annotations: Iterable[str] = ())
     ignored_annotations = frozenset(annotations)
 
     def other_annotations(value: Any) -> Any:
-        if not ignored_annotations or value is None or (type(value) is not dict and not isinstance(value, Mapping)):
+        if not ignored_annotations or not is_object(value):
             return value or None
         return {k: v for k, v in value.items() if k not in ignored_annotations} or None
 
@@ -70,9 +70,7 @@ def changed_beyond(*, finalizers: bool = False, annotations: Iterable[str] = ())
         if old.keys() != new.keys():
             return True
         old_meta, new_meta = old.get("metadata"), new.get("metadata")
-        if not (type(old_meta) is dict or isinstance(old_meta, Mapping)) or not (
-            type(new_meta) is dict or isinstance(new_meta, Mapping)
-        ):
+        if not is_object(old_meta) or not is_object(new_meta):
             return True
         # the generation first: a spec change is told without comparing the spec
         if old_meta.get("generation") != new_meta.get("generation"):

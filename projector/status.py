@@ -232,7 +232,7 @@ class StatusProjector:
         include_replicas = not cell_owns_replicas(wd)
         reports: list[CellReport] = []
         deadline: float | None = None
-        clusters = self.mgr.clusters  # made afresh on every read: once per reconcile, not per share
+        clusters = self.mgr.clusters  # one read per reconcile, not per share
         for share in shares:
             if target is None:
                 continue

@@ -74,7 +74,7 @@ from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_repli
 from federation.fleet.placement import Share, city_code, desired_replicas
 from federation.fleet.references import expected_referenced_data
 from mcruntime.controllerutil import is_subset
-from mcruntime.fields import get_int, get_mapping, get_str, get_str_map
+from mcruntime.fields import get_int, get_mapping, get_str, get_str_map, is_object
 
 # A cell has been unreachable beyond the freshness threshold: its contribution is Unknown.
 # (Not yet in federation/api/reasons.py.)
@@ -398,7 +398,7 @@ def aggregate(
     else:
         status["observedGeneration"] = observed
 
-    conditions = [dict(c) for c in previous.get("conditions") or [] if isinstance(c, Mapping)]
+    conditions = [dict(c) for c in previous.get("conditions") or [] if is_object(c)]
     if not views:
         nowhere = unplaced if unplaced is not None else f"no registered cell serves city {city}"
         rolled = {t: _Contribution("", FALSE, NO_MATCHING_LOCATION, nowhere) for t in (AVAILABLE, REPLICAS_READY)}

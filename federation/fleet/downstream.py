@@ -50,7 +50,7 @@ from federation.api.naming import downstream_namespace_name
 from federation.fleet.locations import CityTarget, InvalidPlacementSpec, KnownLocation, resolve_city
 from federation.fleet.placement import CellInfo, PlacementError, Share, city_code, plan
 from federation.fleet.references import EXPECTED_ANNOTATION, expected_referenced_data
-from mcruntime.fields import get_str, get_str_map
+from mcruntime.fields import get_str, get_str_map, is_object
 from mcruntime.objects import LAST_APPLIED
 
 # on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
@@ -91,9 +91,9 @@ def _required(obj: Mapping[str, Any], key: str, what: str) -> str:
 def _string_at(obj: Mapping[str, Any] | None, section: str, key: str) -> str | None:
     """A non-empty string under metadata.<section>[key], else None (tolerant reading)."""
     # (on every cell event: read in place, not through a validated copy of the map)
-    meta = obj.get("metadata") if isinstance(obj, Mapping) else None
-    strings = meta.get(section) if isinstance(meta, Mapping) else None
-    if not isinstance(strings, Mapping):
+    meta = obj.get("metadata") if is_object(obj) else None
+    strings = meta.get(section) if is_object(meta) else None
+    if not is_object(strings):
         return None
     value = strings.get(key)
     if not value or not isinstance(value, str):
@@ -161,7 +161,7 @@ def target_city(wd: Mapping[str, Any], locations: Iterable[KnownLocation]) -> Ci
     written (validated by `placement.city_code`). Raises PlacementError for an invalid
     spec and UnresolvedLocation for a Location that is missing or names no city."""
     spec = wd.get("spec")
-    result = resolve_city(spec if isinstance(spec, Mapping) else None, locations)
+    result = resolve_city(spec if is_object(spec) else None, locations)
     if isinstance(result, InvalidPlacementSpec):
         raise PlacementError(result.message)
     if not isinstance(result, CityTarget):
@@ -240,8 +240,8 @@ def cell_owns_replicas(wd: Mapping[str, Any]) -> bool:
     """Whether the cell's HorizontalPodAutoscaler owns a copy's `spec.replicas`: the cell
     creates one when `scaleSettings.maxReplicas` and `metrics` are both set (DESIGN §3)."""
     spec = wd.get("spec")
-    scale = spec.get("scaleSettings") if isinstance(spec, Mapping) else None
-    return isinstance(scale, Mapping) and scale.get("maxReplicas") is not None and bool(scale.get("metrics"))
+    scale = spec.get("scaleSettings") if is_object(spec) else None
+    return is_object(scale) and scale.get("maxReplicas") is not None and bool(scale.get("metrics"))
 
 
 def copy_ordinals(copy: Mapping[str, Any]) -> range | None:
@@ -249,7 +249,7 @@ def copy_ordinals(copy: Mapping[str, Any]) -> range | None:
     `spec.replicas`), as `plan`'s `current` hint wants them; None when unreadable."""
     start_text = _string_at(copy, "annotations", str(Annotation.ORDINAL_START)) or "0"
     spec = copy.get("spec")
-    size = spec.get("replicas") if isinstance(spec, Mapping) else None
+    size = spec.get("replicas") if is_object(spec) else None
     if (
         not (start_text.isascii() and start_text.isdigit())
         or isinstance(size, bool)

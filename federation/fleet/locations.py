@@ -27,7 +27,7 @@ from typing import Any
 
 from federation.api.constants import Label
 from federation.fleet.placement import city_key
-from mcruntime.fields import get_mapping, get_str, get_str_map
+from mcruntime.fields import get_mapping, get_str, get_str_map, is_object
 from mcruntime.selectors import LabelSelector
 
 CITY_CODE_KEY = Label.TOPOLOGY_CITY_CODE.value
@@ -119,7 +119,7 @@ def resolve_city(spec: Mapping[str, Any] | None, locations: Iterable[KnownLocati
         if not isinstance(city, str) or not city.strip():
             return InvalidPlacementSpec("spec.cityCode", f"{city!r} is not a city code")
         return CityTarget(city)
-    name = ref.get("name") if isinstance(ref, Mapping) else None
+    name = ref.get("name") if is_object(ref) else None
     if not isinstance(name, str) or not name:
         return InvalidPlacementSpec("spec.locationRef.name", "required")
     location = _index(locations).get(name)
@@ -185,7 +185,7 @@ def _named(refs: Any, known: Mapping[str, KnownLocation], where: str) -> Placeme
     targets: dict[str, PlacementTarget] = {}
     errors: list[LocationError] = []
     for i, ref in enumerate(refs if isinstance(refs, list) else []):
-        name = ref.get("name") if isinstance(ref, Mapping) else None
+        name = ref.get("name") if is_object(ref) else None
         if not isinstance(name, str) or not name:
             errors.append(InvalidPlacementSpec(f"{where}[{i}].name", "required"))
         elif name not in known:
@@ -198,7 +198,7 @@ def _named(refs: Any, known: Mapping[str, KnownLocation], where: str) -> Placeme
 
 
 def _selected(selector: Any, known: Mapping[str, KnownLocation], where: str) -> PlacementTargets:
-    if not isinstance(selector, Mapping) or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+    if not is_object(selector) or not (selector.get("matchLabels") or selector.get("matchExpressions")):
         return PlacementTargets(
             errors=(InvalidPlacementSpec(where, "must not be empty (it does not mean every location)"),)
         )
@@ -235,7 +235,7 @@ def _fold_city_values(selector: Mapping[str, Any]) -> dict[str, Any]:
     labels = {k: city_key(str(v)) if k == CITY_CODE_KEY else v for k, v in (selector.get("matchLabels") or {}).items()}
     exprs = []
     for raw in selector.get("matchExpressions") or []:
-        expr = dict(raw) if isinstance(raw, Mapping) else {}
+        expr = dict(raw) if is_object(raw) else {}
         if expr.get("key") == CITY_CODE_KEY:
             expr["values"] = [city_key(str(v)) for v in expr.get("values") or []]
         exprs.append(expr)

@@ -57,6 +57,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mcruntime.fields import is_object
+
 # Above this many cells with a non-empty share in one city, the exact search (2^k states)
 # is skipped and ranges follow name order.
 MAX_OPTIMISED_CELLS = 12
@@ -92,10 +94,10 @@ class Share:
 
 
 def _spec(wd: Mapping[str, Any]) -> Mapping[str, Any]:
-    spec = wd.get("spec") if isinstance(wd, Mapping) else None
+    spec = wd.get("spec") if is_object(wd) else None
     if spec is None:
         return {}
-    if not isinstance(spec, Mapping):
+    if not is_object(spec):
         raise PlacementError(f"spec: expected an object, got {type(spec).__name__}")
     return spec
 
@@ -117,7 +119,7 @@ def desired_replicas(wd: Mapping[str, Any]) -> int:
     scale = spec.get("scaleSettings")
     if scale is None:
         return 0
-    if not isinstance(scale, Mapping):
+    if not is_object(scale):
         raise PlacementError(f"spec.scaleSettings: expected an object, got {type(scale).__name__}")
     if scale.get("minReplicas") is None:
         return 0

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from federation.api.constants import Annotation, Label
-from mcruntime.fields import get_mapping, get_str, get_str_map
+from mcruntime.fields import get_mapping, get_str, get_str_map, is_object
 from mcruntime.resources import CONFIGMAPS, SECRETS, Resource
 
 CONFIG_MAP = "ConfigMap"
@@ -95,12 +95,12 @@ class SourceTooLarge(ValueError):
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if is_object(value) else {}
 
 
 def _items(value: Any) -> Iterator[Mapping[str, Any]]:
     if isinstance(value, list):
-        yield from (item for item in value if isinstance(item, Mapping))
+        yield from (item for item in value if is_object(item))
 
 
 def _mention(kind: str, ref: Any, name_key: str = "name", *, can_be_optional: bool = True) -> Reference | None:
@@ -244,7 +244,7 @@ def companion_for(
     }
     for section in ("data", "binaryData"):
         values = source.get(section)
-        if isinstance(values, Mapping) and values:
+        if is_object(values) and values:
             companion[section] = dict(values)
     if kind == SECRET:
         companion["type"] = source.get("type") or "Opaque"

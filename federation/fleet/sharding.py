@@ -21,7 +21,7 @@ from federation.api.constants import Label
 from federation.api.resources import INSTANCES, SECRETS, WORKLOAD_DEPLOYMENTS, WORKLOADS
 from federation.fleet.references import shard_share
 from mcruntime.controllerutil import controller_of
-from mcruntime.fields import get_str, get_str_map
+from mcruntime.fields import get_str, get_str_map, is_object
 from mcruntime.indexers import IndexFunc, label_index_name, label_value
 from mcruntime.resources import CONFIGMAPS, Resource
 from mcruntime.sharding import (
@@ -83,7 +83,7 @@ def assignment_identity(obj: Mapping[str, Any]) -> dict[str, Any]:
     labels = {k: v for k, v in (m.get("labels") or {}).items() if k in (SHARD_LABELS.shard, SHARD_LABELS.drain)}
     if labels:
         kept["labels"] = labels
-    refs = [ref for ref in m.get("ownerReferences") or [] if isinstance(ref, Mapping) and ref.get("controller")]
+    refs = [ref for ref in m.get("ownerReferences") or [] if is_object(ref) and ref.get("controller")]
     if refs:
         kept["ownerReferences"] = refs
     return {"metadata": kept}

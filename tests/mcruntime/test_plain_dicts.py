@@ -1,7 +1,8 @@
 """The runtime's per-event helpers read decoded JSON, plain dicts: they tell a dict without
 the Mapping ABC's instance check (~1.5% of the management manager's CPU went to
 `ABCMeta.__instancecheck__`), and any other Mapping (a read-only view, a model's own
-mapping) reads exactly as before."""
+mapping) reads exactly as before. The fleet's per-event readers of copies and WDs
+(`federation/fleet`) read through the same `is_object`."""
 
 from __future__ import annotations
 
@@ -12,8 +13,10 @@ from typing import Any
 
 import pytest
 
+from federation.fleet.downstream import cell_owns_replicas, copy_ordinals
+from federation.fleet.references import template_references
 from mcruntime.controllerutil import controller_of, is_subset
-from mcruntime.fields import get_mapping, get_objects
+from mcruntime.fields import get_mapping, get_objects, is_object
 from mcruntime.informer import EventType, ObjectEvent
 from mcruntime.predicates import changed_beyond, not_status_only
 
@@ -77,6 +80,29 @@ def test_what_is_not_a_mapping_is_not_an_object() -> None:
     assert changed_beyond()(modified(wd(1), {**wd(1), "metadata": ["not", "an", "object"]}))
 
 
+@pytest.mark.parametrize(
+    ("value", "reads_as_object"),
+    [
+        ({}, True),
+        ({"a": 1}, True),
+        (MappingProxyType({"a": 1}), True),
+        (Frozen({"a": 1}), True),
+        ([], False),
+        ([("a", 1)], False),
+        ("a", False),
+        (1, False),
+        (1.5, False),
+        (True, False),
+        (None, False),
+        (("a", 1), False),
+        ({"a"}, False),
+    ],
+)
+def test_is_object_is_any_mapping(value: Any, reads_as_object: bool) -> None:
+    assert is_object(value) is reads_as_object
+    assert is_object(value) is isinstance(value, Mapping)
+
+
 def test_plain_dicts_take_no_abc_instance_check(monkeypatch: pytest.MonkeyPatch) -> None:
     checks: list[type] = []
     real = abc.ABCMeta.__instancecheck__
@@ -88,6 +114,7 @@ def test_plain_dicts_take_no_abc_instance_check(monkeypatch: pytest.MonkeyPatch)
 
     old, new = wd(2), wd(3, labels={"app": "web"})
     owned = {"metadata": {"ownerReferences": [{"uid": "u1", "controller": True}]}}
+    copy = {"metadata": {"annotations": {"compute.datumapis.com/ordinal-start": "2"}}, "spec": {"replicas": 1}}
     monkeypatch.setattr(abc.ABCMeta, "__instancecheck__", counting)
     assert is_subset(wd(2), wd(2, uid="x"))
     assert not is_subset(wd(2), wd(3))
@@ -95,5 +122,10 @@ def test_plain_dicts_take_no_abc_instance_check(monkeypatch: pytest.MonkeyPatch)
     assert get_mapping(new, "metadata.labels") == {"app": "web"}
     assert not_status_only(modified(old, new))
     assert changed_beyond(finalizers=True, annotations=("x",))(modified(old, new))
+    # the fleet's per-event readers of copies and WDs too
+    assert copy_ordinals(copy) == range(2, 3)
+    assert not cell_owns_replicas(wd(2))
+    spec = {"runtime": {"sandbox": {"containers": [{"env": [{"valueFrom": {"configMapKeyRef": {"name": "cfg"}}}]}]}}}
+    assert [r.name for r in template_references(spec)] == ["cfg"]
     monkeypatch.undo()
     assert checks == [], checks
