@@ -33,7 +33,7 @@ CPU-seconds at its own readiness (one ready before the last goes on with its sha
 writes that follow are not waited for (on the shared 2-core machine they outlasted 300 s
 at 10k). The issue's size is 100k; a reduced N is what fits here.
 
-Run: python bench/bench_sharding.py [--projects P] [--wds W] [--lease S] [--cold N] [--shards 1,2,3]
+Run: python bench/bench_sharding.py [--projects P] [--wds W] [--lease S] [--cold N] [--create-rate R] [--shards 1,2,3]
 [--no-unsharded] [--sharder-ring-weight W] [--smoke]"""
 
 from __future__ import annotations
@@ -113,6 +113,21 @@ async def as_the_ring_says(f: Fleet, projects: list[str], shards: list[str], tot
     return seen == total
 
 
+async def create(f: Fleet, projects: list[str], wds: int, rate: float) -> None:
+    """`wds` WDs in each project: all at once, or `rate` per second (one per project at a time)."""
+
+    def post(p: str, i: int) -> Any:
+        return f.request(p, "POST", wd_path("default"), workload_deployment(f"wd-{i:05d}", "DFW", 1))
+
+    if not rate:
+        await asyncio.gather(*(post(p, i) for p in projects for i in range(wds)))
+        return
+    started = time.monotonic()
+    for i in range(wds):
+        await asyncio.gather(*(post(p, i) for p in projects))
+        await asyncio.sleep(max(0.0, started + (i + 1) * len(projects) / rate - time.monotonic()))
+
+
 async def until(check: Any, within: float, managers: list[Manager], peaks: dict[str, int]) -> float:
     """Seconds until `check()` holds, sampling each replica's RSS meanwhile."""
     started = time.monotonic()
@@ -147,10 +162,7 @@ async def fan_out(args: argparse.Namespace, n: int | None, rep: Any) -> None:
                 work0 = {m.name: await m.work(session) for m in managers}
             writes0 = await federation_writes(f, projects)
             started = time.monotonic()
-            await asyncio.gather(*(
-                f.request(p, "POST", wd_path("default"), workload_deployment(f"wd-{i:05d}", "DFW", 1))
-                for p in projects for i in range(args.wds)
-            ))  # fmt: skip
+            await create(f, projects, args.wds, args.create_rate)
             await until(lambda: _equals(copies(f), total), args.timeout, managers, peaks)
             wall = time.monotonic() - started
             if n:
@@ -407,7 +419,7 @@ def _each(values: dict[str, float], fmt: str) -> str:
 
 async def main(args: argparse.Namespace) -> None:
     rep = report("bench_sharding", {"projects": args.projects, "wds_per_project": args.wds, "lease_s": args.lease,
-                                    "shards": args.shards, "cold": args.cold,
+                                    "shards": args.shards, "cold": args.cold, "create_rate": args.create_rate,
                                     "sharder_ring_weight": args.sharder_ring_weight})  # fmt: skip
     for n in [None, *args.shards] if args.unsharded else args.shards:
         if args.cold:
@@ -425,6 +437,13 @@ def parse(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--settle", type=float, default=2.0, help="seconds after convergence before counting writes")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--cold", type=int, default=0, help="a cold start of this many WDs instead of the fan-out")
+    parser.add_argument(
+        "--create-rate",
+        type=float,
+        default=0.0,
+        help="create the fan-out's WDs at this many per second (default 0: all at once); paced, every replica "
+        "idles between events, which shows the CPU per unit of work apart from the load",
+    )
     parser.add_argument("--metrics", type=Path, help="save each replica's /metrics at convergence in this directory")
     parser.add_argument("--smoke", action="store_true", help="1 project x 20 WDs, 1 and 2 shards")
     parser.add_argument(
