@@ -239,14 +239,7 @@ def test_a_main_resource_write_keeps_the_status_it_copied(
     plane, rt = plane_with_wds()
     plane.api.create(rt, "default", wd(), opts())
     old = plane.api.patch(rt, "default", "wd", MERGE_PATCH, {"status": status()}, opts("cell"), subresource="status")
-    copied: list[Any] = []
-    real = objectapi.json_copy
-
-    def counted(value: Any) -> Any:
-        copied.append(value)
-        return real(value)
-
-    monkeypatch.setattr(objectapi, "json_copy", counted)
+    copied = count_json_copies(monkeypatch, objectapi)
     new = plane.api.patch(rt, "default", "wd", content_type, body, opts("fed", force=True))
     assert any(value is old.obj["status"] for value in copied) is copies_status
     assert new.obj["spec"]["replicas"] == 3 and new.obj["metadata"]["generation"] == 2
@@ -261,14 +254,19 @@ def test_a_main_resource_write_keeps_the_status_it_copied(
 @pytest.fixture
 def fm_copies(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """The values the field manager copies (its own calls of json_copy, not their recursion)."""
+    return count_json_copies(monkeypatch, fieldmanager)
+
+
+def count_json_copies(monkeypatch: pytest.MonkeyPatch, module: Any) -> list[Any]:
+    """The values `module` passes to its own `json_copy` from now on, in order."""
     copied: list[Any] = []
-    real = fieldmanager.json_copy
+    real = module.json_copy
 
     def counted(value: Any) -> Any:
         copied.append(value)
         return real(value)
 
-    monkeypatch.setattr(fieldmanager, "json_copy", counted)
+    monkeypatch.setattr(module, "json_copy", counted)
     return copied
 
 

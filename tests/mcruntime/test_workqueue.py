@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 
 import anyio
 import anyio.lowlevel
@@ -247,16 +248,22 @@ async def test_an_add_wakes_one_waiting_worker_not_every_idle_one(monkeypatch: p
     assert ended == ["shut down"] * 8
 
 
+def turn_of(low: WorkQueue[str], high: WorkQueue[str]) -> tuple[anyio.Event, Callable[[], Awaitable[None]]]:
+    """An Event set once `low`'s wait behind `high` ends, and the task that waits."""
+    ended = anyio.Event()
+
+    async def wait_turn() -> None:
+        await low.behind(high)
+        ended.set()
+
+    return ended, wait_turn
+
+
 async def test_a_queue_behind_another_waits_for_what_was_ready_there_not_for_what_came_later() -> None:
     high, low = fast_queue(), fast_queue()
     for key in ("a", "b"):
         high.add(key)
-    turn = anyio.Event()
-
-    async def wait_turn() -> None:
-        await low.behind(high)
-        turn.set()
-
+    turn, wait_turn = turn_of(low, high)
     async with anyio.create_task_group() as tg:
         tg.start_soon(wait_turn)
         await anyio.wait_all_tasks_blocked()
@@ -283,12 +290,7 @@ async def test_behind_an_empty_queue_there_is_no_wait() -> None:
 async def test_a_shutdown_on_either_side_ends_the_wait(who: str) -> None:
     high, low = fast_queue(), fast_queue()
     high.add("a")
-    ended = anyio.Event()
-
-    async def wait_turn() -> None:
-        await low.behind(high)
-        ended.set()
-
+    ended, wait_turn = turn_of(low, high)
     async with anyio.create_task_group() as tg:
         tg.start_soon(wait_turn)
         await anyio.wait_all_tasks_blocked()
