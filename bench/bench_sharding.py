@@ -465,6 +465,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
         help="skip the unsharded replica's run (e.g. while profiling the shards)",
     )
     args = parser.parse_args(argv)
+    if args.create_rate < 0:
+        parser.error(f"--create-rate: WDs per second cannot be negative, got {args.create_rate}")
     if args.smoke:
         args.projects, args.wds, args.lease, args.settle, args.shards = 1, 20, 3.0, 1.0, [1, 2]
     return args

@@ -85,8 +85,11 @@ class InformerCache:
     # ------------------------------------------------------------------ views
     def _key(self, resource: Resource, alias: str) -> tuple[Resource, str]:
         """Where the view of (resource, alias) lives: an alias names a view of its own only
-        where this cache narrows the resource; elsewhere it is the resource's one view."""
-        return (resource, alias if alias and resource in self.options.label_selectors else "")
+        where this cache narrows the resource; elsewhere it is the resource's one view.
+        (On every cached read: the unaliased key is made without the narrowing lookup.)"""
+        if not alias:
+            return (resource, "")
+        return (resource, alias if resource in self.options.label_selectors else "")
 
     def held(self, view: View) -> View:
         """The view this cache holds for a declared one: narrowed by the cache's selector of
@@ -144,7 +147,7 @@ class InformerCache:
         return resource in self.options.label_selectors
 
     def view_of(self, resource: Resource, alias: str = "") -> View | None:
-        held = self._held.get((resource, "") if not alias else self._key(resource, alias))
+        held = self._held.get(self._key(resource, alias))
         return None if held is None else held[0]
 
     @property
@@ -153,9 +156,8 @@ class InformerCache:
         return {resource: view for (resource, alias), (view, _) in self._held.items() if not alias}
 
     def _lookup(self, resource: Resource, alias: str) -> tuple[View, Informer]:
-        """The declared view of the resource (under `alias`) and its informer: on every
-        cached read and most map functions, so the unaliased key is made here, not by `_key`."""
-        held = self._held.get((resource, "") if not alias else self._key(resource, alias))
+        """The declared view of the resource (under `alias`) and its informer."""
+        held = self._held.get(self._key(resource, alias))
         if held is None:
             named = f" (alias {alias!r})" if alias else ""
             raise NoCacheViewError(

@@ -3,8 +3,15 @@ kind and scope. No discovery round-trip: controllers name the resources they use
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from urllib.parse import quote
+
+
+def init_values(obj: object) -> tuple[object, ...]:
+    """A dataclass's init fields' values, in order: what a frozen dataclass with a hash
+    computed once hashes (its equality compares the same fields) and is rebuilt from when
+    unpickled; read from the declared fields, so a field added later is not left out."""
+    return tuple(getattr(obj, f.name) for f in fields(obj) if f.init)  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True, slots=True)
@@ -19,18 +26,15 @@ class Resource:
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_hash", hash(self._fields()))
-
-    def _fields(self) -> tuple[str, str, str, str, bool]:
-        return self.group, self.version, self.plural, self.kind, self.namespaced
+        object.__setattr__(self, "_hash", hash(init_values(self)))
 
     def __hash__(self) -> int:
         return self._hash
 
-    def __reduce__(self) -> tuple[type[Resource], tuple[str, str, str, str, bool]]:
+    def __reduce__(self) -> tuple[type[Resource], tuple[object, ...]]:
         # rebuilt from the fields, never the stored hash: a string's hash differs between
         # processes (PYTHONHASHSEED)
-        return Resource, self._fields()
+        return Resource, init_values(self)
 
     @property
     def api_version(self) -> str:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from .informer import Transform
 from .objects import strip_for_cache
-from .resources import Resource
+from .resources import Resource, init_values
 from .selectors import LabelSelector
 
 
@@ -52,18 +52,14 @@ class View:
         for name in ("namespace", "label_selector", "field_selector"):
             if getattr(self, name) == "":
                 object.__setattr__(self, name, None)
-        object.__setattr__(self, "_hash", hash(self._fields()))
-
-    def _fields(self) -> tuple[object, ...]:
-        return (self.resource, self.namespace, self.label_selector, self.field_selector, self.transform, self.alias,
-                self.metadata_only)  # fmt: skip
+        object.__setattr__(self, "_hash", hash(init_values(self)))
 
     def __hash__(self) -> int:
         return self._hash
 
     def __reduce__(self) -> tuple[type[View], tuple[object, ...]]:
         # rebuilt from the fields, never the stored hash (it differs between processes)
-        return View, self._fields()
+        return View, init_values(self)
 
     def __str__(self) -> str:
         parts = [self.resource.qualified]
