@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from kubeplane.objectapi import MERGE_PATCH, WriteOptions
+from kubeplane.objectapi import APPLY_PATCH, MERGE_PATCH, WriteOptions
 from kubeplane.registry import ResourceType
 from kubeplane.server import ControlPlane
 
@@ -114,8 +114,40 @@ def widget(kind: str) -> Callable[[int], dict[str, Any]]:
     return make
 
 
+def status_patch(i: int) -> tuple[str, dict[str, Any], str]:
+    """A status merge patch as a controller sends it (to the status subresource)."""
+    return (
+        MERGE_PATCH,
+        {"status": {"phase": "Ready", "observedGeneration": 1, "replicas": i % 7, "message": f"round {i}"}},
+        "status",
+    )
+
+
+def spec_apply(kind: str) -> Callable[[int], tuple[str, dict[str, Any], str]]:
+    """A server-side apply of the whole object by its owner, one spec field changed."""
+
+    def make(i: int) -> tuple[str, dict[str, Any], str]:
+        body = widget(kind)(i)
+        body["spec"]["maxReplicas"] = 3 + i % 5
+        return APPLY_PATCH, body, ""
+
+    return make
+
+
+def label_patch(i: int) -> tuple[str, dict[str, Any], str]:
+    return MERGE_PATCH, {"metadata": {"labels": {"round": str(i)}}}, ""
+
+
+Change = Callable[[int], tuple[str, dict[str, Any], str]]
+
+
 def best_of(
-    rounds: int, n: int, setup: Callable[[ControlPlane], tuple[ResourceType, Callable[[int], Any]]], patch: bool
+    rounds: int,
+    n: int,
+    setup: Callable[[ControlPlane], tuple[ResourceType, Callable[[int], Any]]],
+    change: Change | None,
+    *,
+    applied: bool = False,
 ) -> float:
     best = float("inf")
     for _ in range(rounds):
@@ -123,18 +155,24 @@ def best_of(
         rt, make = setup(plane)
         bodies = [orjson.dumps(make(i)) for i in range(n)]
         opts = WriteOptions(field_manager="bench")
-        if patch:
+        if change is not None:
             for body in bodies:
-                plane.api.create(rt, "default", orjson.loads(body), opts)
-            patches = [orjson.dumps({"metadata": {"labels": {"round": str(i)}}}) for i in range(n)]
+                if applied:  # created by the apply that later changes it, as a controller does
+                    plane.api.patch(
+                        rt, "default", orjson.loads(body)["metadata"]["name"], APPLY_PATCH, orjson.loads(body), opts
+                    )
+                else:
+                    plane.api.create(rt, "default", orjson.loads(body), opts)
+            changes = [change(i) for i in range(n)]
+            encoded = [(ct, orjson.dumps(p), sub) for ct, p, sub in changes]
             start = time.process_time()
-            for i, p in enumerate(patches):
+            for i, (ct, p, sub) in enumerate(encoded):
                 name = orjson.loads(bodies[i])["metadata"]["name"]
                 # `.raw`: the bytes the HTTP answer (and every watcher) needs; the store
                 # serialises at commit (it refuses what it could not serve back), so a write
                 # is measured with its serialisation wherever it happens
                 _ = plane.api.patch(
-                    rt, "default", name, MERGE_PATCH, orjson.loads(p), WriteOptions(field_manager="bench")
+                    rt, "default", name, ct, orjson.loads(p), WriteOptions(field_manager="bench"), subresource=sub
                 ).raw
         else:
             start = time.process_time()
@@ -166,11 +204,16 @@ def main() -> None:
         f"{' [smoke]' if args.smoke else ''}"
     )
     rows = [
-        ("create ConfigMap (built-in, typed decoding)", best_of(rounds, n, cm, False)),
-        ("create custom resource (schema, no rules)", best_of(rounds, n, plain, False)),
-        (f"create custom resource ({len(RULES)} CEL rules)", best_of(rounds, n, ruled, False)),
-        ("merge-patch labels of a ConfigMap", best_of(rounds, n, cm, True)),
-        (f"merge-patch labels of a custom resource ({len(RULES)} CEL rules)", best_of(rounds, n, ruled, True)),
+        ("create ConfigMap (built-in, typed decoding)", best_of(rounds, n, cm, None)),
+        ("create custom resource (schema, no rules)", best_of(rounds, n, plain, None)),
+        (f"create custom resource ({len(RULES)} CEL rules)", best_of(rounds, n, ruled, None)),
+        ("merge-patch labels of a ConfigMap", best_of(rounds, n, cm, label_patch)),
+        (f"merge-patch labels of a custom resource ({len(RULES)} CEL rules)", best_of(rounds, n, ruled, label_patch)),
+        (f"merge-patch status of a custom resource ({len(RULES)} CEL rules)", best_of(rounds, n, ruled, status_patch)),
+        (
+            f"apply a changed spec to a custom resource ({len(RULES)} CEL rules)",
+            best_of(rounds, n, ruled, spec_apply("Gadget"), applied=True),
+        ),
     ]
     for label, micros in rows:
         print(f"  {label:<62}{micros:8.1f} µs  ({1e6 / micros:,.0f}/s on one core)")
