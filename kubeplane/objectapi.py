@@ -38,6 +38,7 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, APPLY_PATCH)
 FOREGROUND = "foregroundDeletion"
 ORPHAN = "orphan"
 IMMORTAL_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+NO_FIELDS: frozenset[str] = frozenset()
 SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 
@@ -337,9 +338,18 @@ class ObjectAPI:
         status_only = as_served and subresource == "status" and body.keys() <= {"status"}
         # and one to the main resource that does not name the status leaves current's as it was
         status_kept = as_served and not subresource and "status" not in body
+        # and a field the merge patch does not name is current's (a copy of the stored one) as it was
+        copied = frozenset(k for k in patched if k not in body and k != "metadata") if as_served else NO_FIELDS
         stored = self._to_storage(rt, patched, opts)
         return self._write(
-            rt, old, stored, opts, subresource=subresource, status_only=status_only, status_kept=status_kept
+            rt,
+            old,
+            stored,
+            opts,
+            subresource=subresource,
+            status_only=status_only,
+            status_kept=status_kept,
+            copied=copied,
         )
 
     def _apply(
@@ -424,13 +434,19 @@ class ObjectAPI:
         managed_done: bool = False,
         status_only: bool = False,
         status_kept: bool = False,
+        copied: frozenset[str] = frozenset(),
     ) -> Entry:
         """Store `new` over `old_entry` (`new` is the caller's to change). `status_only`, for a
         status write: `new` is a private copy of the stored object in which only the status and
         managedFields may differ, so it is stored as it is rather than the stored object copied
         again (its keys, in order, checked here: the stored bytes are those of the copy).
         `status_kept`, for a write to the main resource: `new`'s status, when it has one, is a
-        private copy of the stored object's, unchanged, so it is kept rather than copied again."""
+        private copy of the stored object's, unchanged, so it is kept rather than copied again.
+        `copied`: top-level fields of `new` (not metadata) that are copies of the stored object's,
+        unchanged; with those this write knows to be copies (all but the status on a status write,
+        the status on a main-resource write), no check compares them with the stored object's
+        again (pruning, defaulting, validation, CEL rules, generation, the no-op test): what
+        apiextensions' status strategy does by resetting the spec to the old object's."""
         old = old_entry.obj
         if subresource == "status":
             status = new.get("status")
@@ -443,6 +459,9 @@ class ObjectAPI:
                 new["status"] = status
             if managed is not None:
                 new["metadata"]["managedFields"] = managed
+            # everything but the status and metadata: the stored object's (its copy, or the copy it
+            # was merged into; checked above)
+            copied = frozenset(k for k in new if k not in {"status", "metadata"})
         else:
             meta = new["metadata"]
             for key in SYSTEM_META:
@@ -455,10 +474,12 @@ class ObjectAPI:
                 if "status" in old:
                     if not (status_kept and "status" in new):
                         new["status"] = json_copy(old["status"])
+                    copied |= {"status"}
                 else:
                     new.pop("status", None)
             if rt.prepare_update is not None:
                 rt.prepare_update(new, old)
+                copied = NO_FIELDS  # (a strategy may change any field)
         meta = new["metadata"]
         meta["resourceVersion"] = old["metadata"]["resourceVersion"]
         if old["metadata"].get("deletionTimestamp"):
@@ -475,11 +496,11 @@ class ObjectAPI:
                     ],
                 )
         clean_old = old if rt.custom and old_entry.valid_under is rt.schema else None
-        self._schema_pass(rt, new, opts, clean_old)
+        self._schema_pass(rt, new, opts, clean_old, copied)
         meta = new["metadata"]  # a converted view is rebuilt by the schema pass
-        checked = self._validate(rt, new, old, opts, old_entry=old_entry)
+        checked = self._validate(rt, new, old, opts, old_entry=old_entry, copied=copied)
         if rt.has_generation and (
-            _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources)
+            _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources, copied=copied)
             or (rt.generation_counts_annotations and _annotations_changed(old, new))
         ):
             meta["generation"] = int(old["metadata"].get("generation") or 0) + 1
@@ -494,7 +515,7 @@ class ObjectAPI:
             )
         if opts.admit is not None:
             opts.admit(rt, new, old, subresource)
-        if new == old:
+        if _equal_but(new, old, copied):
             return old_entry  # a no-op write does not bump the resourceVersion
         if opts.dry_run:
             return Entry(new)
@@ -746,14 +767,22 @@ class ObjectAPI:
             _prune_and_default(rt, obj, opts)
         return rt.stored(obj)
 
-    def _schema_pass(self, rt: ResourceType, obj: Obj, opts: WriteOptions, clean_old: Obj | None = None) -> None:
+    def _schema_pass(
+        self,
+        rt: ResourceType,
+        obj: Obj,
+        opts: WriteOptions,
+        clean_old: Obj | None = None,
+        copied: frozenset[str] = frozenset(),
+    ) -> None:
         """Prune unknown fields (reporting them per fieldValidation), then apply defaults.
         `clean_old`: the stored object this write changes, when it went through this same
-        schema (Entry.valid_under): what the write left as it was is not walked again."""
+        schema (Entry.valid_under): what the write left as it was is not walked again, nor
+        compared when it is in `copied` (_write)."""
         if rt.schema is None:
             return
         if rt.to_served is None:
-            _prune_and_default(rt, obj, opts, clean_old)
+            _prune_and_default(rt, obj, opts, clean_old, copied)
             return
         # the schema describes the served version (events.k8s.io field names, ...): decode against
         # it as the apiserver does, then convert back to the storage form in place
@@ -771,11 +800,13 @@ class ObjectAPI:
         opts: WriteOptions | None = None,
         *,
         old_entry: Entry | None = None,
+        copied: frozenset[str] = frozenset(),
     ) -> tuple[object | None, int | None]:
         """Raise APIError (422) for an invalid object. Returns what the new entry records: the
         schema the object passed (Entry.valid_under) or None when it has none, and the bound of
         its CEL rules' cost (Entry.cel_cost). When `old_entry` (the stored `old`) passed this same
-        schema, what the write left unchanged is not checked again: same answers, less work."""
+        schema, what the write left unchanged is not checked again: same answers, less work;
+        and the fields in `copied` (_write) are not even compared with old's."""
         # built-in kinds validate metadata with kube-apiserver's rules, CRDs and custom resources
         # with apimachinery's (which only warns about finalizer names that are not qualified)
         kube_rules = not rt.custom and rt.group != "apiextensions.k8s.io"
@@ -798,9 +829,14 @@ class ObjectAPI:
         if rt.custom and rt.schema is not None:
             same_schema = old is not None and old_entry is not None and old_entry.valid_under is rt.schema
             clean_old = old if same_schema else None
-            errs.extend(e for e in validate(obj, rt.schema, clean_old=clean_old) if not e.field.startswith("metadata"))
+            view = obj
+            if clean_old is not None and copied:
+                # the copied fields are old's (the same JSON): checked as old's own values, which the
+                # walks find unchanged by identity, all the way down, without comparing them
+                view = {k: (clean_old[k] if k in copied else v) for k, v in obj.items()}
+            errs.extend(e for e in validate(view, rt.schema, clean_old=clean_old) if not e.field.startswith("metadata"))
             old_cost = old_entry.cel_cost if same_schema and old_entry is not None else None
-            outcome = evaluate_object(rt.schema, obj, old, errs, old_cost=old_cost)
+            outcome = evaluate_object(rt.schema, view, old, errs, old_cost=old_cost)
             errs.extend(outcome.errors)
             if opts is not None:
                 opts.warnings.extend(outcome.warnings)
@@ -813,21 +849,23 @@ class ObjectAPI:
         return checked, cel_cost
 
 
-def _prune_and_default(rt: ResourceType, obj: Obj, opts: WriteOptions, clean_old: Obj | None = None) -> None:
+def _prune_and_default(
+    rt: ResourceType, obj: Obj, opts: WriteOptions, clean_old: Obj | None = None, copied: frozenset[str] = frozenset()
+) -> None:
     """Decode the body as the apiserver does: custom resources against their structural schema,
     built-in kinds through their Go types (unknown fields, types, omitempty zero values)."""
     assert rt.schema is not None
     if not rt.custom and typed.supports(rt.api_version, rt.kind):
         dropped = typed.normalize(obj, rt.api_version, rt.kind).unknown
     else:
-        dropped = prune(obj, rt.schema, clean_old=clean_old)
+        dropped = prune(obj, rt.schema, clean_old=clean_old, copied=copied)
     if dropped and opts.field_validation != "Ignore":
         messages = [f'unknown field "{d}"' for d in dropped]
         if opts.field_validation == "Strict":
             raise errors.bad_request("strict decoding error: " + ", ".join(messages))
         opts.warnings.extend(messages)
     if rt.custom:
-        apply_defaults(obj, rt.schema, clean_old=clean_old)
+        apply_defaults(obj, rt.schema, clean_old=clean_old, copied=copied)
 
 
 class _SnapshotView:
@@ -886,12 +924,20 @@ def _extra_blocks(rt: ResourceType, obj: Obj) -> bool:
     return bool(check(obj)) if check is not None else False
 
 
-def _spec_changed(old: Obj, new: Obj, *, status_apart: bool = True) -> bool:
+def _spec_changed(old: Obj, new: Obj, *, status_apart: bool = True, copied: frozenset[str] = frozenset()) -> bool:
     """Whether a write changes what `generation` counts: everything outside metadata, and outside
-    status too where status is its own subresource (a custom resource without one counts it)."""
+    status too where status is its own subresource (a custom resource without one counts it).
+    `copied`: fields of `new` that are copies of old's (_write), equal without comparing them."""
     ignored = {"metadata", "apiVersion", "kind", "status"} if status_apart else {"metadata", "apiVersion", "kind"}
-    keys = (set(old) | set(new)) - ignored
+    keys = (set(old) | set(new)) - ignored - copied
     return any(old.get(k) != new.get(k) for k in keys)
+
+
+def _equal_but(new: Obj, old: Obj, copied: frozenset[str]) -> bool:
+    """new == old, given that the fields in `copied` are copies of old's (equal, not compared)."""
+    if not copied:
+        return new == old
+    return new.keys() == old.keys() and all(k in copied or v == old[k] for k, v in new.items())
 
 
 def _annotations_changed(old: Obj, new: Obj) -> bool:

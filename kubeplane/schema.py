@@ -71,18 +71,40 @@ def _join(path: str, name: str) -> str:
 # ------------------------------------------------------------------ pruning
 
 
-def prune(obj: Any, schema: Schema | None, path: str = "", *, root: bool = True, clean_old: Any = None) -> list[str]:
+def prune(
+    obj: Any,
+    schema: Schema | None,
+    path: str = "",
+    *,
+    root: bool = True,
+    clean_old: Any = None,
+    copied: frozenset[str] = frozenset(),
+) -> list[str]:
     """Drop fields the schema does not specify; returns the dropped field paths. `clean_old`: an
     earlier version of the object already pruned and defaulted with this same schema: a field
-    equal to its old self has nothing to drop (nor to default), so it is not walked again."""
+    equal to its old self has nothing to drop (nor to default), so it is not walked again.
+    `copied`: top-level fields of `obj` that are copies of clean_old's (the same JSON, by how the
+    write made them): equal without comparing them."""
     dropped: list[str] = []
     if schema is None:
         return dropped
-    _prune(obj, schema, path, dropped, root=root, old=clean_old)
+    _prune(obj, schema, path, dropped, root=root, old=clean_old, copied=copied if clean_old is not None else NONE)
     return dropped
 
 
-def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: bool = False, old: Any = None) -> None:
+NONE: frozenset[str] = frozenset()
+
+
+def _prune(
+    value: Any,
+    schema: Schema,
+    path: str,
+    dropped: list[str],
+    *,
+    root: bool = False,
+    old: Any = None,
+    copied: frozenset[str] = NONE,
+) -> None:
     if isinstance(value, dict):
         if root or schema.get("x-kubernetes-embedded-resource"):
             meta = value.get("metadata")
@@ -108,7 +130,7 @@ def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: b
             # (==, not unchanged(): pruning and defaulting see only keys and nulls, and a Python
             # True == 1 has the same keys and nulls all the way down)
             if old_map is not None and key in old_map:
-                if value[key] == old_map[key]:
+                if key in copied or value[key] == old_map[key]:
                     continue
                 _prune(value[key], child_schema, _join(path, key), dropped, old=old_map[key])
             else:
@@ -129,13 +151,15 @@ def _prune(value: Any, schema: Schema, path: str, dropped: list[str], *, root: b
 # ---------------------------------------------------------------- defaulting
 
 
-def apply_defaults(obj: Any, schema: Schema | None, *, clean_old: Any = None) -> None:
-    """Fill in the schema's defaults. `clean_old`: as for prune."""
+def apply_defaults(
+    obj: Any, schema: Schema | None, *, clean_old: Any = None, copied: frozenset[str] = frozenset()
+) -> None:
+    """Fill in the schema's defaults. `clean_old`, `copied`: as for prune."""
     if schema is not None:
-        _default(obj, schema, clean_old)
+        _default(obj, schema, clean_old, copied if clean_old is not None else NONE)
 
 
-def _default(value: Any, schema: Schema, old: Any = None) -> None:
+def _default(value: Any, schema: Schema, old: Any = None, copied: frozenset[str] = NONE) -> None:
     if isinstance(value, dict):
         old_map = old if isinstance(old, dict) else {}
         props: dict[str, Any] = schema.get("properties") or {}
@@ -145,12 +169,12 @@ def _default(value: Any, schema: Schema, old: Any = None) -> None:
                 del value[key]
             if key not in value and "default" in child:
                 value[key] = json_copy(child["default"])
-            if key in value:
+            if key in value and key not in copied:  # (a copy of its old self: defaulted already)
                 _default_child(value[key], child, old_map, key)
         additional = schema.get("additionalProperties")
         if isinstance(additional, dict):
             for key in value:
-                if key not in props:
+                if key not in props and key not in copied:
                     _default_child(value[key], additional, old_map, key)
     elif isinstance(value, list):
         items = schema.get("items")

@@ -197,6 +197,71 @@ def test_a_status_write_checks_the_status_only(monkeypatch: pytest.MonkeyPatch) 
     assert pruned == ["", "spec", "spec.replicas"]
 
 
+def comparisons_of(monkeypatch: pytest.MonkeyPatch, old: Obj) -> list[str]:
+    """The top-level fields of `old` (or values inside them) that the write path's checks compare
+    with a new value from now on (unchanged() called on two different objects, in the schema
+    walk, the CEL rules' walk and the metadata checks)."""
+    within: dict[int, str] = {}
+    for key, value in old.items():
+        if key not in ("metadata", "apiVersion", "kind"):
+            stack = [value]
+            while stack:
+                item = stack.pop()
+                within[id(item)] = key
+                stack.extend(item.values() if isinstance(item, dict) else item if isinstance(item, list) else ())
+    compared: list[str] = []
+    for module in (schema, validator, objectapi):
+        real = module.unchanged
+
+        def spy(value: Any, before: Any, real: Any = real) -> bool:
+            if value is not before and id(before) in within and isinstance(before, (dict, list)):
+                compared.append(within[id(before)])
+            return bool(real(value, before))
+
+        monkeypatch.setattr(module, "unchanged", spy)
+    return compared
+
+
+def test_fields_a_write_copied_are_not_compared_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A status write's spec is the stored object's (copied from it), and so is the status of a
+    write to the main resource and what a merge patch does not name: no check compares them with
+    the stored object's again (as apiextensions' status strategy resets the spec to the old one);
+    the rules that read oldSelf still run on them, and what changed is still checked."""
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget(), opts())
+    old = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 1}}, opts("cell"), subresource="status")
+    compared = comparisons_of(monkeypatch, old.obj)
+    evaluated: list[str] = []
+    real_rules = validator._evaluate_rules
+
+    def rules_spy(
+        node: Any, value: Any, old: Any, path: str, ratchet: Any, run: Any, *, only_old: bool = False
+    ) -> None:
+        evaluated.extend(f"{path}: {rule.text}" for rule in (node.old_rules if only_old else node.rules))
+        real_rules(node, value, old, path, ratchet, run, only_old=only_old)
+
+    monkeypatch.setattr(validator, "_evaluate_rules", rules_spy)
+    status = {"status": {"phase": "Ready", "ready": 2}}
+    new = plane.api.patch(rt, "default", "g", MERGE_PATCH, status, opts("cell"), subresource="status")
+    assert set(compared) == {"status"}  # (what changed: the spec is not compared)
+    assert evaluated == ["spec.frozen: self == oldSelf", f"status: {STATUS_RULE}"]
+    assert new.obj["status"] == {"phase": "Ready", "ready": 2} and new.obj["metadata"]["generation"] == 1
+    # a metadata patch: neither the spec nor the status is compared
+    compared = comparisons_of(monkeypatch, new.obj)
+    labelled = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"metadata": {"labels": {"a": "b"}}}, opts())
+    assert compared == [] and labelled.obj["metadata"]["generation"] == 1
+    # a spec patch: the spec is compared (changed), the status is not
+    compared = comparisons_of(monkeypatch, labelled.obj)
+    changed = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 1}}, opts())
+    assert set(compared) == {"spec"} and changed.obj["metadata"]["generation"] == 2
+    # a no-op status write is still a no-op (no new resourceVersion), and an invalid status still refused
+    again = plane.api.patch(rt, "default", "g", MERGE_PATCH, status, opts("cell"), subresource="status")
+    assert again is changed
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 51}}, opts("cell"), subresource="status")
+    assert causes(exc.value) == [("status", 'Invalid value: "object": too many')]
+
+
 def test_unchanged_metadata_is_not_validated_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """An update whose name, namespace, labels, annotations, owners and finalizers are the old
     object's (which passed this schema here) skips the ObjectMeta rules; a change to any of them,
