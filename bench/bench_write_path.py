@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
+import yaml
 
 from kubeplane.objectapi import APPLY_PATCH, MERGE_PATCH, WriteOptions
 from kubeplane.registry import ResourceType
@@ -85,6 +87,69 @@ def custom_type(plane: ControlPlane, name: str, with_rules: bool) -> ResourceTyp
     (rt,) = types_for(entry.obj)
     plane.registry.add(rt)
     return rt
+
+
+WD_CRD = Path(__file__).resolve().parents[1] / "config/crd/compute/compute.datumapis.com_workloaddeployments.yaml"
+WD_API_VERSION = "compute.datumapis.com/v1alpha"
+
+
+def wd_type(plane: ControlPlane) -> ResourceType:
+    """The WorkloadDeployment CRD the federation writes (its schema and CEL rules, as deployed)."""
+    from kubeplane.crds import types_for
+
+    crd_rt = plane.crds.crd_rt
+    entry = plane.api.create(crd_rt, "", yaml.safe_load(WD_CRD.read_text()), WriteOptions(field_manager="bench"))
+    (rt,) = [rt for rt in types_for(entry.obj) if rt.api_version == WD_API_VERSION]
+    plane.registry.add(rt)
+    return rt
+
+
+def workload_deployment(i: int) -> dict[str, Any]:
+    """A downstream copy as the federation applies it (bench_fanout's WDs)."""
+    name = f"wd-{i}"
+    return {
+        "apiVersion": WD_API_VERSION,
+        "kind": "WorkloadDeployment",
+        "metadata": {"name": name, "labels": {"app": "bench", "compute.datumapis.com/project": "p-1"}},
+        "spec": {
+            "workloadRef": {"name": name, "uid": "00000000-0000-0000-0000-00000000b0b0"},
+            "placementName": "bench",
+            "cityCode": "DFW",
+            "replicas": 2,
+            "scaleSettings": {"minReplicas": 2},
+            "template": {
+                "metadata": {"labels": {"app": "bench"}},
+                "spec": {
+                    "runtime": {
+                        "resources": {"instanceType": "datumcloud/d1-standard-2"},
+                        "sandbox": {"containers": [{"name": "app", "image": "docker.io/library/nginx:1.27"}]},
+                    },
+                    "networkInterfaces": [{"network": {"name": "default"}}],
+                },
+            },
+        },
+    }
+
+
+def wd_status_patch(i: int) -> tuple[str, dict[str, Any], str]:
+    """The status merge patch a cell (or the projector) sends for a WD."""
+    condition = {
+        "type": "Available",
+        "status": "True",
+        "reason": "ReplicasReady",
+        "message": f"{i % 7}/2 instances ready",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": 1,
+    }
+    status = {"observedGeneration": 1, "replicas": 2, "readyReplicas": i % 7, "conditions": [condition]}
+    return MERGE_PATCH, {"status": status}, "status"
+
+
+def wd_apply(i: int) -> tuple[str, dict[str, Any], str]:
+    """The federation's apply of a copy with its replicas changed."""
+    body = workload_deployment(i)
+    body["spec"]["replicas"] = body["spec"]["scaleSettings"]["minReplicas"] = 3 + i % 5
+    return APPLY_PATCH, body, ""
 
 
 def configmap(i: int) -> dict[str, Any]:
@@ -185,8 +250,10 @@ def best_of(
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per case (the best is shown)")
+    parser.add_argument("--writes", type=int, default=5000, help="writes per round")
     args = parser.parse_args()
-    rounds, n = (2, 200) if args.smoke else (5, 5000)
+    rounds, n = (2, 200) if args.smoke else (args.rounds, args.writes)
 
     def cm(plane: ControlPlane) -> tuple[ResourceType, Callable[[int], Any]]:
         rt = plane.registry.get("", "v1", "configmaps")
@@ -198,6 +265,9 @@ def main() -> None:
 
     def ruled(plane: ControlPlane) -> tuple[ResourceType, Callable[[int], Any]]:
         return custom_type(plane, "gadgets", True), widget("Gadget")
+
+    def wds(plane: ControlPlane) -> tuple[ResourceType, Callable[[int], Any]]:
+        return wd_type(plane), workload_deployment
 
     print(
         f"embedded API server write path, CPU per write, best of {rounds} rounds of {n}"
@@ -214,6 +284,9 @@ def main() -> None:
             f"apply a changed spec to a custom resource ({len(RULES)} CEL rules)",
             best_of(rounds, n, ruled, spec_apply("Gadget"), applied=True),
         ),
+        ("create a WorkloadDeployment (its CRD, CEL rules)", best_of(rounds, n, wds, None)),
+        ("merge-patch status of a WorkloadDeployment", best_of(rounds, n, wds, wd_status_patch)),
+        ("apply a changed spec to a WorkloadDeployment", best_of(rounds, n, wds, wd_apply, applied=True)),
     ]
     for label, micros in rows:
         print(f"  {label:<62}{micros:8.1f} µs  ({1e6 / micros:,.0f}/s on one core)")
