@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+import orjson
+
 from ..errors import FieldError, forbidden, invalid, required
 from ..jsondata import unchanged
 from .interp import Activation
@@ -382,10 +384,51 @@ def _old_items_by_key(old: Any, keys: Any) -> dict[Any, Any]:
     return {_item_key(item, keys): item for item in old if isinstance(item, dict)}
 
 
+# ------------------------------------------------------------------ rules on unchanged values
+
+# What a rule that reads oldSelf gave on a value equal to its old self: a rule is a pure function
+# of self and oldSelf, so on the same value (the same JSON: key order, types) it passes again at
+# the same cost. Only passes are kept (a failure is reported, with its message, every time); the
+# cost is spent from the object's budget as evaluating it would. Most such rules are immutability
+# checks (`self == oldSelf`) on values every object of a kind shares (a WorkloadDeployment's
+# network interface), so one evaluation serves every status write of every object.
+_PASSED: OrderedDict[tuple[int, Any], tuple[CompiledRule, int]] = OrderedDict()
+_PASSED_SIZE = 4096
+_PASSED_MAX_BYTES = 2048  # (larger values are evaluated each time, not kept)
+_SCALARS = (str, int, float, bool, type(None))
+
+
+def _same_value_key(value: Any) -> Any:
+    """A key for `value` that tells apart what the JSON does (True, 1 and 1.0; key order), or None
+    when it is not to be kept."""
+    if isinstance(value, _SCALARS):
+        return (type(value), value)  # (a float NaN never finds itself: evaluated each time)
+    try:
+        data = orjson.dumps(value)
+    except (orjson.JSONEncodeError, RecursionError):
+        return None
+    return data if len(data) <= _PASSED_MAX_BYTES else None
+
+
+def _passed_before(rule: CompiledRule, key: Any) -> int | None:
+    """The cost at which `rule` passed on the value keyed `key` (itself as oldSelf), if it did."""
+    found = _PASSED.get((id(rule), key))
+    if found is None or found[0] is not rule:
+        return None
+    return found[1]
+
+
+def _remember_pass(rule: CompiledRule, key: Any, cost: int) -> None:
+    if len(_PASSED) >= _PASSED_SIZE:
+        _PASSED.popitem(last=False)
+    _PASSED[(id(rule), key)] = (rule, cost)  # (holding the rule keeps its id its own)
+
+
 def _evaluate_rules(
     node: NodeValidator, value: Any, old: Any, path: str, ratchet: _Ratchet, run: _Run, *, only_old: bool = False
 ) -> None:
-    """Evaluate the node's rules on `value`; `only_old`: only those that read oldSelf."""
+    """Evaluate the node's rules on `value`; `only_old`: only those that read oldSelf (the value is
+    its old self: one such rule that passed on the same value before is not evaluated again)."""
     rules = node.old_rules if only_old else node.rules
     if not rules:
         return
@@ -394,6 +437,22 @@ def _evaluate_rules(
         run.errors.append(invalid(shown, node.type_name, OUT_OF_BUDGET))
         run.stopped = True
         return
+    same_key = _same_value_key(value) if only_old else None
+    if same_key is not None:
+        pending = []
+        for rule in rules:
+            cost = _passed_before(rule, same_key)
+            if cost is None:
+                pending.append(rule)
+                continue
+            if cost > run.remaining:  # (as an evaluation of it would find)
+                run.errors.append(invalid(shown, node.type_name, OUT_OF_BUDGET))
+                run.stopped = True
+                return
+            run.remaining -= cost
+        if not pending:
+            return
+        rules = pending
     try:
         convert = node.convert
         self_value = convert(value) if convert is not None else value
@@ -441,6 +500,8 @@ def _evaluate_rules(
             return
         run.remaining -= act.cost
         if result is True:
+            if same_key is not None:
+                _remember_pass(rule, same_key, act.cost)
             continue
         target = _child(path, rule.field_path) if rule.field_path else shown
         detail = _message(rule, self_value, old_value if old is not None else None, run) or _default_message(rule)

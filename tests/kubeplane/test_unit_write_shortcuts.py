@@ -390,6 +390,74 @@ def test_unchanged_values_skip_the_cel_rules_that_do_not_read_oldself(monkeypatc
     assert causes(exc.value) == [("spec", 'Invalid value: "object": medium holds at most 1 replica')]
 
 
+def count_evaluations(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The CEL evaluations (one activation each) the validator makes from now on."""
+    made: list[Any] = []
+    real = validator.Activation
+
+    def counted(env: dict[str, Any], limit: int) -> Any:
+        made.append(env)
+        return real(env, limit)
+
+    monkeypatch.setattr(validator, "Activation", counted)
+    return made
+
+
+def test_a_rule_reading_oldself_that_passed_on_a_value_is_not_evaluated_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A rule that reads oldSelf runs on a value that did not change (it is not ratcheted); on the
+    same value it passed before, of this object or another, it passes again without evaluating,
+    at the same cost; a changed value, or a different one, is evaluated."""
+    monkeypatch.setattr(validator, "_PASSED", type(validator._PASSED)())
+    plane, rt = plane_with_gadgets()
+    plane.api.create(rt, "default", gadget("g1"), opts())
+    plane.api.create(rt, "default", gadget("g2"), opts())
+    plane.api.create(rt, "default", gadget("g3", frozen="b"), opts())
+    made = count_evaluations(monkeypatch)
+    status = {"status": {"ready": 1}}
+    plane.api.patch(rt, "default", "g1", MERGE_PATCH, status, opts("cell"), subresource="status")
+    assert [set(env) for env in made] == [{"self", "oldSelf"}, {"self"}]  # spec.frozen's rule, then the status's
+    made.clear()
+    plane.api.patch(rt, "default", "g2", MERGE_PATCH, status, opts("cell"), subresource="status")
+    assert [set(env) for env in made] == [{"self"}]  # frozen "a" passed already: the status's rule only
+    made.clear()
+    plane.api.patch(rt, "default", "g3", MERGE_PATCH, status, opts("cell"), subresource="status")
+    assert [set(env) for env in made] == [{"self", "oldSelf"}, {"self"}]  # frozen "b": not seen before
+    made.clear()
+    with pytest.raises(APIError) as exc:
+        plane.api.patch(rt, "default", "g1", MERGE_PATCH, {"spec": {"frozen": "b"}}, opts())
+    assert causes(exc.value) == [("spec.frozen", 'Invalid value: "string": frozen is immutable')]
+    # the same budget is spent either way
+    old = plane.api.get(rt, "default", "g2").obj
+    new = copy.deepcopy(old)
+    new["status"] = {"ready": 2}
+    assert rt.schema is not None
+    remembered = validator.evaluate_object(rt.schema, new, old, [], old_cost=5)
+    validator._PASSED.clear()
+    evaluated = validator.evaluate_object(rt.schema, new, old, [], old_cost=5)
+    assert remembered.cost == evaluated.cost is not None and remembered.errors == evaluated.errors == []
+
+
+def test_a_rule_reading_oldself_that_fails_on_an_unchanged_value_fails_every_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(validator, "_PASSED", type(validator._PASSED)())
+    plane = ControlPlane(kubelet=False, garbage_collector=False)
+    crd = gadget_crd()
+    frozen = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["frozen"]
+    frozen["x-kubernetes-validations"] = [{"rule": "self != oldSelf", "message": "frozen must change"}]
+    (rt,) = types_for(plane.api.create(plane.crds.crd_rt, "", crd, opts()).obj)
+    plane.registry.add(rt)
+    plane.api.create(rt, "default", gadget(), opts())  # (a transition rule does not run on a create)
+    made = count_evaluations(monkeypatch)
+    for ready in (1, 2):
+        with pytest.raises(APIError) as exc:
+            plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": ready}}, opts(), subresource="status")
+        assert causes(exc.value) == [("spec.frozen", 'Invalid value: "string": frozen must change')]
+    assert sum(1 for env in made if "oldSelf" in env) == 2
+
+
 def test_a_ratcheted_rule_warns_on_every_write(monkeypatch: pytest.MonkeyPatch) -> None:
     plane, rt = plane_with_gadgets()
     plane.api.create(rt, "default", gadget(), opts())
