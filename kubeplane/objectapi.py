@@ -498,7 +498,9 @@ class ObjectAPI:
         clean_old = old if rt.custom and old_entry.valid_under is rt.schema else None
         self._schema_pass(rt, new, opts, clean_old, copied)
         meta = new["metadata"]  # a converted view is rebuilt by the schema pass
-        checked = self._validate(rt, new, old, opts, old_entry=old_entry, copied=copied)
+        checked = self._validate(
+            rt, new, old, opts, old_entry=old_entry, copied=copied, meta_copied=subresource == "status"
+        )
         if rt.has_generation and (
             _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources, copied=copied)
             or (rt.generation_counts_annotations and _annotations_changed(old, new))
@@ -801,12 +803,14 @@ class ObjectAPI:
         *,
         old_entry: Entry | None = None,
         copied: frozenset[str] = frozenset(),
+        meta_copied: bool = False,
     ) -> tuple[object | None, int | None]:
         """Raise APIError (422) for an invalid object. Returns what the new entry records: the
         schema the object passed (Entry.valid_under) or None when it has none, and the bound of
         its CEL rules' cost (Entry.cel_cost). When `old_entry` (the stored `old`) passed this same
         schema, what the write left unchanged is not checked again: same answers, less work;
-        and the fields in `copied` (_write) are not even compared with old's."""
+        and the fields in `copied` (_write) are not even compared with old's, nor the metadata
+        when `meta_copied` (a status write's: the stored object's but for managedFields)."""
         # built-in kinds validate metadata with kube-apiserver's rules, CRDs and custom resources
         # with apimachinery's (which only warns about finalizer names that are not qualified)
         kube_rules = not rt.custom and rt.group != "apiextensions.k8s.io"
@@ -814,7 +818,7 @@ class ObjectAPI:
         # an update's metadata errors are a function of the fields validate_object_meta reads, and
         # an old object that passed this schema here (valid_under) had none
         passed = old_entry is not None and rt.schema is not None and old_entry.valid_under is rt.schema
-        if not (passed and old is not None and _meta_unchanged(obj["metadata"], old["metadata"])):
+        if not (passed and old is not None and (meta_copied or _meta_unchanged(obj["metadata"], old["metadata"]))):
             errs = validate_object_meta(
                 obj["metadata"],
                 namespaced=rt.namespaced,
