@@ -6,6 +6,10 @@
   Python's == confuses with the old one (True for 1) counts as changed; a schema changed since
   the object was stored checks everything; transition rules (oldSelf) still run, and on a value
   that did not change only they do (a rule that does not read oldSelf passed it already).
+- Fields a write copied from the stored object (a status write's spec and metadata, a main
+  write's status, what a merge patch does not name) are not compared with it again; a rule
+  reading oldSelf that passed on the same value before passes again without evaluating (same
+  cost), and one that fails is evaluated (and fails) every time.
 - An equivalence property: random write sequences answer the same with the shortcut and
   with it disabled (every stored entry's valid_under cleared before each write).
 - The re2 VM's memo of answers per text agrees with the VM, is bounded, and is used.
