@@ -496,10 +496,14 @@ class ObjectAPI:
                     ],
                 )
         clean_old = old if rt.custom and old_entry.valid_under is rt.schema else None
+        if clean_old is None:
+            # (built-in kinds are decoded through their Go types, which may rewrite any field: only
+            # a custom resource that passed this schema keeps what it copied as it was)
+            copied = NO_FIELDS
         self._schema_pass(rt, new, opts, clean_old, copied)
         meta = new["metadata"]  # a converted view is rebuilt by the schema pass
         checked = self._validate(
-            rt, new, old, opts, old_entry=old_entry, copied=copied, meta_copied=subresource == "status"
+            rt, new, old, opts, old_entry=old_entry, copied=copied, meta_copied=subresource == "status" and bool(copied)
         )
         if rt.has_generation and (
             _spec_changed(old, new, status_apart=not rt.custom or "status" in rt.subresources, copied=copied)
