@@ -159,8 +159,10 @@ def members_since(
 ) -> dict[Path, Any]:
     """members(obj), given `old_members` = members(old) (same schema and scope): the members of a
     field (a metadata field) whose value equals the old one are taken from old_members rather
-    than walked again. Their leaf values are the old ones, equal under == (a True where the old
-    object had 1): what compare() asks of them; the member paths are the same."""
+    than walked again, and so are those of a changed map's fields that equal the old ones (a
+    spec whose replicas changed walks its replicas, not its template). Their leaf values are the
+    old ones, equal under == (a True where the old object had 1): what compare() asks of them;
+    the member paths are the same."""
     groups: dict[Path, list[tuple[Path, Any]]] = {}
     for member, leaf in old_members.items():
         group = member[:2] if member[0] == "f:metadata" else member[:1]
@@ -186,11 +188,51 @@ def members_since(
                 else:
                     _field(mval, OBJECT_META_SCHEMA, mkey, mpath, out)
             continue
-        if key in old and old[key] == value:
+        before = old.get(key)
+        if key in old and before == value:
             out.update(groups.get(path, ()))
+        elif isinstance(value, dict) and isinstance(before, dict):
+            _field_since(value, schema, key, path, before, groups.get(path, ()), out)
         else:
             _field(value, schema, key, path, out)
     return out
+
+
+def _field_since(
+    value: Obj, parent: Obj | None, key: str, path: Path, before: Obj, old_members: Any, out: dict[Path, Any]
+) -> None:
+    """_field(value, parent, key, path, out) for a map field that changed from `before`, whose
+    members were `old_members`: a field of it equal to its old self keeps its old members."""
+    sub, declared = _child(parent, key)
+    if _is_atomic_map(sub):
+        _field(value, parent, key, path, out)
+        return
+    kept: dict[Path, list[tuple[Path, Any]]] = {}
+    for member, leaf in old_members:
+        if len(member) > len(path):
+            kept.setdefault(member[: len(path) + 1], []).append((member, leaf))
+    # (as _walk does for a map, but for the fields that kept their value)
+    props: Obj = (sub.get("properties") or {}) if sub is not None else {}
+    extra = sub.get("additionalProperties") if sub is not None else None
+    if not isinstance(extra, dict):
+        extra = None
+    for ckey, child in value.items():
+        cpath = (*path, "f:" + ckey)
+        if ckey in before and before[ckey] == child:
+            out.update(kept.get(cpath, ()))
+            continue
+        csub = props.get(ckey)
+        cdeclared = csub is not None
+        if not cdeclared:
+            csub = extra
+        if isinstance(child, (dict, list)):
+            _walk(child, csub, cpath, out)
+            if not cdeclared or child == {}:
+                out.setdefault(cpath, _leaf(child))
+        else:
+            out[cpath] = child
+    if value == {} or not declared:
+        out.setdefault(path, _leaf(value))
 
 
 def _field(value: Any, parent: Obj | None, key: str, path: Path, out: dict[Path, Any]) -> None:

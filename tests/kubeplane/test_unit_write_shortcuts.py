@@ -812,19 +812,28 @@ META = st.fixed_dictionaries(
 
 
 @settings(max_examples=300, deadline=None)
-@given(TOP, META, TOP, META, st.lists(st.sampled_from(["spec", "status", "data", "metadata"]), max_size=4))
+@given(
+    TOP,
+    META,
+    TOP,
+    META,
+    st.lists(st.sampled_from(["spec", "status", "data", "metadata"]), max_size=4),
+    st.lists(st.sampled_from(["ports", "tags", "x", "y"]), max_size=4),
+)
 def test_members_since_an_old_object_are_its_members(
-    old_top: Obj, old_meta: Obj, fresh_top: Obj, fresh_meta: Obj, keep: list[str]
+    old_top: Obj, old_meta: Obj, fresh_top: Obj, fresh_meta: Obj, keep: list[str], keep_below: list[str]
 ) -> None:
     old = {"apiVersion": "v1", "kind": "Gadget", "metadata": old_meta, **old_top}
-    # the new object keeps some top-level fields (and metadata fields) of the old, changes others
+    # the new object keeps some top-level fields (and metadata fields) of the old, changes others,
+    # and of those it changes, keeps some fields below as they were
     new: Obj = {"apiVersion": "v1", "kind": "Gadget"}
     new["metadata"] = copy.deepcopy(old_meta) if "metadata" in keep else dict(old_meta, **fresh_meta)
     for key in {*old_top, *fresh_top}:
         if key in keep and key in old_top:
             new[key] = copy.deepcopy(old_top[key])
         elif key in fresh_top:
-            new[key] = fresh_top[key]
+            kept = {c: copy.deepcopy(v) for c, v in old_top.get(key, {}).items() if c in keep_below}
+            new[key] = {**fresh_top[key], **kept}
     for scope, has_status in (("main", True), ("main", False), ("status", True)):
         old_m = fieldmanager.members(old, MEMBER_SCHEMA, scope=scope, has_status=has_status)
         full = fieldmanager.members(new, MEMBER_SCHEMA, scope=scope, has_status=has_status)
@@ -833,6 +842,30 @@ def test_members_since_an_old_object_are_its_members(
         assert all(since[p] is full[p] if full[p] is fieldmanager._CONTAINER else since[p] == full[p] for p in full)
         for other in (old_m, {}, full):
             assert fieldmanager.compare(other, since) == fieldmanager.compare(other, full)
+
+
+def test_a_changed_maps_unchanged_fields_keep_their_members(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec whose replicas changed: its members are its old ones but for the replicas (the
+    ports and tags below it are not walked again), and they are what walking it gives."""
+    old: Obj = {
+        "metadata": {"name": "g"},
+        "spec": {"ports": [{"name": "http"}, {"name": "grpc"}], "tags": ["a", "b"], "x": 1},
+    }
+    new = copy.deepcopy(old)
+    new["spec"]["x"] = 2
+    old_m = fieldmanager.members(old, MEMBER_SCHEMA, has_status=True)
+    walked: list[Any] = []
+    real = fieldmanager._walk
+
+    def spy(value: Any, sch: Any, path: Any, out: Any) -> None:
+        walked.append(path)
+        real(value, sch, path, out)
+
+    monkeypatch.setattr(fieldmanager, "_walk", spy)
+    since = fieldmanager.members_since(new, MEMBER_SCHEMA, old, old_m, has_status=True)
+    assert walked == []  # (x is a scalar: its own member, no walk)
+    assert since == fieldmanager.members(new, MEMBER_SCHEMA, has_status=True)
+    assert since[("f:spec", "f:x")] == 2
 
 
 def test_unchanged_field_sets_are_not_encoded_again(monkeypatch: pytest.MonkeyPatch) -> None:
