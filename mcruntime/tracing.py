@@ -10,6 +10,7 @@ carrying it is never rewritten for it."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -91,9 +92,13 @@ def note_retry(span: Span, reason: str, retries: int) -> None:
 
 
 # ---------------------------------------------------------------------- one trace per change
+@functools.lru_cache(maxsize=4096)
 def change_context(uid: str, generation: int) -> SpanContext:
     """The (remote) root of the trace of an object's generation: ids derived from both, so
-    the same generation always names the same trace (never all-zero: invalid in W3C)."""
+    the same generation always names the same trace (never all-zero: invalid in W3C).
+    Remembered for the objects changing now (a SpanContext is immutable): every reconcile
+    and status write of a change asks for it, and the hash and context cost more than a
+    lookup."""
     digest = hashlib.sha256(f"{uid}/{generation}".encode()).digest()
     trace_id = int.from_bytes(digest[:16], "big") or 1
     span_id = int.from_bytes(digest[16:24], "big") or 1
