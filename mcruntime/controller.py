@@ -84,6 +84,9 @@ class _Sink:
         self.controller._dropped(reason, f"{self.watch.resource} event from {self.cluster!r}: {detail}")
 
 
+_NO_SCOPE = nullcontext()  # no timeout, no shard gate: one shared (reusable) scope
+
+
 def _cluster_of(request: Request) -> str:
     return request.cluster
 
@@ -139,6 +142,7 @@ class Controller:
         self._cluster_events_ready = anyio.Event()
         self._bindings: dict[str, list[ListenerHandle]] = {}
         self._attrs = {"controller": name}
+        self._result_attrs: dict[str, dict[str, str]] = {}  # by outcome: one dict each, not one per reconcile
         self._gate: tuple[ShardGate, Owner] | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
@@ -484,7 +488,7 @@ class Controller:
             try:
                 if not request.cluster:
                     raise ClusterNotEngagedError("")
-                timeout = anyio.fail_after(self.reconcile_timeout) if self.reconcile_timeout else nullcontext()
+                timeout = anyio.fail_after(self.reconcile_timeout) if self.reconcile_timeout else _NO_SCOPE
                 scope = self._admit(request)
                 if isinstance(scope, str):
                     outcome = scope  # not admitted by the shard gate
@@ -536,14 +540,17 @@ class Controller:
                 self.in_flight -= 1
                 self.metrics.active_workers.add(-1, self._attrs)
                 self.metrics.reconcile_time.record(time.monotonic() - started, self._attrs)
-                self.metrics.reconcile_total.add(1, {**self._attrs, "result": outcome})
+                attrs = self._result_attrs.get(outcome)
+                if attrs is None:
+                    attrs = self._result_attrs[outcome] = {**self._attrs, "result": outcome}
+                self.metrics.reconcile_total.add(1, attrs)
                 span.set_attribute("result", outcome)
 
     def _admit(self, request: Request) -> AbstractContextManager[None] | str:
         """The scope a request is reconciled in when the shard gate admits it (always,
         unsharded); else the outcome it is recorded with."""
         if self._gate is None:
-            return nullcontext()
+            return _NO_SCOPE
         gate, owner = self._gate
         if not gate.lease_fresh():
             self.queue.add_rate_limited(request)

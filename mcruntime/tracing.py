@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import hashlib
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -49,11 +49,20 @@ def tracer_for(provider: TracerProvider | None = None) -> Tracer:
     return chosen.get_tracer("mcruntime")
 
 
-@contextmanager
-def reconcile_span(tracer: Tracer, controller: str, request: Request) -> Iterator[Span]:
+# tracing off: one shared scope that yields the invalid span (a nullcontext is reusable)
+_NO_SPAN: AbstractContextManager[Span] = nullcontext(INVALID_SPAN)
+
+
+def reconcile_span(tracer: Tracer, controller: str, request: Request) -> AbstractContextManager[Span]:
+    """The span of one reconcile; with tracing off a shared no-op scope, so a reconcile
+    makes no generator context manager for a span nobody records."""
     if isinstance(tracer, NoOpTracer):
-        yield INVALID_SPAN
-        return
+        return _NO_SPAN
+    return _reconcile_span(tracer, controller, request)
+
+
+@contextmanager
+def _reconcile_span(tracer: Tracer, controller: str, request: Request) -> Iterator[Span]:
     attributes = {
         "controller": controller,
         "k8s.cluster.name": request.cluster,
