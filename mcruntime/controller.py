@@ -22,7 +22,7 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -142,7 +142,11 @@ class Controller:
         self._cluster_events_ready = anyio.Event()
         self._bindings: dict[str, list[ListenerHandle]] = {}
         self._attrs = {"controller": name}
-        self._result_attrs: dict[str, dict[str, str]] = {}  # by outcome: one dict each, not one per reconcile
+        # per reconcile, bound to this controller's attributes once (see `Tally.bound`); the
+        # results by outcome, one bound counter each
+        self._active = self.metrics.active_workers.bound(self._attrs)
+        self._reconcile_time = self.metrics.reconcile_time.bound(self._attrs)
+        self._results: dict[str, Callable[[float], None]] = {}
         self._gate: tuple[ShardGate, Owner] | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
@@ -480,7 +484,7 @@ class Controller:
         started = time.monotonic()
         outcome = "error"
         self.in_flight += 1
-        self.metrics.active_workers.add(1, self._attrs)
+        self._active(1)
         with (
             logs.bound(controller=self.name, cluster=request.cluster, namespace=request.namespace, name=request.name),
             reconcile_span(self.tracer, self.name, request) as span,
@@ -538,12 +542,14 @@ class Controller:
                 outcome = self._after_error(request, exc, span)
             finally:
                 self.in_flight -= 1
-                self.metrics.active_workers.add(-1, self._attrs)
-                self.metrics.reconcile_time.record(time.monotonic() - started, self._attrs)
-                attrs = self._result_attrs.get(outcome)
-                if attrs is None:
-                    attrs = self._result_attrs[outcome] = {**self._attrs, "result": outcome}
-                self.metrics.reconcile_total.add(1, attrs)
+                self._active(-1)
+                self._reconcile_time(time.monotonic() - started)
+                counted = self._results.get(outcome)
+                if counted is None:
+                    counted = self._results[outcome] = self.metrics.reconcile_total.bound(
+                        {**self._attrs, "result": outcome}
+                    )
+                counted(1)
                 span.set_attribute("result", outcome)
 
     def _admit(self, request: Request) -> AbstractContextManager[None] | str:

@@ -54,6 +54,11 @@ class WorkQueue(Generic[T]):
         self.rate_limiter: RateLimiter[T] = rate_limiter or default_controller_rate_limiter()
         self.metrics = metrics or default_metrics()
         self._attrs = {"name": name}
+        # the per-item instruments, bound to this queue's attributes once (see `Tally.bound`)
+        self._count_add = self.metrics.queue_adds.bound(self._attrs)
+        self._depth = self.metrics.queue_depth.bound(self._attrs)
+        self._waited = self.metrics.queue_wait.bound(self._attrs)
+        self._worked = self.metrics.queue_work.bound(self._attrs)
         self._clock = clock
         self._queue: deque[T] = deque()
         self._dirty: set[T] = set()
@@ -115,7 +120,7 @@ class WorkQueue(Generic[T]):
     def add(self, item: T) -> None:
         if self._shutting_down or item in self._dirty:
             return
-        self.metrics.queue_adds.add(1, self._attrs)
+        self._count_add(1)
         self._dirty.add(item)
         if item in self._processing:
             return  # queued again by `done`
@@ -124,7 +129,7 @@ class WorkQueue(Generic[T]):
     def _enqueue(self, item: T) -> None:
         self._queue.append(item)
         self._queued_at.setdefault(item, self._clock())
-        self.metrics.queue_depth.add(1, self._attrs)
+        self._depth(1)
         self._notify()
 
     def add_after(self, item: T, delay: float) -> None:
@@ -190,8 +195,8 @@ class WorkQueue(Generic[T]):
                 now = self._clock()
                 queued = self._queued_at.pop(item, now)
                 self._started_at[item] = now
-                self.metrics.queue_depth.add(-1, self._attrs)
-                self.metrics.queue_wait.record(now - queued, self._attrs)
+                self._depth(-1)
+                self._waited(now - queued)
                 return item
             if self._shutting_down:
                 raise QueueShutDown(self.name)
@@ -256,7 +261,7 @@ class WorkQueue(Generic[T]):
         self._processing.discard(item)
         started = self._started_at.pop(item, None)
         if started is not None:
-            self.metrics.queue_work.record(self._clock() - started, self._attrs)
+            self._worked(self._clock() - started)
         if item in self._dirty:
             self._enqueue(item)
         if self._shutting_down and not self._processing:

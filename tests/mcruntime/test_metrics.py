@@ -26,6 +26,7 @@ from mcruntime.metrics import (
     PullHistogram,
     RuntimeMetricReader,
     RuntimeMetrics,
+    Tally,
 )
 from mcruntime.resources import CONFIGMAPS
 from tests.support import Plane, config_for, configmap, eventually
@@ -81,6 +82,52 @@ async def test_queue_counts_cost_no_opentelemetry_call_per_item(monkeypatch: pyt
     assert seen["workqueue_adds_total"] == {(("name", "cold"),): 1000}
     assert seen["workqueue_depth"] == {(("name", "cold"),): 999}
     assert seen["workqueue_retries_total"] == {(("name", "cold"),): 1}
+
+
+async def test_a_queue_item_counts_through_instruments_bound_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queue's per-item counts (adds, depth, wait and work time) go through instruments
+    bound to its attributes when it is made: no attribute key is built per item, and the
+    figures are those the unbound calls gave, a histogram series appearing with its first
+    value only."""
+    reader = InMemoryMetricReader()
+    metrics = RuntimeMetrics(MeterProvider(metric_readers=[reader]))
+    queue: WorkQueue[str] = WorkQueue("bound", metrics=metrics)
+    assert metrics.queue_wait.metric(0) is None, "no series before a first value"
+    unbound: list[str] = []
+    monkeypatch.setattr(Tally, "add", lambda *_a: unbound.append("Tally.add"))
+    monkeypatch.setattr(PullHistogram, "record", lambda *_a: unbound.append("PullHistogram.record"))
+    for i in range(3):
+        queue.add(f"item-{i}")
+    for _ in range(3):
+        queue.done(await queue.get())
+    assert unbound == []
+    monkeypatch.undo()
+    seen = collected(reader)
+    assert seen["workqueue_adds_total"] == {(("name", "bound"),): 3}
+    assert seen["workqueue_depth"] == {(("name", "bound"),): 0}
+    for name in ("workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"):
+        histogram = getattr(metrics, "queue_wait" if "queue_duration" in name else "queue_work")
+        metric = histogram.metric(0)
+        assert metric is not None and metric.name == name
+        (point,) = metric.data.data_points
+        assert point.count == 3 and dict(point.attributes) == {"name": "bound"}
+
+
+def test_bound_instruments_add_to_the_same_series_as_the_unbound_calls() -> None:
+    tally, histogram = Tally(), PullHistogram("h", boundaries=(1.0, 2.0))
+    attrs = {"controller": "c", "result": "success"}
+    add, record = tally.bound(attrs), histogram.bound(attrs)
+    tally.add(2, attrs)
+    add(3)
+    add(-1)
+    histogram.record(0.5, attrs)
+    record(1.5)
+    record(5.0)
+    assert tally._values == {tuple(attrs.items()): 4}
+    metric = histogram.metric(0)
+    assert metric is not None
+    (point,) = metric.data.data_points
+    assert list(point.bucket_counts) == [1, 1, 1] and point.sum == 7.0 and dict(point.attributes) == attrs
 
 
 def test_request_counts_are_observed_per_attribute_set() -> None:
