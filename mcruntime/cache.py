@@ -238,6 +238,15 @@ class InformerCache:
                 self._tg = None
 
     # ------------------------------------------------------------------ cached reads
+    def _ready(self, resource: Resource, namespace: str | None, alias: str) -> Informer | None:
+        """The informer that serves the read now: declared, covering the namespace and
+        synced (what nearly every read finds, answered without a coroutine); else None, and
+        `_synced` says why or waits."""
+        held = self._held.get(self._key(resource, alias))
+        if held is None or not held[0].covers_namespace(namespace) or not held[1].has_synced:
+            return None
+        return held[1]
+
     async def _synced(self, resource: Resource, namespace: str | None, alias: str) -> Informer:
         view, informer = self._lookup(resource, alias)
         if not view.covers_namespace(namespace):
@@ -261,7 +270,11 @@ class InformerCache:
 
     async def get(self, resource: Resource, name: str, *, namespace: str | None = None, alias: str = "") -> Obj:
         """The cached object; raises the API's NotFound error when it is not cached."""
-        obj = await self.get_or_none(resource, name, namespace=namespace, alias=alias)
+        namespaced = resource.namespaced
+        informer = self._ready(resource, namespace if namespaced else None, alias)
+        if informer is None:
+            informer = await self._synced(resource, namespace if namespaced else None, alias)
+        obj = informer.store.get(make_key(namespace or "", name) if namespaced else name)
         if obj is None:
             raise APIError.not_found(resource.qualified, name)
         return obj
@@ -273,8 +286,11 @@ class InformerCache:
         reconciler asks for what it has not created yet (a copy, a finalizer's target) on
         every reconcile, and raising and catching the error cost more than the lookup.
         Every other refusal (no view, not synced, forbidden) is raised as in `get`."""
-        informer = await self._synced(resource, namespace if resource.namespaced else None, alias)
-        return informer.store.get(make_key(namespace or "", name) if resource.namespaced else name)
+        namespaced = resource.namespaced
+        informer = self._ready(resource, namespace if namespaced else None, alias)
+        if informer is None:
+            informer = await self._synced(resource, namespace if namespaced else None, alias)
+        return informer.store.get(make_key(namespace or "", name) if namespaced else name)
 
     async def list(
         self,
@@ -287,7 +303,7 @@ class InformerCache:
     ) -> Objs:
         """Cached objects of the resource's view, optionally narrowed to one namespace, a
         label selector, or an index value (`index=("owner-uid", uid)`)."""
-        informer = await self._synced(resource, namespace, alias)
+        informer = self._ready(resource, namespace, alias) or await self._synced(resource, namespace, alias)
         store = informer.store
         if index is not None:
             items = store.by_index(*index)

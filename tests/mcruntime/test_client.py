@@ -20,6 +20,7 @@ from mcruntime import (
     is_not_found,
     retry_on_conflict,
 )
+from mcruntime.cache import InformerCache
 from mcruntime.informer import Informer
 from mcruntime.resources import CONFIGMAPS, SECRETS
 from tests.support import Plane, configmap, eventually
@@ -97,6 +98,38 @@ async def test_a_cached_get_or_none_of_a_missing_object_makes_no_not_found_error
     assert is_not_found(err.value) and made == ["missing"]
     with pytest.raises(NoCacheViewError):
         await cluster.client.get_or_none(SECRETS, "any", namespace="default")
+
+
+async def test_a_read_of_a_synced_view_is_served_without_the_waiting_path(
+    cluster: Cluster, plane: Plane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nearly every cached read finds its view declared and synced: it is served at once,
+    not through the coroutine that waits for a sync or explains a refusal; a read the view
+    cannot serve still takes that path and is refused as before."""
+    plane.create("configmaps", configmap("cached", a="1"))
+    cache = cluster.cache
+    cache.declare(View(CONFIGMAPS, namespace="default"))
+    assert await cache.wait_for_sync(5)
+    waited: list[str] = []
+    real = InformerCache._synced
+
+    async def counting(self: InformerCache, resource: Resource, namespace: str | None, alias: str) -> Informer:
+        waited.append(resource.plural)
+        return await real(self, resource, namespace, alias)
+
+    monkeypatch.setattr(InformerCache, "_synced", counting)
+    assert (await cache.get(CONFIGMAPS, "cached", namespace="default"))["data"] == {"a": "1"}
+    assert await cache.get_or_none(CONFIGMAPS, "missing", namespace="default") is None
+    assert [o["metadata"]["name"] for o in await cache.list(CONFIGMAPS, namespace="default")] == ["cached"]
+    with pytest.raises(APIError) as err:
+        await cache.get(CONFIGMAPS, "missing", namespace="default")
+    assert is_not_found(err.value)
+    assert waited == []
+    with pytest.raises(NoCacheViewError, match="cannot serve namespace 'other'"):
+        await cache.get_or_none(CONFIGMAPS, "cached", namespace="other")
+    with pytest.raises(NoCacheViewError):
+        await cache.list(SECRETS, namespace="default")
+    assert waited == ["configmaps", "secrets"]
 
 
 async def test_a_synced_cache_answers_has_synced_without_asking_each_informer(
