@@ -73,6 +73,8 @@ class WorkQueue(Generic[T]):
         # adds while every worker is busy (a cold start's LIST) creates none per add. Its
         # result: True when woken, False when the getter's own time ran out (see `_wait`)
         self._getters: deque[asyncio.Future[bool]] = deque()
+        # the getters waiting with a timer, and when (queue clock) it fires: see `_timed_by`
+        self._deadlines: dict[asyncio.Future[bool], float] = {}
         self._shutting_down = False
         self._drained = anyio.Event()
         # how many items `get` has handed out, and the queues waiting behind this one: (the
@@ -144,7 +146,16 @@ class WorkQueue(Generic[T]):
             return
         self._ready_at[item] = ready
         heapq.heappush(self._waiting, (ready, next(self._seq), item))
-        self._notify()  # a getter may need to wake earlier than it planned
+        if not self._timed_by(ready):
+            self._notify()  # a getter may need to wake earlier than it planned
+
+    def _timed_by(self, ready: float) -> bool:
+        """Whether a getter still waiting (not woken, not timed out) has a timer that fires
+        by `ready`: then it looks again by then, as a getter woken now would have planned
+        to, and the delayed add needs no wake-up. A batching controller delays every event,
+        and waking a worker for each, only for it to find nothing due and wait again, cost
+        a task switch and a timer per event."""
+        return any(deadline <= ready and not getter.done() for getter, deadline in self._deadlines.items())
 
     def add_rate_limited(self, item: T) -> None:
         self.metrics.queue_retries.add(1, self._attrs)
@@ -214,7 +225,10 @@ class WorkQueue(Generic[T]):
         loop = asyncio.get_running_loop()
         getter: asyncio.Future[bool] = loop.create_future()
         self._getters.append(getter)
-        timer = None if due is None else loop.call_later(max(due, 0.0), _time_up, getter)
+        timer = None
+        if due is not None:
+            timer = loop.call_later(max(due, 0.0), _time_up, getter)
+            self._deadlines[getter] = self._clock() + max(due, 0.0)
         try:
             woken = await getter
         except BaseException:
@@ -226,6 +240,7 @@ class WorkQueue(Generic[T]):
         finally:
             if timer is not None:
                 timer.cancel()
+                del self._deadlines[getter]
         if not woken and getter in self._getters:
             self._getters.remove(getter)  # its time ran out: no longer waiting
 

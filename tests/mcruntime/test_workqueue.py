@@ -452,3 +452,42 @@ async def test_waiting_behind_another_queue_makes_no_anyio_event_or_cancel_scope
             await anyio.wait_all_tasks_blocked()
     assert got == ["status-1", "status-2"]
     assert made == [] and high._turns == []
+
+
+async def test_a_delayed_add_wakes_no_getter_whose_timer_already_covers_it() -> None:
+    """A batching controller delays every event: a worker waiting with a timer that fires
+    by the new item's time looks again then anyway, so the add wakes nobody (a wake-up per
+    event found nothing due and waited again); an add due earlier than every timer, or
+    with no timer running, wakes one as before; every item is handed out once due."""
+    q = fast_queue()
+    wake_ups = 0
+    real_notify = q._notify
+
+    def counting_notify() -> None:
+        nonlocal wake_ups
+        wake_ups += 1
+        real_notify()
+
+    q._notify = counting_notify  # type: ignore[method-assign]
+    got: list[str] = []
+
+    async def worker() -> None:
+        while len(got) < 5:
+            item = await q.get()
+            got.append(item)
+            q.done(item)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker)
+            await anyio.wait_all_tasks_blocked()
+            q.add_after("first", 0.1)  # the worker waits with no timer: woken, it sets one
+            assert wake_ups == 1
+            await anyio.wait_all_tasks_blocked()
+            for name in ("second", "third", "fourth"):
+                q.add_after(name, 0.15)  # after the worker's timer: nobody woken
+            assert wake_ups == 1 and got == []
+            q.add_after("early", 0.02)  # before it: woken to plan again
+            assert wake_ups == 2
+    assert got == ["early", "first", "second", "third", "fourth"]
+    assert not q._deadlines and not q._getters
