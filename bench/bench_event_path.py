@@ -10,7 +10,7 @@ left is the runtime's own cost per event: decoding, storing, predicates, handler
 work queue, the worker loop, metrics. Reported: CPU microseconds per event (process time),
 median of `--repeat` rounds.
 
-Run: .venv/bin/python bench/bench_event_path.py [--events N] [--repeat R]"""
+Run: .venv/bin/python bench/bench_event_path.py [--events N] [--repeat R] [--smoke]"""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import anyio.lowlevel
 
+from bench.harness import report
 from mcruntime import ConnectionConfig, Request, Resource, Result, Transport
 from mcruntime.cache import InformerCache
 from mcruntime.client import Client
@@ -142,16 +143,20 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--events", type=int, default=20_000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--smoke", action="store_true", help="a quick run that only checks the benchmark works")
     args = parser.parse_args()
-    watch_lines = lines(args.events)
+    events, repeat = (400, 1) if args.smoke else (args.events, args.repeat)
+    watch_lines = lines(events)
     import uvloop
 
+    rep = report("bench_event_path", {"events": events, "repeat": repeat, "controllers": 4})
     rounds = [
         anyio.run(one_round, watch_lines, backend_options={"loop_factory": uvloop.new_event_loop})
-        for _ in range(args.repeat)
+        for _ in range(repeat)
     ]
-    print(f"events={args.events} rounds={' '.join(f'{r:.1f}' for r in rounds)}")
-    print(f"runtime CPU per watch event (4 controllers): {statistics.median(rounds):.1f} us (median of {args.repeat})")
+    rep.add("runtime CPU per watch event (4 controllers)", statistics.median(rounds), "us",
+            note=f"median of {repeat}: {' '.join(f'{r:.1f}' for r in rounds)}")  # fmt: skip
+    rep.write()
 
 
 if __name__ == "__main__":
