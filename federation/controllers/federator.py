@@ -46,9 +46,9 @@ from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
     UnresolvedLocation,
     cell_owns_replicas,
+    current_ordinals,
     downstream_copy,
     downstream_namespace,
-    planned_shares,
     target_city,
     upstream_identity,
 )
@@ -59,6 +59,7 @@ from federation.fleet.fleetview import (
     PROJECTS,
     UPSTREAM_INDEX,
     WD_INDEXERS,
+    KnownLocations,
     cell_clusters,
     cell_synced,
     find_copies,
@@ -66,10 +67,12 @@ from federation.fleet.fleetview import (
     namespace_upstream,
     registered_cells,
 )
-from federation.fleet.locations import CityTarget, KnownLocation
+from federation.fleet.locations import CityTarget
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share, same_city
+from federation.fleet.placementmemo import PlacementMemo
 from federation.fleet.propagation import clock_of
+from federation.fleet.references import Referenced
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
@@ -308,6 +311,8 @@ class Federator:
         self.namespace_writes = NamespaceWrites()
         self.comparisons = Comparisons()
         self.routes = Routes(mgr)
+        self.locations = KnownLocations(mgr)  # decoded once per change of the Locations
+        self.placements: PlacementMemo[Request] = PlacementMemo()  # per WD: its target city and shares
         # the last write's answer per project WD (the claim) and per copy (its cell, namespace
         # and name) until the cache shows it: that write's own watch event wakes nothing
         # (`UnlessOwnWrite`), and a reconcile before it decides on the answer, not the cache
@@ -321,6 +326,7 @@ class Federator:
         wd = self.claims.latest(Request(*key), wd) or wd  # its claim's answer until the cache shows it
         if is_deleting(wd):
             self.clock.forget(key)
+            self.placements.forget(Request(*key))
             return await self._reconcile(project, wd)
         generation = get_int(wd, "metadata.generation") or 0
         self.clock.seen(key, generation)
@@ -344,6 +350,7 @@ class Federator:
         state, still labelled for this shard, as kube-apiserver sends it — so gone from a
         shard's cache is confirmed by a live GET: only a 404 sweeps."""
         self.clock.forget((project.name, req.namespace, req.name))
+        self.placements.forget(req)
         if project.cache.narrows(WORKLOAD_DEPLOYMENTS):
             live = await project.client.get_live_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
             if live is not None:
@@ -397,12 +404,15 @@ class Federator:
         creates a WD that is gone (a 409: retried, then `gone`). Pinned by
         test_one_wds_copies_are_written_concurrently and
         test_a_wd_deleted_before_its_finalizer_leaves_no_copy."""
+        req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
+        known = self.placements.referenced(req, wd)  # the template's references, once per spec
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._claim, project, wd, get_str(ns, "metadata.name"))
                 if target is not None:
                     for share in shares:
-                        tg.start_soon(self._place, project, ns, wd, target, share, by_cell.get(share.cell), outcome)
+                        tg.start_soon(self._place, project, ns, wd, target, share, known, by_cell.get(share.cell),
+                                      outcome)  # fmt: skip
         except ExceptionGroup as group:  # an unexpected error: as itself, for the runtime's handling
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
@@ -428,22 +438,21 @@ class Federator:
         """The WD's target city and its shares (`planned_shares`). A Location no cell serves
         places nowhere (no target): the projector says NoMatchingLocation, with an Event, and
         a change of the Location re-plans (`Routes.wds_of_location`). A bad spec is an Event."""
-        locations = self._locations()
         try:
-            target = target_city(wd, locations)
-            pairs = ((c.cell.name, c.obj) for c in copies)
-            return target, planned_shares(wd, registered_cells(self.mgr), pairs, locations)
+            locations = self.locations()
+        except ClusterNotReadyError as exc:
+            raise TemporaryError(str(exc)) from exc
+        req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
+        try:
+            # made once per spec, Locations, cells and copies' ordinals (`PlacementMemo`)
+            target = self.placements.target(req, wd, locations)
+            current = current_ordinals(wd, ((c.cell.name, c.obj) for c in copies))
+            return target, self.placements.shares(req, wd, registered_cells(self.mgr), current, target.city_code)
         except UnresolvedLocation:
             return None, []
         except PlacementError as exc:
             await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
             raise PermanentError(str(exc)) from exc
-
-    def _locations(self) -> list[KnownLocation]:
-        try:
-            return known_locations(self.mgr)
-        except ClusterNotReadyError as exc:
-            raise TemporaryError(str(exc)) from exc
 
     async def _downstream_namespace(self, project: Cluster, wd: Obj) -> Obj:
         """The cell namespace the WD's copies go to (an apply intent), from the project
@@ -475,6 +484,7 @@ class Federator:
         wd: Obj,
         target: CityTarget,
         share: Share,
+        known: Referenced,
         existing: Copy | None,
         outcome: Outcome,
     ) -> None:
@@ -491,7 +501,8 @@ class Federator:
             return
         autoscaled = cell_owns_replicas(wd)
         name = get_str(ns, "metadata.name")
-        desired = downstream_copy(project.name, wd, share, name, include_replicas=not autoscaled, target=target)
+        desired = downstream_copy(project.name, wd, share, name, include_replicas=not autoscaled, target=target,
+                                  referenced=known)  # fmt: skip
         done: list[copyplacement.Action] = []
         # the copy as last written while the cache does not show that write yet (`copy_writes`)
         written = self.copy_writes.latest(_copy_request(cell, desired), existing.obj if existing else None)

@@ -72,7 +72,7 @@ from federation.api.reasons import (
 )
 from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas
 from federation.fleet.placement import Share, city_code, desired_replicas
-from federation.fleet.references import expected_referenced_data
+from federation.fleet.references import Referenced, expected_referenced_data
 from mcruntime.controllerutil import is_subset
 from mcruntime.fields import get_int, get_mapping, get_str, get_str_map, is_object
 
@@ -362,6 +362,7 @@ def aggregate(
     unplaced: str | None = None,
     subset: Subset = is_subset,
     missing_sources: Sequence[str] = (),
+    referenced: Referenced | None = None,
 ) -> dict[str, Any]:
     """The project WD's desired `.status`, from one report per share of `plan(wd, ...)`.
 
@@ -371,7 +372,8 @@ def aggregate(
     (`downstream.target_city`; None reads `spec.cityCode`); `unplaced` is the message of
     a location that resolves to no city (then there are no reports and the conditions
     say NoMatchingLocation with it); `missing_sources` the `"<Kind>/<name>"` of required
-    references missing from the project namespace (ReferencedDataReady=False SourceNotFound)."""
+    references missing from the project namespace (ReferencedDataReady=False SourceNotFound);
+    `referenced` the WD's `references.referenced(wd)`, when the caller has it."""
     name = get_str(wd, "metadata.name", required=False)
     if not name:
         raise ValueError(f"WorkloadDeployment metadata.name: required, got {name!r}")
@@ -405,9 +407,10 @@ def aggregate(
     else:
         ready = status["readyReplicas"]
         rolled = {t: _roll_up(views, t, ready, desired) for t in (AVAILABLE, REPLICAS_READY)}
-    referenced = _referenced_data(views, wd, missing_sources)
-    if referenced is not None:
-        rolled[REFERENCED_DATA_READY] = referenced
+    expected = referenced.expected if referenced is not None else expected_referenced_data(wd)
+    data_ready = _referenced_data(views, wd, missing_sources) if expected is not None else None
+    if data_ready is not None:
+        rolled[REFERENCED_DATA_READY] = data_ready
     else:  # the template references nothing (any more): no such condition
         conditions = [c for c in conditions if c.get("type") != REFERENCED_DATA_READY]
     for type_, result in rolled.items():
@@ -423,14 +426,12 @@ def aggregate(
 
 def _referenced_data(
     views: Sequence[_CellView], wd: Mapping[str, Any], missing_sources: Sequence[str]
-) -> _Contribution | None:
-    """ReferencedDataReady of a WD whose template requires ConfigMaps or Secrets: a source
-    missing from the project namespace first (SourceNotFound, naming each: no cell can ever
-    get it); else the cells' own (a copy without it yet, or none at all, is
-    AwaitingPropagation), worst wins; the message names every cell that is not True with
-    its own message (the missing objects)."""
-    if expected_referenced_data(wd) is None:
-        return None
+) -> _Contribution:
+    """ReferencedDataReady of a WD whose template requires ConfigMaps or Secrets (the
+    caller asks only then): a source missing from the project namespace first
+    (SourceNotFound, naming each: no cell can ever get it); else the cells' own (a copy
+    without it yet, or none at all, is AwaitingPropagation), worst wins; the message names
+    every cell that is not True with its own message (the missing objects)."""
     if missing_sources:
         namespace = get_str(wd, "metadata.namespace", required=False)
         return _Contribution("", FALSE, SOURCE_NOT_FOUND,

@@ -49,7 +49,7 @@ from federation.api.constants import API_VERSION, Annotation, Kind, Label
 from federation.api.naming import downstream_namespace_name
 from federation.fleet.locations import CityTarget, InvalidPlacementSpec, KnownLocation, resolve_city
 from federation.fleet.placement import CellInfo, PlacementError, Share, city_code, plan
-from federation.fleet.references import EXPECTED_ANNOTATION, expected_referenced_data
+from federation.fleet.references import EXPECTED_ANNOTATION, Referenced, expected_referenced_data
 from mcruntime.fields import get_str, get_str_map, is_object
 from mcruntime.objects import LAST_APPLIED
 
@@ -184,11 +184,13 @@ def downstream_copy(
     *,
     include_replicas: bool,
     target: CityTarget,
+    referenced: Referenced | None = None,
 ) -> dict[str, Any]:
     """The WD copy for one cell (an apply intent) in downstream namespace `namespace`
     (`downstream_namespace(...)["metadata"]["name"]`). `include_replicas=False` leaves
     `spec.replicas` out, for the cell's autoscaler to own after creation. `target`
-    (`target_city`) gives the city-code label and, placed by location, the location label."""
+    (`target_city`) gives the city-code label and, placed by location, the location label;
+    `referenced` (`references.referenced(wd)`, when the caller has it) the expected data."""
     _check_cluster(project_cluster)
     if not isinstance(namespace, str) or not namespace:
         raise ValueError(f"downstream namespace {namespace!r}: must not be empty")
@@ -207,7 +209,7 @@ def downstream_copy(
     # `copy.deepcopy` walk was ~5% of the manager's CPU)
     spec = _json_copy(copy_spec(wd, share, include_replicas=include_replicas))
     federated = {k: v for k, v in get_str_map(wd, "metadata.annotations").items() if k not in NOT_FEDERATED_ANNOTATIONS}
-    expected = expected_referenced_data(wd)
+    expected = referenced.expected if referenced is not None else expected_referenced_data(wd)
     if expected is not None:  # what the cell gates Instances on, written with the spec it follows from
         federated[EXPECTED_ANNOTATION] = expected
     return {

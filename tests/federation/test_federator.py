@@ -909,3 +909,47 @@ def test_a_claims_answer_is_its_own_only_without_anyone_elses_change(change: Any
     between (spec, labels, other annotations, deletion) is reconciled even if its own event
     is never seen (a re-list that shows only the latest state)."""
     assert claimed_only(_UNCLAIMED, _claimed(change)) is only
+
+
+async def test_a_wd_is_placed_once_per_spec_not_per_reconcile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The federator plans a WD once per spec, Locations, cells and copies' ordinals
+    (`PlacementMemo`, as the projector does) and reads its template's references once per
+    spec: a reconcile that restores a copy edited by hand in a cell (same spec, same
+    cells, the copies holding the planned ordinals) makes neither again — and still
+    writes the copy back (counted by wrapping `plan` and `expected_referenced_data` where
+    the placement functions read them)."""
+    from federation.fleet import downstream, placementmemo
+
+    made: list[str] = []
+
+    def counting(module: Any, name: str) -> None:
+        real = getattr(module, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            made.append(name)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+
+    counting(downstream, "plan")
+    counting(placementmemo, "plan")
+    counting(downstream, "expected_referenced_data")
+    async with federation(tmp_path) as (f, mgr):
+        WDs(f, "web").create(workload_deployment("api", "LHR", 2))
+        await eventually(lambda: shares(f, "api") == {"lhr-1": (2, 0)}, "the copy")
+        assert await all_idle(mgr)
+        assert made.count("plan") <= 2, made  # once per controller at most
+        made.clear()
+        recording = record(mgr, "federator")
+        (ns,) = {o["metadata"]["namespace"] for o in WDs(f, "lhr-1").list()}
+        WDs(f, "lhr-1").edit(ns, "api", lambda o: o["metadata"].setdefault("labels", {}).pop(
+            str(Label.UPSTREAM_NAMESPACE)))  # fmt: skip
+
+        def restored() -> bool:
+            c = WDs(f, "lhr-1").get(ns, "api")
+            return c is not None and str(Label.UPSTREAM_NAMESPACE) in c["metadata"].get("labels", {})
+
+        await eventually(restored, "the hand edit reverted")
+        assert await all_idle(mgr)
+        assert Request("web", "default", "api") in recording.requests
+        assert made == [], made
