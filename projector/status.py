@@ -342,7 +342,8 @@ class CopyEvents(EventHandler):
         requests = await self.routes.wd_of_copy(source_cluster, event.obj)
         if event.type is EventType.MODIFIED and event.old is not None:
             self.clock.copy_changed(event.old)
-            requests += await self.routes.wd_of_copy(source_cluster, event.old)
+            if not self.routes.same_wd_of_copy(event.old, event.obj):
+                requests += await self.routes.wd_of_copy(source_cluster, event.old)
         for request in dict.fromkeys(requests):
             if event.type is not EventType.DELETED and self._read(request, source_cluster, event.obj):
                 continue
