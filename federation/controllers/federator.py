@@ -95,6 +95,10 @@ from mcruntime.tracing import stage_span, tracer_for
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "federator"
+# read or written on every reconcile, as plain strings (an enum member's lookup is a
+# Python-level class attribute access)
+UPSTREAM_CLUSTER_LABEL = str(Label.UPSTREAM_CLUSTER_NAME)
+FEDERATION_NAMESPACE_ANNOTATION = str(Annotation.FEDERATION_NAMESPACE)
 INITIAL_REPLICAS_MANAGER = "federator-initial-replicas"
 
 
@@ -426,7 +430,7 @@ class Federator:
         by the claim alone: a state with anyone else's change in it is reconciled."""
         answer = await controllerutil.add_finalizer(
             project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR,
-            annotations={str(Annotation.FEDERATION_NAMESPACE): cell_namespace},
+            annotations={FEDERATION_NAMESPACE_ANNOTATION: cell_namespace},
         )  # fmt: skip
         if version_of(answer) != version_of(wd) and claimed_only(wd, answer):
             req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
@@ -462,13 +466,14 @@ class Federator:
         project_ns = await project.client.get_or_none(NAMESPACES, namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {namespace} is not cached yet")
-        upstream_label = project.labels.get(Label.UPSTREAM_CLUSTER_NAME, "")
-        why = f"project {project.name} is registered without the {Label.UPSTREAM_CLUSTER_NAME} label"
+        upstream_label = project.labels.get(UPSTREAM_CLUSTER_LABEL, "")
         if upstream_label:
             try:
                 return downstream_namespace(project.name, upstream_label, project_ns)
             except ValueError as exc:  # the registration's encoded name is not this project's
                 why = str(exc)
+        else:
+            why = f"project {project.name} is registered without the {UPSTREAM_CLUSTER_LABEL} label"
         await self.events.event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
         raise PermanentError(why)
 
@@ -696,7 +701,7 @@ def claimed_only(before: Obj, answer: Obj) -> bool:
     the server keeps (resourceVersion, managedFields, the status): its watch event then
     needs no reconcile. A change of spec (its generation), labels, other annotations or
     deletion meanwhile does."""
-    ours = str(Annotation.FEDERATION_NAMESPACE)
+    ours = FEDERATION_NAMESPACE_ANNOTATION
     before_annotations, answer_annotations = (
         get_str_map(before, "metadata.annotations"),
         get_str_map(answer, "metadata.annotations"),

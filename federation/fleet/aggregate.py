@@ -63,7 +63,6 @@ from typing import Any
 import orjson
 
 from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
-from federation.api.constants import Annotation
 from federation.api.naming import workload_deployment_selector
 from federation.api.reasons import (
     InstanceReadyReason,
@@ -72,7 +71,7 @@ from federation.api.reasons import (
     WorkloadDeploymentAvailableReason,
     WorkloadDeploymentCondition,
 )
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas
+from federation.fleet.downstream import ORDINAL_START_ANNOTATION, UPSTREAM_UID_ANNOTATION, cell_owns_replicas
 from federation.fleet.placement import Share, city_code, desired_replicas
 from federation.fleet.references import Referenced, expected_referenced_data
 from mcruntime.controllerutil import is_subset
@@ -269,7 +268,7 @@ def _unwritten(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str
     if not written:
         return "copy not yet updated to the current spec"
     annotations = get_str_map(copy, "metadata.annotations")
-    if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):
+    if annotations.get(ORDINAL_START_ANNOTATION, "0") != str(report.share.ordinal_start):
         return f"copy not yet moved to ordinal start {report.share.ordinal_start}"
     return None
 

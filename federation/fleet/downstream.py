@@ -55,6 +55,14 @@ from mcruntime.objects import LAST_APPLIED
 
 # on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
 UPSTREAM_UID_ANNOTATION = str(Annotation.UPSTREAM_UID)
+# the keys read on every copy and namespace event and written into every copy, as plain
+# strings: an enum member's lookup (`Label.X`) is a Python-level class attribute access
+ORDINAL_START_ANNOTATION = str(Annotation.ORDINAL_START)
+_CITY_LABEL = str(Label.TOPOLOGY_CITY_CODE)
+_LOCATION_LABEL = str(Label.TOPOLOGY_LOCATION)
+_SHARD_LABEL = str(Label.SHARD)
+_UPSTREAM_NAMESPACE_LABEL = str(Label.UPSTREAM_NAMESPACE)
+_UPSTREAM_CLUSTER_LABEL = str(Label.UPSTREAM_CLUSTER_NAME)
 
 # The project WD's annotations its copies do NOT carry (every other one does, e.g.
 # `compute.datumapis.com/suspended`), and why:
@@ -143,8 +151,8 @@ def downstream_namespace(
         "metadata": {
             "name": downstream_namespace_name(uid),
             "labels": {
-                str(Label.UPSTREAM_CLUSTER_NAME): upstream_cluster_label,
-                str(Label.UPSTREAM_NAMESPACE): name,
+                _UPSTREAM_CLUSTER_LABEL: upstream_cluster_label,
+                _UPSTREAM_NAMESPACE_LABEL: name,
             },
         },
     }
@@ -198,12 +206,12 @@ def downstream_copy(
     what = f"WorkloadDeployment {project_cluster}/{get_str(wd, 'metadata.namespace', required=False)}/{name}"
     project_ns = _required(wd, "namespace", what)
     uid = _required(wd, "uid", what)
-    labels = {str(Label.TOPOLOGY_CITY_CODE): target.city_code, str(Label.UPSTREAM_NAMESPACE): project_ns}
+    labels = {_CITY_LABEL: target.city_code, _UPSTREAM_NAMESPACE_LABEL: project_ns}
     if target.location is not None:
-        labels[str(Label.TOPOLOGY_LOCATION)] = target.location
-    shard = get_str_map(wd, "metadata.labels").get(str(Label.SHARD))
+        labels[_LOCATION_LABEL] = target.location
+    shard = get_str_map(wd, "metadata.labels").get(_SHARD_LABEL)
     if shard:  # sharded: the copy follows its WD's shard, whose cell caches select it
-        labels[str(Label.SHARD)] = shard
+        labels[_SHARD_LABEL] = shard
     # the copy owns its spec (no alias of the WD's): copied as the JSON it is, in one C-speed
     # round trip, which the federator and the projector pay per copy per reconcile (a
     # `copy.deepcopy` walk was ~5% of the manager's CPU)
@@ -221,7 +229,7 @@ def downstream_copy(
             "labels": labels,
             "annotations": {
                 **federated,
-                str(Annotation.ORDINAL_START): str(share.ordinal_start),
+                ORDINAL_START_ANNOTATION: str(share.ordinal_start),
                 UPSTREAM_UID_ANNOTATION: uid,
             },
         },
@@ -249,7 +257,7 @@ def cell_owns_replicas(wd: Mapping[str, Any]) -> bool:
 def copy_ordinals(copy: Mapping[str, Any]) -> range | None:
     """The ordinals a cached copy holds now (ordinal-start annotation, default 0, and
     `spec.replicas`), as `plan`'s `current` hint wants them; None when unreadable."""
-    start_text = _string_at(copy, "annotations", str(Annotation.ORDINAL_START)) or "0"
+    start_text = _string_at(copy, "annotations", ORDINAL_START_ANNOTATION) or "0"
     spec = copy.get("spec")
     size = spec.get("replicas") if is_object(spec) else None
     if (
@@ -299,8 +307,8 @@ def upstream_identity(copy: Mapping[str, Any] | None, namespace: Mapping[str, An
     and uid empty). None when anything is missing, malformed or contradictory."""
     if namespace is None:
         return None
-    encoded = _string_at(namespace, "labels", str(Label.UPSTREAM_CLUSTER_NAME))
-    project_ns = _string_at(namespace, "labels", str(Label.UPSTREAM_NAMESPACE))
+    encoded = _string_at(namespace, "labels", _UPSTREAM_CLUSTER_LABEL)
+    project_ns = _string_at(namespace, "labels", _UPSTREAM_NAMESPACE_LABEL)
     if encoded is None or project_ns is None:
         return None
     try:
@@ -323,7 +331,7 @@ def copy_upstream(copy: Mapping[str, Any], served: UpstreamRef) -> UpstreamRef |
     name = get_str(copy, "metadata.name", required=False)
     if not name:
         return None
-    if _string_at(copy, "labels", str(Label.UPSTREAM_NAMESPACE)) != served.namespace:
+    if _string_at(copy, "labels", _UPSTREAM_NAMESPACE_LABEL) != served.namespace:
         return None
     uid = _string_at(copy, "annotations", UPSTREAM_UID_ANNOTATION)
     if uid is None:
