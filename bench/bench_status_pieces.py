@@ -35,8 +35,8 @@ from bench.harness import median, report, workload_deployment
 from federation.fleet.aggregate import CellReport, _spec_written, aggregate
 from federation.fleet.downstream import copy_spec, current_ordinals, downstream_copy, planned_shares, target_city
 from federation.fleet.placement import CellInfo, Share
-from federation.fleet.placementmemo import PlacementMemo
 from mcruntime.controllerutil import is_subset
+from projector.placementmemo import PlacementMemo
 
 CELLS = [CellInfo("dfw-1", "DFW"), CellInfo("dfw-2", "DFW"), CellInfo("lhr-1", "LHR")]
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

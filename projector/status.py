@@ -62,7 +62,6 @@ from federation.fleet.fleetview import (
 from federation.fleet.locations import CityTarget
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share
-from federation.fleet.placementmemo import PlacementMemo
 from federation.fleet.propagation import clock_of
 from federation.fleet.references import SOURCE_RESOURCES, missing_sources, source_identity
 from federation.fleet.routing import Routes
@@ -82,6 +81,7 @@ from mcruntime.recorder import ControllerEvents
 from mcruntime.request import Request
 from mcruntime.source import LOCAL
 from mcruntime.tracing import stage_span, tracer_for
+from projector.placementmemo import PlacementMemo
 
 log = logging.getLogger(__name__)
 

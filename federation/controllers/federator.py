@@ -46,9 +46,9 @@ from federation.fleet.downstream import (
     UPSTREAM_UID_ANNOTATION,
     UnresolvedLocation,
     cell_owns_replicas,
-    current_ordinals,
     downstream_copy,
     downstream_namespace,
+    planned_shares,
     target_city,
     upstream_identity,
 )
@@ -70,9 +70,8 @@ from federation.fleet.fleetview import (
 from federation.fleet.locations import CityTarget
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share, same_city
-from federation.fleet.placementmemo import PlacementMemo
 from federation.fleet.propagation import clock_of
-from federation.fleet.references import Referenced
+from federation.fleet.references import Referenced, referenced
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
@@ -316,7 +315,6 @@ class Federator:
         self.comparisons = Comparisons()
         self.routes = Routes(mgr)
         self.locations = KnownLocations(mgr)  # decoded once per change of the Locations
-        self.placements: PlacementMemo[Request] = PlacementMemo()  # per WD: its target city and shares
         # the last write's answer per project WD (the claim) and per copy (its cell, namespace
         # and name) until the cache shows it: that write's own watch event wakes nothing
         # (`UnlessOwnWrite`), and a reconcile before it decides on the answer, not the cache
@@ -330,7 +328,6 @@ class Federator:
         wd = self.claims.latest(Request(*key), wd) or wd  # its claim's answer until the cache shows it
         if is_deleting(wd):
             self.clock.forget(key)
-            self.placements.forget(Request(*key))
             return await self._reconcile(project, wd)
         generation = get_int(wd, "metadata.generation") or 0
         self.clock.seen(key, generation)
@@ -354,7 +351,6 @@ class Federator:
         state, still labelled for this shard, as kube-apiserver sends it — so gone from a
         shard's cache is confirmed by a live GET: only a 404 sweeps."""
         self.clock.forget((project.name, req.namespace, req.name))
-        self.placements.forget(req)
         if project.cache.narrows(WORKLOAD_DEPLOYMENTS):
             live = await project.client.get_live_or_none(WORKLOAD_DEPLOYMENTS, req.name, namespace=req.namespace)
             if live is not None:
@@ -408,8 +404,7 @@ class Federator:
         creates a WD that is gone (a 409: retried, then `gone`). Pinned by
         test_one_wds_copies_are_written_concurrently and
         test_a_wd_deleted_before_its_finalizer_leaves_no_copy."""
-        req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
-        known = self.placements.referenced(req, wd)  # the template's references, once per spec
+        known = referenced(wd)  # the template's references, walked once for every cell's copy
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._claim, project, wd, get_str(ns, "metadata.name"))
@@ -446,12 +441,10 @@ class Federator:
             locations = self.locations()
         except ClusterNotReadyError as exc:
             raise TemporaryError(str(exc)) from exc
-        req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
         try:
-            # made once per spec, Locations, cells and copies' ordinals (`PlacementMemo`)
-            target = self.placements.target(req, wd, locations)
-            current = current_ordinals(wd, ((c.cell.name, c.obj) for c in copies))
-            return target, self.placements.shares(req, wd, registered_cells(self.mgr), current, target.city_code)
+            target = target_city(wd, locations)
+            pairs = ((c.cell.name, c.obj) for c in copies)
+            return target, planned_shares(wd, registered_cells(self.mgr), pairs, locations, target=target)
         except UnresolvedLocation:
             return None, []
         except PlacementError as exc:

@@ -285,12 +285,15 @@ def planned_shares(
     cells: Iterable[CellInfo],
     copies: Iterable[tuple[str, Mapping[str, Any]]],
     locations: Iterable[KnownLocation],
+    *,
+    target: CityTarget | None = None,
 ) -> list[Share]:
     """`plan(wd, cells, current, city=...)` with the city from `target_city` (so a
     `spec.locationRef` places through the Locations) and `current` read from the
     `(cell, copy)` pairs found in the cells: the ordinals each of this WD's own copies
-    holds now. Raises PlacementError (UnresolvedLocation for a location no cell serves)."""
-    city = target_city(wd, locations).city_code
+    holds now. Raises PlacementError (UnresolvedLocation for a location no cell serves).
+    `target`: `target_city(wd, locations)`, when the caller has resolved it already."""
+    city = (target if target is not None else target_city(wd, locations)).city_code
     return plan(wd, cells, current_ordinals(wd, copies), city=city)
 
 

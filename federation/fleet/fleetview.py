@@ -92,7 +92,7 @@ class KnownLocations:
     """`known_locations`, decoded again only when a Location moved: the same list object
     for as long as the view holds the same Locations (their raw bytes compared, none
     decoded), so a caller can key what it derives from them on that object
-    (`fleet.placementmemo`). Raises ClusterNotReadyError as `known_locations` does."""
+    (`projector.placementmemo`). Raises ClusterNotReadyError as `known_locations` does."""
 
     def __init__(self, mgr: Manager) -> None:
         self.mgr = mgr

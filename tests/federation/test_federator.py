@@ -911,44 +911,54 @@ def test_a_claims_answer_is_its_own_only_without_anyone_elses_change(change: Any
     assert claimed_only(_UNCLAIMED, _claimed(change)) is only
 
 
-async def test_a_wd_is_placed_once_per_spec_not_per_reconcile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The federator plans a WD once per spec, Locations, cells and copies' ordinals
-    (`PlacementMemo`, as the projector does) and reads its template's references once per
-    spec: a reconcile that restores a copy edited by hand in a cell (same spec, same
-    cells, the copies holding the planned ordinals) makes neither again — and still
-    writes the copy back (counted by wrapping `plan` and `expected_referenced_data` where
-    the placement functions read them)."""
-    from federation.fleet import downstream, placementmemo
+async def test_a_reconcile_resolves_the_city_and_the_references_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A federator reconcile resolves the WD's target city once (`planned_shares` takes
+    it, not resolving it again) and walks its template's references once for all its
+    cells' copies (`downstream_copy` takes them: `references.referenced`): counted by
+    wrapping `target_city` and `expected_referenced_data` where they are read, over the
+    reconciles of a WD with two cells, then of its update, then of a copy restored."""
+    from federation.controllers import federator as module
+    from federation.fleet import downstream
+    from projector import placementmemo
 
     made: list[str] = []
+    monkeypatch.setattr(placementmemo, "target_city", downstream.target_city)  # the projector's own: not counted
 
-    def counting(module: Any, name: str) -> None:
-        real = getattr(module, name)
+    def counting(where: Any, name: str, label: str) -> None:
+        real = getattr(where, name)
 
         def counted(*args: Any, **kwargs: Any) -> Any:
-            made.append(name)
+            made.append(label)
             return real(*args, **kwargs)
 
-        monkeypatch.setattr(module, name, counted)
+        monkeypatch.setattr(where, name, counted)
 
-    counting(downstream, "plan")
-    counting(placementmemo, "plan")
-    counting(downstream, "expected_referenced_data")
+    counting(module, "target_city", "federator resolves")
+    counting(downstream, "target_city", "resolved again")
+    counting(downstream, "expected_referenced_data", "references walked per copy")
     async with federation(tmp_path) as (f, mgr):
-        WDs(f, "web").create(workload_deployment("api", "LHR", 2))
-        await eventually(lambda: shares(f, "api") == {"lhr-1": (2, 0)}, "the copy")
-        assert await all_idle(mgr)
-        made.clear()
         recording = record(mgr, "federator")
-        (ns,) = {o["metadata"]["namespace"] for o in WDs(f, "lhr-1").list()}
-        WDs(f, "lhr-1").edit(ns, "api", lambda o: o["metadata"].setdefault("labels", {}).pop(
-            str(Label.UPSTREAM_NAMESPACE)))  # fmt: skip
-
-        def restored() -> bool:
-            c = WDs(f, "lhr-1").get(ns, "api")
-            return c is not None and str(Label.UPSTREAM_NAMESPACE) in c["metadata"].get("labels", {})
-
-        await eventually(restored, "the hand edit reverted")
+        web = WDs(f, "web")
+        web.create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "the copies")
+        web.edit("default", "api", lambda o: o["spec"].update(replicas=4))
+        await eventually(lambda: sum(n for n, _ in shares(f, "api").values()) == 4, "4 over the two cells")
         assert await all_idle(mgr)
-        assert Request("web", "default", "api") in recording.requests
-        assert made == [], made
+        api = Request("web", "default", "api")
+        before = recording.requests.count(api)
+        (ns,) = {o["metadata"]["namespace"] for o in WDs(f, "dfw-1").list()}
+        WDs(f, "dfw-1").edit(ns, "api", lambda o: o["spec"].update(replicas=9))
+
+        def reverted() -> bool:
+            now = shares(f, "api")
+            return recording.requests.count(api) > before and now.get("dfw-1", (9, 0))[0] != 9 and sum(
+                n for n, _ in now.values()) == 4  # fmt: skip
+
+        await eventually(reverted, "the hand edit reverted")
+        assert await all_idle(mgr)
+        reconciles = recording.requests.count(Request("web", "default", "api"))
+        assert reconciles >= 3
+        assert made.count("federator resolves") == reconciles, (made, reconciles)
+        assert "resolved again" not in made and "references walked per copy" not in made, made

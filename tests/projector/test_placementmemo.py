@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from federation.fleet.downstream import UnresolvedLocation, target_city
 from federation.fleet.locations import KnownLocation
 from federation.fleet.placement import CellInfo, Share, plan, ranges_of
-from federation.fleet.placementmemo import PlacementMemo
+from projector.placementmemo import PlacementMemo
 
 KEY = "api"
 

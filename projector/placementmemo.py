@@ -1,11 +1,9 @@
-"""Where a project WD goes, as the federator and the status projector read it on every
-reconcile, made once per input that can change it (issue 22 item 3: CPU per write).
-Pure: no I/O. Each controller holds its own memo (keyed on its requests).
+"""Where a project WD goes, as the status projector reads it on every reconcile, made once
+per input that can change it (issue 22 item 3: CPU per write). Pure: no I/O.
 
-Both place a WD more than once per change (the WD's own event and its claim, then its
-copies' writes and their cells' reports, a copy edited by hand), and each time
-`target_city` resolves the same spec through the same Locations and `plan` divides the
-same replicas over the same cells.
+The status projector places a WD twice or more per change (the WD's own event, then its
+copies' writes and their cells' reports), and each time `target_city` resolves the same
+spec through the same Locations and `plan` divides the same replicas over the same cells.
 `PlacementMemo` remembers, per WD (the caller's key: its request), the last answer of each
 with every input it was made from, and gives it back only when every input is the same:
 
