@@ -129,7 +129,8 @@ def test_the_memo_answers_what_plan_answers(steps: list[tuple[int, int, list[str
 def test_a_templates_references_are_read_once_per_spec(monkeypatch: pytest.MonkeyPatch) -> None:
     """`referenced` walks the template once per WD spec (uid, generation), and gives what
     `references.referenced` gives; a WD without a uid or generation is walked every time."""
-    from federation.fleet import placementmemo, references
+    from federation.fleet import references
+    from projector import placementmemo
 
     walked: list[int] = []
 
