@@ -178,7 +178,14 @@ def referencing_namespace(wd: Mapping[str, Any]) -> list[str]:
     that references none is in no bucket), so the WDs that need companions are found
     without decoding the rest of the namespace."""
     namespace = get_mapping(wd, "metadata").get("namespace")
-    return [str(namespace)] if namespace and references(wd) else []
+    return [str(namespace)] if namespace and _references_any(wd) else []
+
+
+def _references_any(wd: Mapping[str, Any]) -> bool:
+    """Whether `references(wd)` is not empty, stopping at the first reference (the index
+    above reads it on every stored version of every WD: no list merged and sorted)."""
+    template = _mapping(_mapping(wd.get("spec")).get("template"))
+    return any(ref is not None for ref in _mentions(_mapping(template.get("spec"))))
 
 
 def referencing(wds: Iterable[Mapping[str, Any]], kind: str, name: str) -> list[Mapping[str, Any]]:
