@@ -81,6 +81,9 @@ class InformerCache:
         self._held: dict[tuple[Resource, str], tuple[View, Informer]] = {}
         self._tg: anyio.abc.TaskGroup | None = None
         self._on_synced: list[Callable[[], None]] = []
+        # every informer held has synced (an informer never un-syncs; a new one resets it):
+        # `has_synced` is asked per event and per reconcile, and answered without a walk
+        self._all_synced = False
 
     # ------------------------------------------------------------------ views
     def _key(self, resource: Resource, alias: str) -> tuple[Resource, str]:
@@ -135,6 +138,7 @@ class InformerCache:
                 metadata_only=view.metadata_only,
             )
             self._held[key] = (view, informer)
+            self._all_synced = False
             informer.on_currency_change(self._currency_changed)
             if self._tg is not None:
                 self._start(self._tg, informer)
@@ -176,7 +180,9 @@ class InformerCache:
 
     @property
     def has_synced(self) -> bool:
-        return all(inf.has_synced for _, inf in self._held.values())
+        if not self._all_synced:
+            self._all_synced = all(inf.has_synced for _, inf in self._held.values())
+        return self._all_synced
 
     @property
     def current(self) -> bool:
@@ -232,6 +238,15 @@ class InformerCache:
                 self._tg = None
 
     # ------------------------------------------------------------------ cached reads
+    def _ready(self, resource: Resource, namespace: str | None, alias: str) -> Informer | None:
+        """The informer that serves the read now: declared, covering the namespace and
+        synced (what nearly every read finds, answered without a coroutine); else None, and
+        `_synced` says why or waits."""
+        held = self._held.get(self._key(resource, alias))
+        if held is None or not held[0].covers_namespace(namespace) or not held[1].has_synced:
+            return None
+        return held[1]
+
     async def _synced(self, resource: Resource, namespace: str | None, alias: str) -> Informer:
         view, informer = self._lookup(resource, alias)
         if not view.covers_namespace(namespace):
@@ -255,11 +270,27 @@ class InformerCache:
 
     async def get(self, resource: Resource, name: str, *, namespace: str | None = None, alias: str = "") -> Obj:
         """The cached object; raises the API's NotFound error when it is not cached."""
-        informer = await self._synced(resource, namespace if resource.namespaced else None, alias)
-        obj = informer.store.get(make_key(namespace or "", name) if resource.namespaced else name)
+        namespaced = resource.namespaced
+        informer = self._ready(resource, namespace if namespaced else None, alias)
+        if informer is None:
+            informer = await self._synced(resource, namespace if namespaced else None, alias)
+        obj = informer.store.get(make_key(namespace or "", name) if namespaced else name)
         if obj is None:
             raise APIError.not_found(resource.qualified, name)
         return obj
+
+    async def get_or_none(
+        self, resource: Resource, name: str, *, namespace: str | None = None, alias: str = ""
+    ) -> Obj | None:
+        """`get`, with an object not cached as None and no NotFound error made for it: a
+        reconciler asks for what it has not created yet (a copy, a finalizer's target) on
+        every reconcile, and raising and catching the error cost more than the lookup.
+        Every other refusal (no view, not synced, forbidden) is raised as in `get`."""
+        namespaced = resource.namespaced
+        informer = self._ready(resource, namespace if namespaced else None, alias)
+        if informer is None:
+            informer = await self._synced(resource, namespace if namespaced else None, alias)
+        return informer.store.get(make_key(namespace or "", name) if namespaced else name)
 
     async def list(
         self,
@@ -272,7 +303,7 @@ class InformerCache:
     ) -> Objs:
         """Cached objects of the resource's view, optionally narrowed to one namespace, a
         label selector, or an index value (`index=("owner-uid", uid)`)."""
-        informer = await self._synced(resource, namespace, alias)
+        informer = self._ready(resource, namespace, alias) or await self._synced(resource, namespace, alias)
         store = informer.store
         if index is not None:
             items = store.by_index(*index)

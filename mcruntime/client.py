@@ -103,9 +103,12 @@ class Client:
     async def get_or_none(
         self, resource: Resource, name: str, *, namespace: str | None = None, alias: str = ""
     ) -> Obj | None:
-        """`get`, with NotFound as None (any other error is raised)."""
+        """`get`, with NotFound as None (any other error is raised); from the cache, no
+        NotFound error is made at all (see `InformerCache.get_or_none`)."""
+        if self.cache is not None:
+            return await self.cache.get_or_none(resource, name, namespace=namespace, alias=alias)
         try:
-            return await self.get(resource, name, namespace=namespace, alias=alias)
+            return await self.get_live(resource, name, namespace=namespace)
         except APIError as exc:
             if is_not_found(exc):
                 return None

@@ -22,7 +22,7 @@ import inspect
 import logging
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -84,6 +84,9 @@ class _Sink:
         self.controller._dropped(reason, f"{self.watch.resource} event from {self.cluster!r}: {detail}")
 
 
+_NO_SCOPE = nullcontext()  # no timeout, no shard gate: one shared (reusable) scope
+
+
 def _cluster_of(request: Request) -> str:
     return request.cluster
 
@@ -139,6 +142,11 @@ class Controller:
         self._cluster_events_ready = anyio.Event()
         self._bindings: dict[str, list[ListenerHandle]] = {}
         self._attrs = {"controller": name}
+        # per reconcile, bound to this controller's attributes once (see `Tally.bound`); the
+        # results by outcome, one bound counter each
+        self._active = self.metrics.active_workers.bound(self._attrs)
+        self._reconcile_time = self.metrics.reconcile_time.bound(self._attrs)
+        self._results: dict[str, Callable[[float], None]] = {}
         self._gate: tuple[ShardGate, Owner] | None = None
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = False
@@ -476,7 +484,7 @@ class Controller:
         started = time.monotonic()
         outcome = "error"
         self.in_flight += 1
-        self.metrics.active_workers.add(1, self._attrs)
+        self._active(1)
         with (
             logs.bound(controller=self.name, cluster=request.cluster, namespace=request.namespace, name=request.name),
             reconcile_span(self.tracer, self.name, request) as span,
@@ -484,7 +492,7 @@ class Controller:
             try:
                 if not request.cluster:
                     raise ClusterNotEngagedError("")
-                timeout = anyio.fail_after(self.reconcile_timeout) if self.reconcile_timeout else nullcontext()
+                timeout = anyio.fail_after(self.reconcile_timeout) if self.reconcile_timeout else _NO_SCOPE
                 scope = self._admit(request)
                 if isinstance(scope, str):
                     outcome = scope  # not admitted by the shard gate
@@ -534,16 +542,21 @@ class Controller:
                 outcome = self._after_error(request, exc, span)
             finally:
                 self.in_flight -= 1
-                self.metrics.active_workers.add(-1, self._attrs)
-                self.metrics.reconcile_time.record(time.monotonic() - started, self._attrs)
-                self.metrics.reconcile_total.add(1, {**self._attrs, "result": outcome})
+                self._active(-1)
+                self._reconcile_time(time.monotonic() - started)
+                counted = self._results.get(outcome)
+                if counted is None:
+                    counted = self._results[outcome] = self.metrics.reconcile_total.bound(
+                        {**self._attrs, "result": outcome}
+                    )
+                counted(1)
                 span.set_attribute("result", outcome)
 
     def _admit(self, request: Request) -> AbstractContextManager[None] | str:
         """The scope a request is reconciled in when the shard gate admits it (always,
         unsharded); else the outcome it is recorded with."""
         if self._gate is None:
-            return nullcontext()
+            return _NO_SCOPE
         gate, owner = self._gate
         if not gate.lease_fresh():
             self.queue.add_rate_limited(request)

@@ -108,16 +108,19 @@ class EnqueueRequestsFromMapFunc(EventHandler):
         self.map_func = map_func
         self.cluster_name = cluster_name
 
-    async def _map(self, source_cluster: str, obj: Obj) -> list[Any]:
-        result = self.map_func(source_cluster, obj)
+    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
+        # the map function called here, not through a coroutine of its own: most map
+        # functions are plain functions, and this runs for every event of every watch
+        map_func = self.map_func
+        result = map_func(source_cluster, event.obj)
         if inspect.isawaitable(result):
             result = await result
-        return list(result or ())
-
-    async def handle(self, source_cluster: str, event: ObjectEvent, sink: RequestSink) -> None:
-        mapped = await self._map(source_cluster, event.obj)
-        if event.type is EventType.MODIFIED and event.old is not None:
-            mapped += await self._map(source_cluster, event.old)
+        mapped: list[Any] = list(result or ())
+        if event.type is EventType.MODIFIED and (old := event.old) is not None:
+            result = map_func(source_cluster, old)
+            if inspect.isawaitable(result):
+                result = await result
+            mapped += result or ()
         for request in dict.fromkeys(mapped):
             if not isinstance(request, Request):
                 sink.drop("invalid-request", f"map function returned {request!r}, not a Request")

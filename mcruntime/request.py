@@ -5,7 +5,7 @@ a cluster name is refused rather than routed to some default cluster."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .fields import get_str
@@ -16,6 +16,22 @@ class Request:
     cluster: str
     namespace: str
     name: str
+    # the hash of the three fields, computed once: a request is hashed about a dozen times
+    # between its event and its reconcile (the queue's dirty and processing sets, its
+    # timestamps, the rate limiters, the handlers' de-duplication), and the generated
+    # `__hash__` built and hashed a tuple each time
+    _hash: int = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_hash", hash((self.cluster, self.namespace, self.name)))
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __reduce__(self) -> tuple[type[Request], tuple[str, str, str]]:
+        # rebuilt from the fields, never the stored hash: a string's hash differs between
+        # processes (PYTHONHASHSEED)
+        return Request, (self.cluster, self.namespace, self.name)
 
     def __str__(self) -> str:
         return f"{self.cluster}:{self.namespace}/{self.name}" if self.namespace else f"{self.cluster}:{self.name}"

@@ -10,9 +10,10 @@ carrying it is never rewritten for it."""
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from opentelemetry import trace
 from opentelemetry.context import Context
@@ -48,11 +49,20 @@ def tracer_for(provider: TracerProvider | None = None) -> Tracer:
     return chosen.get_tracer("mcruntime")
 
 
-@contextmanager
-def reconcile_span(tracer: Tracer, controller: str, request: Request) -> Iterator[Span]:
+# tracing off: one shared scope that yields the invalid span (a nullcontext is reusable)
+_NO_SPAN: AbstractContextManager[Span] = nullcontext(INVALID_SPAN)
+
+
+def reconcile_span(tracer: Tracer, controller: str, request: Request) -> AbstractContextManager[Span]:
+    """The span of one reconcile; with tracing off a shared no-op scope, so a reconcile
+    makes no generator context manager for a span nobody records."""
     if isinstance(tracer, NoOpTracer):
-        yield INVALID_SPAN
-        return
+        return _NO_SPAN
+    return _reconcile_span(tracer, controller, request)
+
+
+@contextmanager
+def _reconcile_span(tracer: Tracer, controller: str, request: Request) -> Iterator[Span]:
     attributes = {
         "controller": controller,
         "k8s.cluster.name": request.cluster,
@@ -91,9 +101,13 @@ def note_retry(span: Span, reason: str, retries: int) -> None:
 
 
 # ---------------------------------------------------------------------- one trace per change
+@functools.lru_cache(maxsize=4096)
 def change_context(uid: str, generation: int) -> SpanContext:
     """The (remote) root of the trace of an object's generation: ids derived from both, so
-    the same generation always names the same trace (never all-zero: invalid in W3C)."""
+    the same generation always names the same trace (never all-zero: invalid in W3C).
+    Remembered for the objects changing now (a SpanContext is immutable): every reconcile
+    and status write of a change asks for it, and the hash and context cost more than a
+    lookup."""
     digest = hashlib.sha256(f"{uid}/{generation}".encode()).digest()
     trace_id = int.from_bytes(digest[:16], "big") or 1
     span_id = int.from_bytes(digest[16:24], "big") or 1

@@ -16,6 +16,7 @@ cannot be connected to, or gives no answer in time, makes the cluster unreachabl
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections import deque
@@ -191,6 +192,8 @@ class Transport:
         self.max_throttle_retries = max_throttle_retries
         self.user_agent = user_agent
         self._slots = Slots(max_concurrent_requests)
+        # per (verb, status): the latency and count instruments bound once (`Tally.bound`)
+        self._recorders: dict[tuple[str, int | str], tuple[Callable[[float], None], Callable[[float], None]]] = {}
         self.contact = Contact()
         self._pool: Pool | None = None
         self._base_path = ""
@@ -244,7 +247,7 @@ class Transport:
         """The request target: the server's path prefix, `path` (already encoded) and the
         query, percent-encoded."""
         target = self._base_path + path
-        return f"{target}?{urlencode(query, quote_via=quote, safe='')}" if query else target
+        return f"{target}?{_encoded_query(tuple(query.items()))}" if query else target
 
     async def _head(
         self, method: str, target: str, content_type: str | None, accept: str | None, length: int | None
@@ -264,9 +267,16 @@ class Transport:
         return "".join(lines).encode("latin-1")
 
     def _record(self, verb: str, code: int | str, started: float) -> None:
-        attrs = {"cluster": self.cluster, "verb": verb}
-        self.metrics.request_latency.record(time.monotonic() - started, attrs)
-        self.metrics.requests.add(1, {**attrs, "code": str(code)})
+        recorders = self._recorders.get((verb, code))
+        if recorders is None:
+            attrs = {"cluster": self.cluster, "verb": verb}
+            recorders = self._recorders[(verb, code)] = (
+                self.metrics.request_latency.bound(attrs),
+                self.metrics.requests.bound({**attrs, "code": str(code)}),
+            )
+        latency, count = recorders
+        latency(time.monotonic() - started)
+        count(1)
 
     # ------------------------------------------------------------------ requests
     async def request(
@@ -416,6 +426,13 @@ class Transport:
             yield LineStream(stream, f"cluster {self.cluster!r}: WATCH {path}", self.contact)
         finally:
             stream.close()
+
+
+@functools.lru_cache(maxsize=256)
+def _encoded_query(items: tuple[tuple[str, str], ...]) -> str:
+    """A query, percent-encoded; remembered, since most requests repeat a few queries (a
+    write's fieldManager and force) and encoding one cost more than the rest of the target."""
+    return urlencode(items, quote_via=quote, safe="")
 
 
 def _path_of(url: str) -> str:

@@ -54,6 +54,11 @@ class WorkQueue(Generic[T]):
         self.rate_limiter: RateLimiter[T] = rate_limiter or default_controller_rate_limiter()
         self.metrics = metrics or default_metrics()
         self._attrs = {"name": name}
+        # the per-item instruments, bound to this queue's attributes once (see `Tally.bound`)
+        self._count_add = self.metrics.queue_adds.bound(self._attrs)
+        self._depth = self.metrics.queue_depth.bound(self._attrs)
+        self._waited = self.metrics.queue_wait.bound(self._attrs)
+        self._worked = self.metrics.queue_work.bound(self._attrs)
         self._clock = clock
         self._queue: deque[T] = deque()
         self._dirty: set[T] = set()
@@ -68,13 +73,16 @@ class WorkQueue(Generic[T]):
         # adds while every worker is busy (a cold start's LIST) creates none per add. Its
         # result: True when woken, False when the getter's own time ran out (see `_wait`)
         self._getters: deque[asyncio.Future[bool]] = deque()
+        # the getters waiting with a timer, and when (queue clock) it fires: see `_timed_by`
+        self._deadlines: dict[asyncio.Future[bool], float] = {}
         self._shutting_down = False
         self._drained = anyio.Event()
         # how many items `get` has handed out, and the queues waiting behind this one: (the
-        # count at which a waiter's turn comes, tie-breaker, its Event), earliest first
+        # count at which a waiter's turn comes, tie-breaker, its future), earliest first.
+        # Bare futures, as the getters': a worker behind another queue waits once per item
         self._handed_out = 0
-        self._turns: list[tuple[int, int, anyio.Event]] = []
-        self._behind: set[anyio.Event] = set()  # this queue's own waits, woken by its shutdown
+        self._turns: list[tuple[int, int, asyncio.Future[bool]]] = []
+        self._behind: set[asyncio.Future[bool]] = set()  # this queue's own waits, woken by its shutdown
 
     # ------------------------------------------------------------------ state
     def __len__(self) -> int:
@@ -114,7 +122,7 @@ class WorkQueue(Generic[T]):
     def add(self, item: T) -> None:
         if self._shutting_down or item in self._dirty:
             return
-        self.metrics.queue_adds.add(1, self._attrs)
+        self._count_add(1)
         self._dirty.add(item)
         if item in self._processing:
             return  # queued again by `done`
@@ -123,7 +131,7 @@ class WorkQueue(Generic[T]):
     def _enqueue(self, item: T) -> None:
         self._queue.append(item)
         self._queued_at.setdefault(item, self._clock())
-        self.metrics.queue_depth.add(1, self._attrs)
+        self._depth(1)
         self._notify()
 
     def add_after(self, item: T, delay: float) -> None:
@@ -138,7 +146,16 @@ class WorkQueue(Generic[T]):
             return
         self._ready_at[item] = ready
         heapq.heappush(self._waiting, (ready, next(self._seq), item))
-        self._notify()  # a getter may need to wake earlier than it planned
+        if not self._timed_by(ready):
+            self._notify()  # a getter may need to wake earlier than it planned
+
+    def _timed_by(self, ready: float) -> bool:
+        """Whether a getter still waiting (not woken, not timed out) has a timer that fires
+        by `ready`: then it looks again by then, as a getter woken now would have planned
+        to, and the delayed add needs no wake-up. A batching controller delays every event,
+        and waking a worker for each, only for it to find nothing due and wait again, cost
+        a task switch and a timer per event."""
+        return any(deadline <= ready and not getter.done() for getter, deadline in self._deadlines.items())
 
     def add_rate_limited(self, item: T) -> None:
         self.metrics.queue_retries.add(1, self._attrs)
@@ -183,14 +200,14 @@ class WorkQueue(Generic[T]):
                 self._handed_out += 1
                 turns = self._turns
                 while turns and turns[0][0] <= self._handed_out:
-                    heapq.heappop(turns)[2].set()
+                    _wake(heapq.heappop(turns)[2])
                 self._dirty.discard(item)
                 self._processing.add(item)
                 now = self._clock()
                 queued = self._queued_at.pop(item, now)
                 self._started_at[item] = now
-                self.metrics.queue_depth.add(-1, self._attrs)
-                self.metrics.queue_wait.record(now - queued, self._attrs)
+                self._depth(-1)
+                self._waited(now - queued)
                 return item
             if self._shutting_down:
                 raise QueueShutDown(self.name)
@@ -208,7 +225,10 @@ class WorkQueue(Generic[T]):
         loop = asyncio.get_running_loop()
         getter: asyncio.Future[bool] = loop.create_future()
         self._getters.append(getter)
-        timer = None if due is None else loop.call_later(max(due, 0.0), _time_up, getter)
+        timer = None
+        if due is not None:
+            timer = loop.call_later(max(due, 0.0), _time_up, getter)
+            self._deadlines[getter] = self._clock() + max(due, 0.0)
         try:
             woken = await getter
         except BaseException:
@@ -220,25 +240,34 @@ class WorkQueue(Generic[T]):
         finally:
             if timer is not None:
                 timer.cancel()
+                del self._deadlines[getter]
         if not woken and getter in self._getters:
             self._getters.remove(getter)  # its time ran out: no longer waiting
 
     async def behind(self, other: WorkQueue[Any], within: float | None = None) -> None:
         """Until `other` has handed out every item ready in it now (at once when none is),
-        `within` seconds have passed, or either queue shuts down."""
+        `within` seconds have passed, or either queue shuts down.
+
+        A bare future and a loop timer, as in `_wait`: a worker waits here once per item
+        while the other queue has a backlog, and an anyio Event and `move_on_after` scope
+        each looked up the async library (~1% of the management manager's CPU)."""
         turn = other._handed_out + len(other)
         if turn <= other._handed_out or self._shutting_down or other._shutting_down:
             return
-        event = anyio.Event()
-        heapq.heappush(other._turns, (turn, next(self._seq), event))
-        self._behind.add(event)
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[bool] = loop.create_future()
+        heapq.heappush(other._turns, (turn, next(self._seq), waiter))
+        self._behind.add(waiter)
+        timer = None if within is None else loop.call_later(max(within, 0.0), _time_up, waiter)
         try:
-            with anyio.move_on_after(within):
-                await event.wait()
+            await waiter
         finally:
-            self._behind.discard(event)
-            if not event.is_set():  # out of time or cancelled: no longer a turn to give
-                other._turns = [t for t in other._turns if t[2] is not event]
+            if timer is not None:
+                timer.cancel()
+            self._behind.discard(waiter)
+            if not (waiter.done() and not waiter.cancelled() and waiter.result()):
+                # out of time or cancelled: no longer a turn to give
+                other._turns = [t for t in other._turns if t[2] is not waiter]
                 heapq.heapify(other._turns)
 
     def done(self, item: T) -> None:
@@ -247,7 +276,7 @@ class WorkQueue(Generic[T]):
         self._processing.discard(item)
         started = self._started_at.pop(item, None)
         if started is not None:
-            self.metrics.queue_work.record(self._clock() - started, self._attrs)
+            self._worked(self._clock() - started)
         if item in self._dirty:
             self._enqueue(item)
         if self._shutting_down and not self._processing:
@@ -264,11 +293,11 @@ class WorkQueue(Generic[T]):
             self._drained.set()
         self._notify_all()
         # whoever waits behind this queue, and this queue's own waits behind another
-        for *_, event in self._turns:
-            event.set()
+        for *_, waiter in self._turns:
+            _wake(waiter)
         self._turns.clear()
-        for event in self._behind:
-            event.set()
+        for waiter in self._behind:
+            _wake(waiter)
 
     async def shutdown_with_drain(self, within: float | None = None) -> bool:
         """Shut down and wait until no item is being processed; False if `within` ran out."""
@@ -276,6 +305,12 @@ class WorkQueue(Generic[T]):
         with anyio.move_on_after(within):
             await self._drained.wait()
         return not self._processing
+
+
+def _wake(waiter: asyncio.Future[bool]) -> None:
+    """A turn has come (unless its wait ended already)."""
+    if not waiter.done():
+        waiter.set_result(True)
 
 
 def _time_up(getter: asyncio.Future[bool]) -> None:

@@ -11,6 +11,7 @@ from mcruntime import (
     APIError,
     Cluster,
     ClusterOptions,
+    NoCacheViewError,
     Preconditions,
     Resource,
     TransportOptions,
@@ -19,7 +20,9 @@ from mcruntime import (
     is_not_found,
     retry_on_conflict,
 )
-from mcruntime.resources import CONFIGMAPS
+from mcruntime.cache import InformerCache
+from mcruntime.informer import Informer
+from mcruntime.resources import CONFIGMAPS, SECRETS
 from tests.support import Plane, configmap, eventually
 
 WIDGETS = Resource("example.com", "v1", "widgets", "Widget")
@@ -68,6 +71,94 @@ async def test_cached_reads_do_not_call_the_api(apiserver: EmbeddedAPIServer, cl
     await eventually(lambda: informer.get("labelled", namespace="default"), what="cache update")
     listed = await cluster.client.list(CONFIGMAPS, namespace="default", label_selector="app=web")
     assert [o["metadata"]["name"] for o in listed] == ["labelled"]
+
+
+async def test_a_cached_get_or_none_of_a_missing_object_makes_no_not_found_error(
+    cluster: Cluster, plane: Plane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reconciler asks for what it has not created yet on every reconcile: from the cache
+    that is a None, with no NotFound error built and caught; `get` still raises it, and a
+    read the cache cannot serve still fails as before."""
+    plane.create("configmaps", configmap("cached", a="1"))
+    cluster.cache.declare(View(CONFIGMAPS))
+    made: list[str] = []
+    real = APIError.not_found.__func__  # type: ignore[attr-defined]
+
+    def not_found(cls: type[APIError], resource: str, name: str) -> APIError:
+        made.append(name)
+        return real(cls, resource, name)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(APIError, "not_found", classmethod(not_found))
+    assert await cluster.client.get_or_none(CONFIGMAPS, "missing", namespace="default") is None
+    found = await cluster.client.get_or_none(CONFIGMAPS, "cached", namespace="default")
+    assert found is not None and found["data"] == {"a": "1"}
+    assert made == []
+    with pytest.raises(APIError) as err:
+        await cluster.client.get(CONFIGMAPS, "missing", namespace="default")
+    assert is_not_found(err.value) and made == ["missing"]
+    with pytest.raises(NoCacheViewError):
+        await cluster.client.get_or_none(SECRETS, "any", namespace="default")
+
+
+async def test_a_read_of_a_synced_view_is_served_without_the_waiting_path(
+    cluster: Cluster, plane: Plane, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nearly every cached read finds its view declared and synced: it is served at once,
+    not through the coroutine that waits for a sync or explains a refusal; a read the view
+    cannot serve still takes that path and is refused as before."""
+    plane.create("configmaps", configmap("cached", a="1"))
+    cache = cluster.cache
+    cache.declare(View(CONFIGMAPS, namespace="default"))
+    assert await cache.wait_for_sync(5)
+    waited: list[str] = []
+    real = InformerCache._synced
+
+    async def counting(self: InformerCache, resource: Resource, namespace: str | None, alias: str) -> Informer:
+        waited.append(resource.plural)
+        return await real(self, resource, namespace, alias)
+
+    monkeypatch.setattr(InformerCache, "_synced", counting)
+    assert (await cache.get(CONFIGMAPS, "cached", namespace="default"))["data"] == {"a": "1"}
+    assert await cache.get_or_none(CONFIGMAPS, "missing", namespace="default") is None
+    assert [o["metadata"]["name"] for o in await cache.list(CONFIGMAPS, namespace="default")] == ["cached"]
+    with pytest.raises(APIError) as err:
+        await cache.get(CONFIGMAPS, "missing", namespace="default")
+    assert is_not_found(err.value)
+    assert waited == []
+    with pytest.raises(NoCacheViewError, match="cannot serve namespace 'other'"):
+        await cache.get_or_none(CONFIGMAPS, "cached", namespace="other")
+    with pytest.raises(NoCacheViewError):
+        await cache.list(SECRETS, namespace="default")
+    assert waited == ["configmaps", "secrets"]
+
+
+async def test_a_synced_cache_answers_has_synced_without_asking_each_informer(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Asked per event and per reconcile: once every informer has synced (they never
+    un-sync), the cache says so without a walk; a view declared later counts again."""
+    cache = cluster.cache
+    cache.declare(View(CONFIGMAPS))
+    assert await cache.wait_for_sync(5)
+    asked: list[Informer] = []
+    real = Informer.has_synced
+
+    def counted(self: Informer) -> bool:
+        asked.append(self)
+        return bool(real.fget(self))  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(Informer, "has_synced", property(counted))
+    assert cache.has_synced
+    asked.clear()
+    for _ in range(5):
+        assert cache.has_synced
+    assert asked == [], "the synced cache walked its informers again"
+    secrets = cache.declare(View(SECRETS))
+    assert await secrets.wait_for_sync(5)
+    asked.clear()
+    assert cache.has_synced and secrets in asked, "a newly declared view is asked until it has synced"
+    asked.clear()
+    assert cache.has_synced and asked == []
 
 
 async def test_merge_and_json_patches(cluster: Cluster) -> None:

@@ -192,3 +192,30 @@ def test_changed_beyond_hands_on_adds_deletes_and_counts_finalizers_unless_told(
     assert predicates.changed_beyond()(finalizer_only), "finalizers count unless named"
     annotation_only = event(_wd(resourceVersion="6", annotations={"example.com/where": "x"}), EventType.MODIFIED, _wd())
     assert predicates.changed_beyond(finalizers=True)(annotation_only), "annotations count unless named"
+
+
+@pytest.mark.parametrize("style", ["plain", "coroutine", "generator"])
+async def test_map_handler_maps_the_old_and_the_new_object_whatever_the_map_function_returns(style: str) -> None:
+    """Plain map functions are called in the handler itself (no coroutine of their own per
+    call); coroutine functions are awaited; any iterable result counts; an update maps the
+    old and the new object, each request once, in order."""
+    sink = Sink()
+
+    def names(obj: dict[str, Any]) -> list[Request]:
+        return [Request("", "ns", obj["metadata"]["name"]), Request("", "ns", "shared")]
+
+    def plain(cluster: str, obj: dict[str, Any]) -> list[Request]:
+        return names(obj)
+
+    async def coroutine(cluster: str, obj: dict[str, Any]) -> list[Request]:
+        return names(obj)
+
+    def generator(cluster: str, obj: dict[str, Any]) -> Any:
+        yield from names(obj)
+
+    map_func = {"plain": plain, "coroutine": coroutine, "generator": generator}[style]
+    handler = EnqueueRequestsFromMapFunc(map_func, cluster_name=ClusterName.INJECT_SOURCE)
+    await handler.handle("web", event(pod("new"), EventType.MODIFIED, pod("old")), sink)
+    assert sink.requests == [Request("web", "ns", "new"), Request("web", "ns", "shared"), Request("web", "ns", "old")]
+    await handler.handle("web", event(pod("added")), sink)
+    assert sink.requests[3:] == [Request("web", "ns", "added"), Request("web", "ns", "shared")]

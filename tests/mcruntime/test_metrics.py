@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import collections
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import aiohttp
 import anyio
@@ -18,7 +19,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from prometheus_client import CollectorRegistry, generate_latest
 
 from kubeplane import EmbeddedAPIServer
-from mcruntime import LOCAL, Manager, Request, Result, WorkQueue
+from mcruntime import LOCAL, ConnectionConfig, Manager, Request, Result, Transport, WorkQueue
+from mcruntime import transport as transport_module
 from mcruntime.metrics import (
     QUEUE_BUCKETS,
     RECONCILE_BUCKETS,
@@ -26,6 +28,7 @@ from mcruntime.metrics import (
     PullHistogram,
     RuntimeMetricReader,
     RuntimeMetrics,
+    Tally,
 )
 from mcruntime.resources import CONFIGMAPS
 from tests.support import Plane, config_for, configmap, eventually
@@ -81,6 +84,52 @@ async def test_queue_counts_cost_no_opentelemetry_call_per_item(monkeypatch: pyt
     assert seen["workqueue_adds_total"] == {(("name", "cold"),): 1000}
     assert seen["workqueue_depth"] == {(("name", "cold"),): 999}
     assert seen["workqueue_retries_total"] == {(("name", "cold"),): 1}
+
+
+async def test_a_queue_item_counts_through_instruments_bound_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A queue's per-item counts (adds, depth, wait and work time) go through instruments
+    bound to its attributes when it is made: no attribute key is built per item, and the
+    figures are those the unbound calls gave, a histogram series appearing with its first
+    value only."""
+    reader = InMemoryMetricReader()
+    metrics = RuntimeMetrics(MeterProvider(metric_readers=[reader]))
+    queue: WorkQueue[str] = WorkQueue("bound", metrics=metrics)
+    assert metrics.queue_wait.metric(0) is None, "no series before a first value"
+    unbound: list[str] = []
+    monkeypatch.setattr(Tally, "add", lambda *_a: unbound.append("Tally.add"))
+    monkeypatch.setattr(PullHistogram, "record", lambda *_a: unbound.append("PullHistogram.record"))
+    for i in range(3):
+        queue.add(f"item-{i}")
+    for _ in range(3):
+        queue.done(await queue.get())
+    assert unbound == []
+    monkeypatch.undo()
+    seen = collected(reader)
+    assert seen["workqueue_adds_total"] == {(("name", "bound"),): 3}
+    assert seen["workqueue_depth"] == {(("name", "bound"),): 0}
+    for name in ("workqueue_queue_duration_seconds", "workqueue_work_duration_seconds"):
+        histogram = getattr(metrics, "queue_wait" if "queue_duration" in name else "queue_work")
+        metric = histogram.metric(0)
+        assert metric is not None and metric.name == name
+        (point,) = metric.data.data_points
+        assert point.count == 3 and dict(point.attributes) == {"name": "bound"}
+
+
+def test_bound_instruments_add_to_the_same_series_as_the_unbound_calls() -> None:
+    tally, histogram = Tally(), PullHistogram("h", boundaries=(1.0, 2.0))
+    attrs = {"controller": "c", "result": "success"}
+    add, record = tally.bound(attrs), histogram.bound(attrs)
+    tally.add(2, attrs)
+    add(3)
+    add(-1)
+    histogram.record(0.5, attrs)
+    record(1.5)
+    record(5.0)
+    assert tally._values == {tuple(attrs.items()): 4}
+    metric = histogram.metric(0)
+    assert metric is not None
+    (point,) = metric.data.data_points
+    assert list(point.bucket_counts) == [1, 1, 1] and point.sum == 7.0 and dict(point.attributes) == attrs
 
 
 def test_request_counts_are_observed_per_attribute_set() -> None:
@@ -233,3 +282,54 @@ def test_per_item_counts_export_what_the_synchronous_counters_did() -> None:
     assert "# TYPE controller_runtime_reconcile_total counter" in seen
     assert "# TYPE controller_runtime_active_workers gauge" in seen
     assert any(line.startswith("informer_events_total{") and line.endswith(" 3.0") for line in seen)
+
+
+def test_a_request_is_counted_through_instruments_bound_once_per_verb_and_status(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every API request records its latency and counts itself by cluster, verb and status:
+    the instruments are bound once per (verb, status), so a request builds no attribute
+    dicts or keys; the figures are the same as before."""
+    reader = InMemoryMetricReader()
+    metrics = RuntimeMetrics(MeterProvider(metric_readers=[reader]))
+    transport = Transport(ConnectionConfig.insecure("http://127.0.0.1:1"), cluster="web", metrics=metrics)
+    transport._record("patch", 200, 0.0)  # the first of its kind binds
+    unbound: list[str] = []
+    monkeypatch.setattr(Tally, "add", lambda *_a: unbound.append("Tally.add"))
+    monkeypatch.setattr(PullHistogram, "record", lambda *_a: unbound.append("PullHistogram.record"))
+    for _ in range(3):
+        transport._record("patch", 200, 0.0)
+    assert unbound == []
+    monkeypatch.undo()
+    transport._record("patch", 409, 0.0)
+    transport._record("watch", "error", 0.0)
+    assert collected(reader)["rest_client_requests_total"] == {
+        (("cluster", "web"), ("code", "200"), ("verb", "patch")): 4,
+        (("cluster", "web"), ("code", "409"), ("verb", "patch")): 1,
+        (("cluster", "web"), ("code", "error"), ("verb", "watch")): 1,
+    }
+    latency = metrics.request_latency.metric(0)
+    assert latency is not None
+    counts = sorted((dict(p.attributes)["verb"], p.count) for p in latency.data.data_points)
+    assert counts == [("patch", 5), ("watch", 1)]
+
+
+def test_a_request_target_encodes_its_query_as_urlencode_does_and_a_repeated_one_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    transport = Transport(ConnectionConfig.insecure("http://127.0.0.1:1"))
+    encoded: list[object] = []
+    real = transport_module.urlencode
+
+    def counting(query: Any, **kwargs: Any) -> str:
+        encoded.append(query)
+        return real(query, **kwargs)
+
+    monkeypatch.setattr(transport_module, "urlencode", counting)
+    query = {"fieldManager": "target-test", "labelSelector": "app in (a,b),tier!=x", "force": "true"}
+    for _ in range(3):
+        target = transport.target("/api/v1/namespaces/ns/configmaps", query)
+        assert target == "/api/v1/namespaces/ns/configmaps?" + urlencode(query, quote_via=quote, safe="")
+    assert len(encoded) == 1, "a repeated query is encoded once"
+    assert transport.target("/api/v1/pods") == "/api/v1/pods"
+    assert transport.target("/api/v1/pods", {"fieldManager": "target-test", "force": "false"}).endswith("force=false")

@@ -1,4 +1,4 @@
-"""Resources and views as keys: the hash each computes once is the hash of its fields (as
+"""Resources, views and requests as keys: the hash each computes once is the hash of its fields (as
 the generated dataclass hash was), equal values hash alike, and a pickled one is hashed
 afresh where it is loaded (a string's hash differs between processes)."""
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from mcruntime.objects import strip_for_cache
+from mcruntime.request import Request
 from mcruntime.resources import CONFIGMAPS, NAMESPACES, Resource
 from mcruntime.view import View
 
@@ -79,3 +80,44 @@ def test_a_pickled_resource_and_view_hash_afresh_in_another_process() -> None:
         ran = subprocess.run([sys.executable, "-c", check], input=pickle.dumps((WIDGETS, view)), capture_output=True,
                              timeout=60, check=False, cwd=REPO, env={**os.environ, "PYTHONHASHSEED": seed})  # fmt: skip
         assert ran.returncode == 0, ran.stderr.decode()[-2000:]
+
+
+def test_a_request_hashes_as_its_fields_once_and_keeps_its_dataclass_behaviour(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A request is hashed about a dozen times between its event and its reconcile (the
+    queue's sets and timestamps, the rate limiters): its hash is computed when it is made,
+    not from a new tuple each time; equality, order, repr and pickling stay the fields'."""
+    request = Request("web", "default", "api")
+    copy = Request("web", "default", "api")
+    assert hash(request) == hash(("web", "default", "api")) == hash(copy)
+    assert copy == request and {request: 1}[copy] == 1 and copy is not request
+    assert Request("web", "default", "b") < Request("web", "zzz", "a") and sorted([copy, request]) == [request, copy]
+    assert repr(request) == "Request(cluster='web', namespace='default', name='api')"
+    assert pickle.loads(pickle.dumps(request)) == request
+    with pytest.raises(AttributeError):
+        request.name = "other"  # type: ignore[misc]
+    hashed: list[object] = []
+    real_hash = hash
+
+    def counting_hash(value: object) -> int:
+        hashed.append(value)
+        return real_hash(value)
+
+    monkeypatch.setattr("builtins.hash", counting_hash)
+    for _ in range(5):
+        assert {request: 1}[copy] == 1
+    assert hashed == [], "hashing a made request builds and hashes no tuple of its fields"
+
+
+def test_a_pickled_request_hashes_afresh_in_another_process() -> None:
+    request = Request("web", "default", "api")
+    check = (
+        "import pickle, sys; from mcruntime.request import Request; "
+        "r = pickle.loads(sys.stdin.buffer.read()); "
+        "assert hash(r) == hash((r.cluster, r.namespace, r.name)) and r == Request('web', 'default', 'api')"
+    )
+    env = {**os.environ, "PYTHONHASHSEED": "12345"}
+    ran = subprocess.run([sys.executable, "-c", check], input=pickle.dumps(request), capture_output=True, env=env,
+                         cwd=REPO, check=False)  # fmt: skip
+    assert ran.returncode == 0, ran.stderr.decode()

@@ -5,11 +5,15 @@ its CPU in these helpers before)."""
 
 from __future__ import annotations
 
+import hashlib
+from typing import Any
+
+import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import NoOpTracer
 
-from mcruntime import Request
+from mcruntime import Request, tracing
 from mcruntime.tracing import change_context, reconcile_span, stage_span, tracer_for
 
 
@@ -31,3 +35,24 @@ def test_a_given_provider_is_used() -> None:
     assert not isinstance(tracer, NoOpTracer)
     with stage_span(tracer, "federate", None, {}) as span:
         assert span.is_recording() and trace.get_current_span() is span
+
+
+def test_a_change_context_is_hashed_once_per_object_generation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every reconcile and status write of a change asks for its trace root: the same
+    (uid, generation) names the same context, derived once; another generation another."""
+    hashed: list[bytes] = []
+    real = hashlib.sha256
+
+    def sha256(data: bytes) -> Any:
+        hashed.append(data)
+        return real(data)
+
+    monkeypatch.setattr(tracing.hashlib, "sha256", sha256)
+    first = [change_context("uid-hashed-once", 7) for _ in range(5)]
+    assert hashed == [b"uid-hashed-once/7"]
+    assert all(c == first[0] for c in first) and first[0].is_remote and first[0].trace_flags.sampled
+    digest = real(b"uid-hashed-once/7").digest()
+    assert first[0].trace_id == int.from_bytes(digest[:16], "big")
+    assert first[0].span_id == int.from_bytes(digest[16:24], "big")
+    later = change_context("uid-hashed-once", 8)
+    assert later.trace_id != first[0].trace_id and len(hashed) == 2

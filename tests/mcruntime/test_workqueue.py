@@ -404,3 +404,90 @@ async def test_a_turn_waited_for_too_long_comes_anyway() -> None:
     with anyio.fail_after(2):
         assert await low.get(behind=high, within=0.05) == "status"
     assert high._turns == [], "the lapsed turn is no longer waited for"
+
+
+async def test_waiting_behind_another_queue_makes_no_anyio_event_or_cancel_scope(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker behind another queue waits once per item while that queue has a backlog:
+    one asyncio future (and a loop timer for `within`), as for its own waits; an anyio
+    Event and a `move_on_after` scope per wait each looked up the async library."""
+    high, low = fast_queue(), fast_queue()
+    made: list[str] = []
+    real_event, real_move_on_after = anyio.Event, anyio.move_on_after
+
+    def event() -> anyio.Event:
+        made.append("Event")
+        return real_event()
+
+    def move_on_after(delay: float | None, shield: bool = False) -> anyio.CancelScope:
+        made.append("move_on_after")
+        return real_move_on_after(delay, shield=shield)
+
+    monkeypatch.setattr(anyio, "Event", event)
+    monkeypatch.setattr(anyio, "move_on_after", move_on_after)
+    got: list[str] = []
+
+    async def getter() -> None:
+        got.append(await low.get(behind=high, within=10))
+        got.append(await low.get(behind=high))
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            high.add("spec-1")
+            high.add("spec-2")
+            low.add("status-1")
+            low.add("status-2")
+            tg.start_soon(getter)
+            await anyio.wait_all_tasks_blocked()
+            assert got == []
+            assert await high.get() == "spec-1"
+            await anyio.wait_all_tasks_blocked()
+            assert got == [], "spec-2 was ready too when the wait began"
+            high.add("spec-3")  # after the first wait began: the second get waits for it
+            assert await high.get() == "spec-2"
+            await anyio.wait_all_tasks_blocked()
+            assert got == ["status-1"], "the second get waits its turn behind spec-3"
+            assert await high.get() == "spec-3"
+            await anyio.wait_all_tasks_blocked()
+    assert got == ["status-1", "status-2"]
+    assert made == [] and high._turns == []
+
+
+async def test_a_delayed_add_wakes_no_getter_whose_timer_already_covers_it() -> None:
+    """A batching controller delays every event: a worker waiting with a timer that fires
+    by the new item's time looks again then anyway, so the add wakes nobody (a wake-up per
+    event found nothing due and waited again); an add due earlier than every timer, or
+    with no timer running, wakes one as before; every item is handed out once due."""
+    q = fast_queue()
+    wake_ups = 0
+    real_notify = q._notify
+
+    def counting_notify() -> None:
+        nonlocal wake_ups
+        wake_ups += 1
+        real_notify()
+
+    q._notify = counting_notify  # type: ignore[method-assign]
+    got: list[str] = []
+
+    async def worker() -> None:
+        while len(got) < 5:
+            item = await q.get()
+            got.append(item)
+            q.done(item)
+
+    with anyio.fail_after(5):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(worker)
+            await anyio.wait_all_tasks_blocked()
+            q.add_after("first", 0.1)  # the worker waits with no timer: woken, it sets one
+            assert wake_ups == 1
+            await anyio.wait_all_tasks_blocked()
+            for name in ("second", "third", "fourth"):
+                q.add_after(name, 0.15)  # after the worker's timer: nobody woken
+            assert wake_ups == 1 and got == []
+            q.add_after("early", 0.02)  # before it: woken to plan again
+            assert wake_ups == 2
+    assert got == ["early", "first", "second", "third", "fourth"]
+    assert not q._deadlines and not q._getters
