@@ -18,6 +18,9 @@ with every input it was made from, and gives it back only when every input is th
   `test_idempotent`). That second case is the common one: the plan made when the WD
   appeared (no copy yet), met again once the federator wrote its copies as planned.
 
+- what its template references (`references.referenced`: the references and the copies'
+  expected-referenced-data value): the uid and generation alone (the template is spec).
+
 A failure (an invalid spec, a Location that names no city) is not remembered: it is made
 again, as before. A WD without a uid or generation is not remembered either. Bounded: one
 entry per WD, dropped by `forget` when the WD goes."""
@@ -31,6 +34,7 @@ from typing import Any, Generic, TypeVar
 from federation.fleet.downstream import target_city
 from federation.fleet.locations import CityTarget, KnownLocation
 from federation.fleet.placement import CellInfo, Share, plan, ranges_of
+from federation.fleet.references import Referenced, referenced
 from mcruntime.fields import get_mapping
 
 K = TypeVar("K", bound=Hashable)
@@ -52,6 +56,7 @@ class _Entry:
     made_from: Ordinals = ()  # the ordinals `shares` were planned from
     planned: Ordinals = ()  # the ordinals `shares` give (ranges_of)
     shares: list[Share] | None = None
+    referenced: Referenced | None = None
 
 
 class PlacementMemo(Generic[K]):
@@ -86,9 +91,10 @@ class PlacementMemo(Generic[K]):
         cells: Sequence[CellInfo],
         current: Mapping[str, range],
         city: str,
-        planner: Callable[..., list[Share]] = plan,
+        planner: Callable[..., list[Share]] | None = None,
     ) -> list[Share]:
         """`plan(wd, cells, current, city=city)`, remembered (raises as it does)."""
+        planner = planner or plan
         entry = self._entry(key, wd)
         if entry is None:
             return planner(wd, cells, current, city=city)
@@ -98,6 +104,15 @@ class PlacementMemo(Generic[K]):
             entry.shares, entry.placed, entry.made_from = shares, placed, made_from
             entry.planned = ordinals_key(ranges_of(shares))
         return list(entry.shares)
+
+    def referenced(self, key: K, wd: Mapping[str, Any]) -> Referenced:
+        """`references.referenced(wd)`, remembered."""
+        entry = self._entry(key, wd)
+        if entry is None:
+            return referenced(wd)
+        if entry.referenced is None:
+            entry.referenced = referenced(wd)
+        return entry.referenced
 
     def forget(self, key: K) -> None:
         self._entries.pop(key, None)

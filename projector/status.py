@@ -114,7 +114,8 @@ class StatusProjector:
         # per WD: each copy (cell, uid) its last reconcile read, at the resourceVersion it read
         # (`CopyEvents`: an event of that very version brings nothing that reconcile missed)
         self.copies_read: dict[Request, dict[tuple[str, str], str]] = {}
-        # per WD: its target city and shares, made once per spec, Locations, cells and ordinals
+        # per WD: its target city and shares, made once per spec, Locations, cells and
+        # ordinals, and its template's references, once per spec
         self.placements: PlacementMemo[Request] = PlacementMemo()
         self.locations = KnownLocations(mgr)  # decoded once per change of the Locations
         # per WD being deleted: its uid, once a reconcile saw the deletion and forgot the WD
@@ -143,8 +144,11 @@ class StatusProjector:
         reports, deadline = self._reports(wd, target, shares, copies)
         city = target.city_code if target is not None else None
         now = datetime.datetime.now(datetime.UTC)
-        missing = missing_sources(wd, lambda kind, name: _source_exists(project, kind, name, req.namespace))
-        status = aggregate(wd, reports, now=now, city=city, unplaced=unplaced, missing_sources=missing)
+        known = self.placements.referenced(req, wd)  # the template's references, once per spec
+        missing = missing_sources(wd, lambda kind, name: _source_exists(project, kind, name, req.namespace),
+                                  known=known)  # fmt: skip
+        status = aggregate(wd, reports, now=now, city=city, unplaced=unplaced, missing_sources=missing,
+                           referenced=known)  # fmt: skip
         # 5. write only the difference, once the cells observed this spec (or after a while)
         if (hold := self._hold(req, wd, status, copies_written(wd, reports))) is not None:
             return Result(requeue_after=hold if deadline is None else min(hold, deadline))
@@ -338,7 +342,8 @@ class CopyEvents(EventHandler):
         requests = await self.routes.wd_of_copy(source_cluster, event.obj)
         if event.type is EventType.MODIFIED and event.old is not None:
             self.clock.copy_changed(event.old)
-            requests += await self.routes.wd_of_copy(source_cluster, event.old)
+            if not self.routes.same_wd_of_copy(event.old, event.obj):
+                requests += await self.routes.wd_of_copy(source_cluster, event.old)
         for request in dict.fromkeys(requests):
             if event.type is not EventType.DELETED and self._read(request, source_cluster, event.obj):
                 continue

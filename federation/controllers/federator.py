@@ -59,6 +59,7 @@ from federation.fleet.fleetview import (
     PROJECTS,
     UPSTREAM_INDEX,
     WD_INDEXERS,
+    KnownLocations,
     cell_clusters,
     cell_synced,
     find_copies,
@@ -66,10 +67,11 @@ from federation.fleet.fleetview import (
     namespace_upstream,
     registered_cells,
 )
-from federation.fleet.locations import CityTarget, KnownLocation
+from federation.fleet.locations import CityTarget
 from federation.fleet.options import ManagementOptions
 from federation.fleet.placement import PlacementError, Share, same_city
 from federation.fleet.propagation import clock_of
+from federation.fleet.references import Referenced, referenced
 from federation.fleet.routing import Routes
 from mcruntime import controllerutil
 from mcruntime.cluster import Cluster, ClusterState
@@ -92,6 +94,10 @@ from mcruntime.tracing import stage_span, tracer_for
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "federator"
+# read or written on every reconcile, as plain strings (an enum member's lookup is a
+# Python-level class attribute access)
+UPSTREAM_CLUSTER_LABEL = str(Label.UPSTREAM_CLUSTER_NAME)
+FEDERATION_NAMESPACE_ANNOTATION = str(Annotation.FEDERATION_NAMESPACE)
 INITIAL_REPLICAS_MANAGER = "federator-initial-replicas"
 
 
@@ -308,6 +314,7 @@ class Federator:
         self.namespace_writes = NamespaceWrites()
         self.comparisons = Comparisons()
         self.routes = Routes(mgr)
+        self.locations = KnownLocations(mgr)  # decoded once per change of the Locations
         # the last write's answer per project WD (the claim) and per copy (its cell, namespace
         # and name) until the cache shows it: that write's own watch event wakes nothing
         # (`UnlessOwnWrite`), and a reconcile before it decides on the answer, not the cache
@@ -397,12 +404,14 @@ class Federator:
         creates a WD that is gone (a 409: retried, then `gone`). Pinned by
         test_one_wds_copies_are_written_concurrently and
         test_a_wd_deleted_before_its_finalizer_leaves_no_copy."""
+        known = referenced(wd)  # the template's references, walked once for every cell's copy
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(self._claim, project, wd, get_str(ns, "metadata.name"))
                 if target is not None:
                     for share in shares:
-                        tg.start_soon(self._place, project, ns, wd, target, share, by_cell.get(share.cell), outcome)
+                        tg.start_soon(self._place, project, ns, wd, target, share, known, by_cell.get(share.cell),
+                                      outcome)  # fmt: skip
         except ExceptionGroup as group:  # an unexpected error: as itself, for the runtime's handling
             if len(group.exceptions) == 1:
                 raise group.exceptions[0] from None
@@ -416,7 +425,7 @@ class Federator:
         by the claim alone: a state with anyone else's change in it is reconciled."""
         answer = await controllerutil.add_finalizer(
             project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR,
-            annotations={str(Annotation.FEDERATION_NAMESPACE): cell_namespace},
+            annotations={FEDERATION_NAMESPACE_ANNOTATION: cell_namespace},
         )  # fmt: skip
         if version_of(answer) != version_of(wd) and claimed_only(wd, answer):
             req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
@@ -428,22 +437,19 @@ class Federator:
         """The WD's target city and its shares (`planned_shares`). A Location no cell serves
         places nowhere (no target): the projector says NoMatchingLocation, with an Event, and
         a change of the Location re-plans (`Routes.wds_of_location`). A bad spec is an Event."""
-        locations = self._locations()
+        try:
+            locations = self.locations()
+        except ClusterNotReadyError as exc:
+            raise TemporaryError(str(exc)) from exc
         try:
             target = target_city(wd, locations)
             pairs = ((c.cell.name, c.obj) for c in copies)
-            return target, planned_shares(wd, registered_cells(self.mgr), pairs, locations)
+            return target, planned_shares(wd, registered_cells(self.mgr), pairs, locations, target=target)
         except UnresolvedLocation:
             return None, []
         except PlacementError as exc:
             await self.events.event(project.name, wd, "Warning", "InvalidPlacement", str(exc))
             raise PermanentError(str(exc)) from exc
-
-    def _locations(self) -> list[KnownLocation]:
-        try:
-            return known_locations(self.mgr)
-        except ClusterNotReadyError as exc:
-            raise TemporaryError(str(exc)) from exc
 
     async def _downstream_namespace(self, project: Cluster, wd: Obj) -> Obj:
         """The cell namespace the WD's copies go to (an apply intent), from the project
@@ -453,13 +459,14 @@ class Federator:
         project_ns = await project.client.get_or_none(NAMESPACES, namespace)
         if project_ns is None:
             raise TemporaryError(f"project namespace {namespace} is not cached yet")
-        upstream_label = project.labels.get(Label.UPSTREAM_CLUSTER_NAME, "")
-        why = f"project {project.name} is registered without the {Label.UPSTREAM_CLUSTER_NAME} label"
+        upstream_label = project.labels.get(UPSTREAM_CLUSTER_LABEL, "")
         if upstream_label:
             try:
                 return downstream_namespace(project.name, upstream_label, project_ns)
             except ValueError as exc:  # the registration's encoded name is not this project's
                 why = str(exc)
+        else:
+            why = f"project {project.name} is registered without the {UPSTREAM_CLUSTER_LABEL} label"
         await self.events.event(project.name, wd, "Warning", "ProjectRegistrationIncomplete", why)
         raise PermanentError(why)
 
@@ -475,6 +482,7 @@ class Federator:
         wd: Obj,
         target: CityTarget,
         share: Share,
+        known: Referenced,
         existing: Copy | None,
         outcome: Outcome,
     ) -> None:
@@ -491,7 +499,8 @@ class Federator:
             return
         autoscaled = cell_owns_replicas(wd)
         name = get_str(ns, "metadata.name")
-        desired = downstream_copy(project.name, wd, share, name, include_replicas=not autoscaled, target=target)
+        desired = downstream_copy(project.name, wd, share, name, include_replicas=not autoscaled, target=target,
+                                  referenced=known)  # fmt: skip
         done: list[copyplacement.Action] = []
         # the copy as last written while the cache does not show that write yet (`copy_writes`)
         written = self.copy_writes.latest(_copy_request(cell, desired), existing.obj if existing else None)
@@ -685,7 +694,7 @@ def claimed_only(before: Obj, answer: Obj) -> bool:
     the server keeps (resourceVersion, managedFields, the status): its watch event then
     needs no reconcile. A change of spec (its generation), labels, other annotations or
     deletion meanwhile does."""
-    ours = str(Annotation.FEDERATION_NAMESPACE)
+    ours = FEDERATION_NAMESPACE_ANNOTATION
     before_annotations, answer_annotations = (
         get_str_map(before, "metadata.annotations"),
         get_str_map(answer, "metadata.annotations"),

@@ -53,6 +53,8 @@ Rules
 from __future__ import annotations
 
 import copy as _copy
+import functools
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -61,7 +63,6 @@ from typing import Any
 import orjson
 
 from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
-from federation.api.constants import Annotation
 from federation.api.naming import workload_deployment_selector
 from federation.api.reasons import (
     InstanceReadyReason,
@@ -70,9 +71,9 @@ from federation.api.reasons import (
     WorkloadDeploymentAvailableReason,
     WorkloadDeploymentCondition,
 )
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, cell_owns_replicas
+from federation.fleet.downstream import ORDINAL_START_ANNOTATION, UPSTREAM_UID_ANNOTATION, cell_owns_replicas
 from federation.fleet.placement import Share, city_code, desired_replicas
-from federation.fleet.references import expected_referenced_data
+from federation.fleet.references import Referenced, expected_referenced_data
 from mcruntime.controllerutil import is_subset
 from mcruntime.fields import get_int, get_mapping, get_str, get_str_map, is_object
 
@@ -216,7 +217,14 @@ def _json_copy(value: Mapping[str, Any]) -> dict[str, Any]:
 def _rfc3339(when: datetime, what: str) -> str:
     if when.tzinfo is None:
         raise ValueError(f"{what}: a timezone-aware datetime is required, got naive {when.isoformat()}")
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _utc_second(math.floor(when.timestamp()))
+
+
+@functools.lru_cache(maxsize=1024)
+def _utc_second(epoch_second: int) -> str:
+    """The RFC 3339 text of a whole second: every reconcile stamps its `now` and each
+    cell's last contact, and the same few seconds recur (`strftime` was ~1% of the manager)."""
+    return datetime.fromtimestamp(epoch_second, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _count(status: Mapping[str, Any], key: str, cell: str) -> int:
@@ -260,7 +268,7 @@ def _unwritten(report: CellReport, wd: Mapping[str, Any], subset: Subset) -> str
     if not written:
         return "copy not yet updated to the current spec"
     annotations = get_str_map(copy, "metadata.annotations")
-    if annotations.get(Annotation.ORDINAL_START, "0") != str(report.share.ordinal_start):
+    if annotations.get(ORDINAL_START_ANNOTATION, "0") != str(report.share.ordinal_start):
         return f"copy not yet moved to ordinal start {report.share.ordinal_start}"
     return None
 
@@ -362,6 +370,7 @@ def aggregate(
     unplaced: str | None = None,
     subset: Subset = is_subset,
     missing_sources: Sequence[str] = (),
+    referenced: Referenced | None = None,
 ) -> dict[str, Any]:
     """The project WD's desired `.status`, from one report per share of `plan(wd, ...)`.
 
@@ -371,7 +380,8 @@ def aggregate(
     (`downstream.target_city`; None reads `spec.cityCode`); `unplaced` is the message of
     a location that resolves to no city (then there are no reports and the conditions
     say NoMatchingLocation with it); `missing_sources` the `"<Kind>/<name>"` of required
-    references missing from the project namespace (ReferencedDataReady=False SourceNotFound)."""
+    references missing from the project namespace (ReferencedDataReady=False SourceNotFound);
+    `referenced` the WD's `references.referenced(wd)`, when the caller has it."""
     name = get_str(wd, "metadata.name", required=False)
     if not name:
         raise ValueError(f"WorkloadDeployment metadata.name: required, got {name!r}")
@@ -405,9 +415,10 @@ def aggregate(
     else:
         ready = status["readyReplicas"]
         rolled = {t: _roll_up(views, t, ready, desired) for t in (AVAILABLE, REPLICAS_READY)}
-    referenced = _referenced_data(views, wd, missing_sources)
-    if referenced is not None:
-        rolled[REFERENCED_DATA_READY] = referenced
+    expected = referenced.expected if referenced is not None else expected_referenced_data(wd)
+    data_ready = _referenced_data(views, wd, missing_sources) if expected is not None else None
+    if data_ready is not None:
+        rolled[REFERENCED_DATA_READY] = data_ready
     else:  # the template references nothing (any more): no such condition
         conditions = [c for c in conditions if c.get("type") != REFERENCED_DATA_READY]
     for type_, result in rolled.items():
@@ -423,14 +434,12 @@ def aggregate(
 
 def _referenced_data(
     views: Sequence[_CellView], wd: Mapping[str, Any], missing_sources: Sequence[str]
-) -> _Contribution | None:
-    """ReferencedDataReady of a WD whose template requires ConfigMaps or Secrets: a source
-    missing from the project namespace first (SourceNotFound, naming each: no cell can ever
-    get it); else the cells' own (a copy without it yet, or none at all, is
-    AwaitingPropagation), worst wins; the message names every cell that is not True with
-    its own message (the missing objects)."""
-    if expected_referenced_data(wd) is None:
-        return None
+) -> _Contribution:
+    """ReferencedDataReady of a WD whose template requires ConfigMaps or Secrets (the
+    caller asks only then): a source missing from the project namespace first
+    (SourceNotFound, naming each: no cell can ever get it); else the cells' own (a copy
+    without it yet, or none at all, is AwaitingPropagation), worst wins; the message names
+    every cell that is not True with its own message (the missing objects)."""
     if missing_sources:
         namespace = get_str(wd, "metadata.namespace", required=False)
         return _Contribution("", FALSE, SOURCE_NOT_FOUND,

@@ -4,6 +4,7 @@ annotation. Pure: no I/O, no spans opened here."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,7 +21,21 @@ TRACEPARENT_ANNOTATION = str(Annotation.TRACEPARENT)
 
 def change_of(wd: Mapping[str, Any]) -> SpanContext:
     """The root of the trace of the WD's current generation."""
-    return change_context(get_str(wd, "metadata.uid", required=False), get_int(wd, "metadata.generation") or 0)
+    return _change(get_str(wd, "metadata.uid", required=False), get_int(wd, "metadata.generation") or 0)
+
+
+# A change's root and its traceparent are read several times per change (the federator's
+# span and each copy's write, the projector's span) and are a pure function of (uid,
+# generation): made once (a SHA-256 and two objects each), bounded (a change's readers
+# come within moments of each other).
+@functools.lru_cache(maxsize=4096)
+def _change(uid: str, generation: int) -> SpanContext:
+    return change_context(uid, generation)
+
+
+@functools.lru_cache(maxsize=4096)
+def _traceparent_of(uid: str, generation: int) -> str:
+    return traceparent(_change(uid, generation))
 
 
 def stage_attributes(cluster: str, obj: Mapping[str, Any]) -> dict[str, AttributeValue]:
@@ -60,5 +75,6 @@ def copy_with_trace(desired: Obj, wd: Mapping[str, Any], cached: Mapping[str, An
     the copy with what it carries now differs), else what it carries now, so the annotation
     is never a write of its own."""
     if writes:
-        return with_traceparent(desired, traceparent(change_of(wd)))
+        uid, generation = get_str(wd, "metadata.uid", required=False), get_int(wd, "metadata.generation") or 0
+        return with_traceparent(desired, _traceparent_of(uid, generation))
     return with_traceparent(desired, carried(cached))

@@ -49,12 +49,20 @@ from federation.api.constants import API_VERSION, Annotation, Kind, Label
 from federation.api.naming import downstream_namespace_name
 from federation.fleet.locations import CityTarget, InvalidPlacementSpec, KnownLocation, resolve_city
 from federation.fleet.placement import CellInfo, PlacementError, Share, city_code, plan
-from federation.fleet.references import EXPECTED_ANNOTATION, expected_referenced_data
+from federation.fleet.references import EXPECTED_ANNOTATION, Referenced, expected_referenced_data
 from mcruntime.fields import get_str, get_str_map, is_object
 from mcruntime.objects import LAST_APPLIED
 
 # on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
 UPSTREAM_UID_ANNOTATION = str(Annotation.UPSTREAM_UID)
+# the keys read on every copy and namespace event and written into every copy, as plain
+# strings: an enum member's lookup (`Label.X`) is a Python-level class attribute access
+ORDINAL_START_ANNOTATION = str(Annotation.ORDINAL_START)
+_CITY_LABEL = str(Label.TOPOLOGY_CITY_CODE)
+_LOCATION_LABEL = str(Label.TOPOLOGY_LOCATION)
+_SHARD_LABEL = str(Label.SHARD)
+_UPSTREAM_NAMESPACE_LABEL = str(Label.UPSTREAM_NAMESPACE)
+_UPSTREAM_CLUSTER_LABEL = str(Label.UPSTREAM_CLUSTER_NAME)
 
 # The project WD's annotations its copies do NOT carry (every other one does, e.g.
 # `compute.datumapis.com/suspended`), and why:
@@ -143,8 +151,8 @@ def downstream_namespace(
         "metadata": {
             "name": downstream_namespace_name(uid),
             "labels": {
-                str(Label.UPSTREAM_CLUSTER_NAME): upstream_cluster_label,
-                str(Label.UPSTREAM_NAMESPACE): name,
+                _UPSTREAM_CLUSTER_LABEL: upstream_cluster_label,
+                _UPSTREAM_NAMESPACE_LABEL: name,
             },
         },
     }
@@ -184,11 +192,13 @@ def downstream_copy(
     *,
     include_replicas: bool,
     target: CityTarget,
+    referenced: Referenced | None = None,
 ) -> dict[str, Any]:
     """The WD copy for one cell (an apply intent) in downstream namespace `namespace`
     (`downstream_namespace(...)["metadata"]["name"]`). `include_replicas=False` leaves
     `spec.replicas` out, for the cell's autoscaler to own after creation. `target`
-    (`target_city`) gives the city-code label and, placed by location, the location label."""
+    (`target_city`) gives the city-code label and, placed by location, the location label;
+    `referenced` (`references.referenced(wd)`, when the caller has it) the expected data."""
     _check_cluster(project_cluster)
     if not isinstance(namespace, str) or not namespace:
         raise ValueError(f"downstream namespace {namespace!r}: must not be empty")
@@ -196,18 +206,18 @@ def downstream_copy(
     what = f"WorkloadDeployment {project_cluster}/{get_str(wd, 'metadata.namespace', required=False)}/{name}"
     project_ns = _required(wd, "namespace", what)
     uid = _required(wd, "uid", what)
-    labels = {str(Label.TOPOLOGY_CITY_CODE): target.city_code, str(Label.UPSTREAM_NAMESPACE): project_ns}
+    labels = {_CITY_LABEL: target.city_code, _UPSTREAM_NAMESPACE_LABEL: project_ns}
     if target.location is not None:
-        labels[str(Label.TOPOLOGY_LOCATION)] = target.location
-    shard = get_str_map(wd, "metadata.labels").get(str(Label.SHARD))
+        labels[_LOCATION_LABEL] = target.location
+    shard = get_str_map(wd, "metadata.labels").get(_SHARD_LABEL)
     if shard:  # sharded: the copy follows its WD's shard, whose cell caches select it
-        labels[str(Label.SHARD)] = shard
+        labels[_SHARD_LABEL] = shard
     # the copy owns its spec (no alias of the WD's): copied as the JSON it is, in one C-speed
     # round trip, which the federator and the projector pay per copy per reconcile (a
     # `copy.deepcopy` walk was ~5% of the manager's CPU)
     spec = _json_copy(copy_spec(wd, share, include_replicas=include_replicas))
     federated = {k: v for k, v in get_str_map(wd, "metadata.annotations").items() if k not in NOT_FEDERATED_ANNOTATIONS}
-    expected = expected_referenced_data(wd)
+    expected = referenced.expected if referenced is not None else expected_referenced_data(wd)
     if expected is not None:  # what the cell gates Instances on, written with the spec it follows from
         federated[EXPECTED_ANNOTATION] = expected
     return {
@@ -219,7 +229,7 @@ def downstream_copy(
             "labels": labels,
             "annotations": {
                 **federated,
-                str(Annotation.ORDINAL_START): str(share.ordinal_start),
+                ORDINAL_START_ANNOTATION: str(share.ordinal_start),
                 UPSTREAM_UID_ANNOTATION: uid,
             },
         },
@@ -247,7 +257,7 @@ def cell_owns_replicas(wd: Mapping[str, Any]) -> bool:
 def copy_ordinals(copy: Mapping[str, Any]) -> range | None:
     """The ordinals a cached copy holds now (ordinal-start annotation, default 0, and
     `spec.replicas`), as `plan`'s `current` hint wants them; None when unreadable."""
-    start_text = _string_at(copy, "annotations", str(Annotation.ORDINAL_START)) or "0"
+    start_text = _string_at(copy, "annotations", ORDINAL_START_ANNOTATION) or "0"
     spec = copy.get("spec")
     size = spec.get("replicas") if is_object(spec) else None
     if (
@@ -275,12 +285,15 @@ def planned_shares(
     cells: Iterable[CellInfo],
     copies: Iterable[tuple[str, Mapping[str, Any]]],
     locations: Iterable[KnownLocation],
+    *,
+    target: CityTarget | None = None,
 ) -> list[Share]:
     """`plan(wd, cells, current, city=...)` with the city from `target_city` (so a
     `spec.locationRef` places through the Locations) and `current` read from the
     `(cell, copy)` pairs found in the cells: the ordinals each of this WD's own copies
-    holds now. Raises PlacementError (UnresolvedLocation for a location no cell serves)."""
-    city = target_city(wd, locations).city_code
+    holds now. Raises PlacementError (UnresolvedLocation for a location no cell serves).
+    `target`: `target_city(wd, locations)`, when the caller has resolved it already."""
+    city = (target if target is not None else target_city(wd, locations)).city_code
     return plan(wd, cells, current_ordinals(wd, copies), city=city)
 
 
@@ -297,8 +310,8 @@ def upstream_identity(copy: Mapping[str, Any] | None, namespace: Mapping[str, An
     and uid empty). None when anything is missing, malformed or contradictory."""
     if namespace is None:
         return None
-    encoded = _string_at(namespace, "labels", str(Label.UPSTREAM_CLUSTER_NAME))
-    project_ns = _string_at(namespace, "labels", str(Label.UPSTREAM_NAMESPACE))
+    encoded = _string_at(namespace, "labels", _UPSTREAM_CLUSTER_LABEL)
+    project_ns = _string_at(namespace, "labels", _UPSTREAM_NAMESPACE_LABEL)
     if encoded is None or project_ns is None:
         return None
     try:
@@ -321,7 +334,7 @@ def copy_upstream(copy: Mapping[str, Any], served: UpstreamRef) -> UpstreamRef |
     name = get_str(copy, "metadata.name", required=False)
     if not name:
         return None
-    if _string_at(copy, "labels", str(Label.UPSTREAM_NAMESPACE)) != served.namespace:
+    if _string_at(copy, "labels", _UPSTREAM_NAMESPACE_LABEL) != served.namespace:
         return None
     uid = _string_at(copy, "annotations", UPSTREAM_UID_ANNOTATION)
     if uid is None:

@@ -33,6 +33,12 @@ CELL_COPIES_SELECTOR = str(Label.UPSTREAM_NAMESPACE)  # present
 CELL_NAMESPACES_SELECTOR = str(Label.UPSTREAM_CLUSTER_NAME)  # present
 UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project namespace>"
 
+# read for every cluster on every reconcile and map (`cell_clusters`, `registered_cells`), as
+# plain strings: an enum member's lookup (`Label.X`) is a Python-level class attribute access
+_ROLE_LABEL, _CELL, _PROJECT = str(Label.CLUSTER_ROLE), str(ClusterRole.CELL), str(ClusterRole.PROJECT)
+_CITY_LABEL = str(Label.TOPOLOGY_CITY_CODE)
+_FEDERATOR_FINALIZER = str(Finalizer.FEDERATOR)
+
 # With --sharding, each shard's caches hold only the project WDs and Workloads, cell copies
 # and cell Instances labelled for it (`ShardingOptions.cache_selectors`); the sharder (on the
 # elected replica) reads the rest of the project WDs and Workloads, those not labelled for
@@ -117,11 +123,11 @@ def namespace_upstream(ns: dict[str, Any]) -> list[str]:
 
 
 def is_cell(cluster: Cluster) -> bool:
-    return cluster.labels.get(Label.CLUSTER_ROLE) == ClusterRole.CELL
+    return cluster.labels.get(_ROLE_LABEL) == _CELL
 
 
 def is_project(cluster: Cluster) -> bool:
-    return cluster.labels.get(Label.CLUSTER_ROLE) == ClusterRole.PROJECT
+    return cluster.labels.get(_ROLE_LABEL) == _PROJECT
 
 
 def cell_clusters(mgr: Manager) -> Iterator[Cluster]:
@@ -139,7 +145,7 @@ def project_clusters(mgr: Manager) -> Iterator[Cluster]:
 def cell_info(cluster: Cluster) -> CellInfo:
     return CellInfo(
         name=cluster.name,
-        city_code=cluster.labels.get(Label.TOPOLOGY_CITY_CODE, ""),
+        city_code=cluster.labels.get(_CITY_LABEL, ""),
         reachable=cluster.state is not ClusterState.UNREACHABLE,
     )
 
@@ -208,7 +214,7 @@ def _claimed_or_gone(mgr: Manager, project: str, namespace: str, name: str) -> b
     if cluster is None or cluster.cache.view_of(WORKLOAD_DEPLOYMENTS) is None:
         return True
     wd = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(name, namespace=namespace)
-    return wd is None or Finalizer.FEDERATOR in (get_mapping(wd, "metadata").get("finalizers") or [])
+    return wd is None or _FEDERATOR_FINALIZER in (get_mapping(wd, "metadata").get("finalizers") or [])
 
 
 def read_cell_copies(ctrl: Controller, *, alias: str = "") -> None:

@@ -150,8 +150,27 @@ def expected_tokens(refs: Iterable[Reference]) -> list[str]:
 
 def expected_referenced_data(wd: Mapping[str, Any]) -> str | None:
     """The copies' `expected-referenced-data` annotation value, or None when nothing is required."""
-    tokens = expected_tokens(references(wd))
+    return _expected_value(references(wd))
+
+
+def _expected_value(refs: Iterable[Reference]) -> str | None:
+    tokens = expected_tokens(refs)
     return json.dumps(tokens, separators=(",", ":")) if tokens else None
+
+
+@dataclass(frozen=True, slots=True)
+class Referenced:
+    """A WD's `references` and its copies' `expected_referenced_data`, made together from
+    one walk of its template, for a caller that reads both several times per spec (and
+    remembers them: `placementmemo.PlacementMemo.referenced`)."""
+
+    refs: tuple[Reference, ...]
+    expected: str | None
+
+
+def referenced(wd: Mapping[str, Any]) -> Referenced:
+    refs = references(wd)
+    return Referenced(tuple(refs), _expected_value(refs))
 
 
 def referencing_namespace(wd: Mapping[str, Any]) -> list[str]:
@@ -159,7 +178,14 @@ def referencing_namespace(wd: Mapping[str, Any]) -> list[str]:
     that references none is in no bucket), so the WDs that need companions are found
     without decoding the rest of the namespace."""
     namespace = get_mapping(wd, "metadata").get("namespace")
-    return [str(namespace)] if namespace and references(wd) else []
+    return [str(namespace)] if namespace and _references_any(wd) else []
+
+
+def _references_any(wd: Mapping[str, Any]) -> bool:
+    """Whether `references(wd)` is not empty, stopping at the first reference (the index
+    above reads it on every stored version of every WD: no list merged and sorted)."""
+    template = _mapping(_mapping(wd.get("spec")).get("template"))
+    return any(ref is not None for ref in _mentions(_mapping(template.get("spec"))))
 
 
 def referencing(wds: Iterable[Mapping[str, Any]], kind: str, name: str) -> list[Mapping[str, Any]]:
@@ -167,10 +193,14 @@ def referencing(wds: Iterable[Mapping[str, Any]], kind: str, name: str) -> list[
     return [wd for wd in wds if any(ref.kind == kind and ref.name == name for ref in references(wd))]
 
 
-def missing_sources(wd: Mapping[str, Any], exists: Callable[[str, str], bool]) -> list[str]:
+def missing_sources(
+    wd: Mapping[str, Any], exists: Callable[[str, str], bool], *, known: Referenced | None = None
+) -> list[str]:
     """The `"<Kind>/<name>"` of the required references for which `exists(kind, name)` is
-    false: in the project namespace, what no companion can be made of (SourceNotFound)."""
-    return [ref.token for ref in references(wd) if not ref.optional and not exists(ref.kind, ref.name)]
+    false: in the project namespace, what no companion can be made of (SourceNotFound).
+    `known`: the WD's `referenced(wd)`, when the caller has it."""
+    refs = known.refs if known is not None else references(wd)
+    return [ref.token for ref in refs if not ref.optional and not exists(ref.kind, ref.name)]
 
 
 def source_identity(obj: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ that, or for a project this manager does not serve, map to nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from federation.api.constants import Kind, Label
@@ -34,7 +34,7 @@ from federation.fleet.projection import CELL_ANNOTATION
 from federation.fleet.references import SOURCE_RESOURCES, referencing
 from mcruntime import controllerutil
 from mcruntime.errors import ClusterNotReadyError
-from mcruntime.fields import get_list, get_str, get_str_map
+from mcruntime.fields import get_list, get_str, get_str_map, is_object
 from mcruntime.indexers import CONTROLLER_UID
 from mcruntime.manager import Manager
 from mcruntime.objects import Obj
@@ -135,6 +135,18 @@ class Routes:
         ]
 
     # ------------------------------------------------------------------ cell objects → project WDs
+    @staticmethod
+    def same_wd_of_copy(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+        """Whether `wd_of_copy` maps both states of an updated copy to the same WD: all it
+        reads of a copy (namespace, name, labels, annotations) is the same in both (a
+        status update's two states: the old one needs no mapping of its own)."""
+        before, after = old.get("metadata"), new.get("metadata")
+        return (
+            is_object(before)
+            and is_object(after)
+            and all(before.get(k) == after.get(k) for k in ("namespace", "name", "labels", "annotations"))
+        )
+
     async def wd_of_copy(self, cell_name: str, copy: dict[str, Any]) -> list[Request]:
         """A downstream copy → its project WD (unlabelled, foreign or unserved: nothing)."""
         served = _served_by_namespace(self.mgr, cell_name, copy)

@@ -909,3 +909,56 @@ def test_a_claims_answer_is_its_own_only_without_anyone_elses_change(change: Any
     between (spec, labels, other annotations, deletion) is reconciled even if its own event
     is never seen (a re-list that shows only the latest state)."""
     assert claimed_only(_UNCLAIMED, _claimed(change)) is only
+
+
+async def test_a_reconcile_resolves_the_city_and_the_references_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A federator reconcile resolves the WD's target city once (`planned_shares` takes
+    it, not resolving it again) and walks its template's references once for all its
+    cells' copies (`downstream_copy` takes them: `references.referenced`): counted by
+    wrapping `target_city` and `expected_referenced_data` where they are read, over the
+    reconciles of a WD with two cells, then of its update, then of a copy restored."""
+    from federation.controllers import federator as module
+    from federation.fleet import downstream
+    from projector import placementmemo
+
+    made: list[str] = []
+    monkeypatch.setattr(placementmemo, "target_city", downstream.target_city)  # the projector's own: not counted
+
+    def counting(where: Any, name: str, label: str) -> None:
+        real = getattr(where, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            made.append(label)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(where, name, counted)
+
+    counting(module, "target_city", "federator resolves")
+    counting(downstream, "target_city", "resolved again")
+    counting(downstream, "expected_referenced_data", "references walked per copy")
+    async with federation(tmp_path) as (f, mgr):
+        recording = record(mgr, "federator")
+        web = WDs(f, "web")
+        web.create(workload_deployment("api", "DFW", 2))
+        await eventually(lambda: shares(f, "api") == {"dfw-1": (1, 0), "dfw-2": (1, 1)}, "the copies")
+        web.edit("default", "api", lambda o: o["spec"].update(replicas=4))
+        await eventually(lambda: sum(n for n, _ in shares(f, "api").values()) == 4, "4 over the two cells")
+        assert await all_idle(mgr)
+        api = Request("web", "default", "api")
+        before = recording.requests.count(api)
+        (ns,) = {o["metadata"]["namespace"] for o in WDs(f, "dfw-1").list()}
+        WDs(f, "dfw-1").edit(ns, "api", lambda o: o["spec"].update(replicas=9))
+
+        def reverted() -> bool:
+            now = shares(f, "api")
+            return recording.requests.count(api) > before and now.get("dfw-1", (9, 0))[0] != 9 and sum(
+                n for n, _ in now.values()) == 4  # fmt: skip
+
+        await eventually(reverted, "the hand edit reverted")
+        assert await all_idle(mgr)
+        reconciles = recording.requests.count(Request("web", "default", "api"))
+        assert reconciles >= 3
+        assert made.count("federator resolves") == reconciles, (made, reconciles)
+        assert "resolved again" not in made and "references walked per copy" not in made, made

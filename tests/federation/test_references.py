@@ -254,3 +254,18 @@ def test_the_annotation_round_trips_and_is_order_independent(mentions: list[tupl
     assert value == expected_referenced_data(reversed_wd)
     pairs = set(parse_expected(value)) if value else set()
     assert pairs == {(r.kind, r.name) for r in references(wd)}
+
+
+@pytest.mark.parametrize(("form", "wd", "expected"), REFERENCE_FORMS, ids=[f for f, _, _ in REFERENCE_FORMS])
+def test_the_referencing_index_stops_at_the_first_reference(
+    form: str, wd: dict[str, Any], expected: list[Reference], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The index is read on every stored version of every WD: it asks whether any
+    reference is there, without merging and sorting them all (`template_references`)."""
+    from federation.fleet import references as module
+
+    def refused(_spec: Any) -> list[Reference]:
+        raise AssertionError("the index merged and sorted every reference")
+
+    monkeypatch.setattr(module, "template_references", refused)
+    assert referencing_namespace(wd) == (["default"] if expected else [])

@@ -736,3 +736,31 @@ def test_copy_spec_is_the_spec_downstream_copy_writes(wd: dict[str, Any], includ
     written = downstream_copy("web", wd, DFW1, "ns-uid", include_replicas=include_replicas, target=target_city(wd, ()))
     assert copy_spec(wd, DFW1, include_replicas=include_replicas) == written["spec"]
     assert same_json(copy_spec(wd, DFW1, include_replicas=include_replicas), written["spec"])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    when=st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1)),
+    offset=st.integers(min_value=-14 * 60, max_value=14 * 60),
+)
+def test_a_stamp_is_the_utc_second_as_strftime_writes_it(when: datetime, offset: int) -> None:
+    """`_rfc3339` (the conditions' and last-seen stamps, formatted once per whole second)
+    says what `astimezone(UTC).strftime` says, for any zone and sub-second part."""
+    from datetime import timezone
+
+    from federation.fleet.aggregate import _rfc3339
+
+    aware = when.replace(tzinfo=timezone(timedelta(minutes=offset)))
+    assert _rfc3339(aware, "now") == aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def test_a_second_is_formatted_once_however_many_reconciles_stamp_it() -> None:
+    from federation.fleet import aggregate as module
+
+    module._utc_second.cache_clear()
+    start = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+    stamps = {module._rfc3339(start + timedelta(microseconds=m), "now") for m in range(0, 1_000_000, 10_000)}
+    assert stamps == {"2026-01-01T12:00:00Z"}
+    assert module._utc_second.cache_info().misses == 1
+    with pytest.raises(ValueError, match="timezone-aware"):
+        module._rfc3339(datetime(2026, 1, 1), "now")

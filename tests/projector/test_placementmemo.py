@@ -124,3 +124,32 @@ def test_the_memo_answers_what_plan_answers(steps: list[tuple[int, int, list[str
         spec = wd(replicas, generation=generation)
         last = memo.shares(KEY, spec, dfw(*names), current, "DFW")
         assert last == plan(spec, dfw(*names), current, city="DFW")
+
+
+def test_a_templates_references_are_read_once_per_spec(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`referenced` walks the template once per WD spec (uid, generation), and gives what
+    `references.referenced` gives; a WD without a uid or generation is walked every time."""
+    from federation.fleet import references
+    from projector import placementmemo
+
+    walked: list[int] = []
+
+    def counted(obj: Any) -> references.Referenced:
+        walked.append(1)
+        return references.referenced(obj)
+
+    monkeypatch.setattr(placementmemo, "referenced", counted)
+    volumes = [{"name": "cfg", "configMap": {"name": "settings"}}, {"name": "s", "secret": {"secretName": "db"}}]
+    template = {"spec": {"volumes": volumes}}
+    memo = PlacementMemo[str]()
+    first = memo.referenced(KEY, wd(template=template))
+    assert first == references.referenced(wd(template=template))
+    assert first.expected == '["ConfigMap/settings","Secret/db"]'
+    for _ in range(5):
+        assert memo.referenced(KEY, wd(template=template)) is first
+    assert len(walked) == 1
+    edited = memo.referenced(KEY, wd(generation=2, template={"spec": {"volumes": volumes[:1]}}))
+    assert edited.expected == '["ConfigMap/settings"]' and len(walked) == 2
+    assert memo.referenced(KEY, wd(generation=None, template=template)) == first and len(walked) == 3
+    memo.forget(KEY)
+    assert memo.referenced(KEY, wd(template=template)) == first and len(walked) == 4

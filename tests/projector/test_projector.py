@@ -750,3 +750,53 @@ async def test_a_status_write_refused_is_not_taken_for_written(tmp_path: Path) -
         web.faults.clear()
         await eventually(lambda: status(f).get("observedGeneration") == 1, "written once the server takes it")
         assert status(f)["readyReplicas"] == 2
+
+
+async def test_an_updates_old_state_is_mapped_only_when_it_names_another_wd() -> None:
+    """`CopyEvents` maps an update's old state too (a WD that lost the copy hears of it),
+    but not when all `wd_of_copy` reads of a copy (namespace, name, labels, annotations)
+    is the same in both states — a status update's: it maps to the same WD (counted)."""
+    from types import SimpleNamespace
+
+    copy_ = {"metadata": {"name": "api", "namespace": "ns-1", "uid": "c1", "resourceVersion": "5",
+                          "labels": {"l": "1"}, "annotations": {"a": "1"}}, "status": {"replicas": 1}}  # fmt: skip
+    mapped: list[str] = []
+
+    class Counting:
+        same_wd_of_copy = staticmethod(Routes.same_wd_of_copy)
+
+        async def wd_of_copy(self, _cell: str, copy: dict[str, Any]) -> list[Request]:
+            mapped.append(copy["metadata"]["resourceVersion"])
+            return [Request("web", "default", copy["metadata"]["annotations"]["a"])]
+
+    clock = SimpleNamespace(copy_changed=lambda _copy: None)
+    projector = SimpleNamespace(clock=clock, copies_read={}, deleting={})
+    handler = CopyEvents(projector, Counting())  # type: ignore[arg-type]
+    status_only = copy_ | {"metadata": {**copy_["metadata"], "resourceVersion": "6"}, "status": {"replicas": 2}}
+    sink = Requests()
+    await handler.handle("dfw-1", ObjectEvent(EventType.MODIFIED, "ns-1/api", obj=status_only,
+                                              old_raw=orjson.dumps(copy_)), sink)  # fmt: skip
+    assert mapped == ["6"] and sink.requests == [Request("web", "default", "1")]
+    moved = copy_ | {"metadata": {**copy_["metadata"], "resourceVersion": "7", "annotations": {"a": "2"}}}
+    await handler.handle("dfw-1", ObjectEvent(EventType.MODIFIED, "ns-1/api", obj=moved,
+                                              old_raw=orjson.dumps(copy_)), sink)  # fmt: skip
+    assert mapped == ["6", "7", "5"]
+    assert sink.requests[1:] == [Request("web", "default", "2"), Request("web", "default", "1")]
+
+
+@pytest.mark.parametrize(
+    ("change", "same"),
+    [
+        ({"resourceVersion": "9"}, True),
+        ({"finalizers": ["x"]}, True),
+        ({"labels": {"l": "2"}}, False),
+        ({"annotations": {}}, False),
+        ({"namespace": "ns-2"}, False),
+        ({"name": "web"}, False),
+    ],
+)
+def test_what_a_copys_mapping_reads(change: dict[str, Any], same: bool) -> None:
+
+    old = {"metadata": {"name": "api", "namespace": "ns-1", "labels": {"l": "1"}, "annotations": {"a": "1"}}}
+    assert Routes.same_wd_of_copy(old, {"metadata": {**old["metadata"], **change}}) is same
+    assert Routes.same_wd_of_copy({"metadata": None}, old) is False
