@@ -21,21 +21,15 @@ TRACEPARENT_ANNOTATION = str(Annotation.TRACEPARENT)
 
 def change_of(wd: Mapping[str, Any]) -> SpanContext:
     """The root of the trace of the WD's current generation."""
-    return _change(get_str(wd, "metadata.uid", required=False), get_int(wd, "metadata.generation") or 0)
+    return change_context(get_str(wd, "metadata.uid", required=False), get_int(wd, "metadata.generation") or 0)
 
 
-# A change's root and its traceparent are read several times per change (the federator's
-# span and each copy's write, the projector's span) and are a pure function of (uid,
-# generation): made once (a SHA-256 and two objects each), bounded (a change's readers
-# come within moments of each other).
-@functools.lru_cache(maxsize=4096)
-def _change(uid: str, generation: int) -> SpanContext:
-    return change_context(uid, generation)
-
-
+# A change's traceparent is written on each of its copies: a pure function of (uid,
+# generation), formatted once (the root itself is remembered by `change_context`),
+# bounded (a change's copies are written within moments of each other).
 @functools.lru_cache(maxsize=4096)
 def _traceparent_of(uid: str, generation: int) -> str:
-    return traceparent(_change(uid, generation))
+    return traceparent(change_context(uid, generation))
 
 
 def stage_attributes(cluster: str, obj: Mapping[str, Any]) -> dict[str, AttributeValue]:

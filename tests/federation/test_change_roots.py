@@ -1,6 +1,5 @@
 """A WD change's trace root and traceparent (`changetrace`): a pure function of (uid,
-generation), made once per change however many readers ask (the federator's span and
-each copy's write, the projector's span)."""
+generation), the traceparent formatted once per change however many copies carry it."""
 
 from __future__ import annotations
 
@@ -16,15 +15,18 @@ def wd(uid: str, generation: int) -> dict[str, Any]:
     return {"metadata": {"name": "api", "namespace": "default", "uid": uid, "generation": generation}}
 
 
-def test_a_changes_root_is_made_once_and_is_the_same_as_made_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
-    made: list[tuple[str, int]] = []
+def test_a_changes_traceparent_is_formatted_once_and_is_the_same_as_made_afresh(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the root itself is remembered by mcruntime's `change_context`
+    # (tests/mcruntime/test_tracing_off.py::test_a_change_context_is_hashed_once_per_object_generation)
+    formatted: list[Any] = []
 
-    def counted(uid: str, generation: int) -> Any:
-        made.append((uid, generation))
-        return change_context(uid, generation)
+    def counted(context: Any) -> str:
+        formatted.append(context)
+        return traceparent(context)
 
-    monkeypatch.setattr(changetrace, "change_context", counted)
-    changetrace._change.cache_clear()
+    monkeypatch.setattr(changetrace, "traceparent", counted)
     changetrace._traceparent_of.cache_clear()
     desired: dict[str, Any] = {"metadata": {"name": "api", "annotations": {}}}
     for _ in range(4):  # the federator's span, two copies' writes, the projector's span
@@ -33,7 +35,8 @@ def test_a_changes_root_is_made_once_and_is_the_same_as_made_afresh(monkeypatch:
         assert written["metadata"]["annotations"][changetrace.TRACEPARENT_ANNOTATION] == traceparent(
             change_context("u1", 3)
         )
-    assert made == [("u1", 3)]
+    assert formatted == [change_context("u1", 3)]
     assert changetrace.change_of(wd("u1", 4)) == change_context("u1", 4)  # a new generation: a new trace
-    assert changetrace.change_of(wd("u2", 3)) == change_context("u2", 3)
-    assert made == [("u1", 3), ("u1", 4), ("u2", 3)]
+    changetrace.copy_with_trace(desired, wd("u1", 4), None, writes=True)
+    changetrace.copy_with_trace(desired, wd("u2", 3), None, writes=True)
+    assert formatted == [change_context("u1", 3), change_context("u1", 4), change_context("u2", 3)]
