@@ -29,10 +29,7 @@ Run: .venv/bin/python bench/bench_federator_pieces.py [--wds W] [--repeats R] [-
 
 from __future__ import annotations
 
-import argparse
 import sys
-import time
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
@@ -40,7 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_status_pieces import CELLS, Found, reconciles
+from bench.bench_status_pieces import CELLS, Found, cpu_ms_per_wd, reconciles, sizes
 from bench.harness import median, report
 from federation.api.constants import ClusterRole, Label
 from federation.fleet import aggregate as aggregate_module
@@ -62,18 +59,21 @@ def _exists(_kind: str, _name: str) -> bool:
     return True
 
 
+made_afresh = change_context.__wrapped__  # the root hashed on every call, as before it was remembered
+
+
 def federator_afresh(work: Work) -> None:
     for wd, found in work[0::2]:  # the federator reconciles once per change: the copies not yet as planned
         meta = wd["metadata"]
-        change_context(meta["uid"], meta["generation"])  # the `federate` span
+        made_afresh(meta["uid"], meta["generation"])  # the `federate` span
         target = target_city(wd, [])
         for share in planned_shares(wd, CELLS, found, []):
             desired = downstream_copy("p00", wd, share, "ns-x", include_replicas=True, target=target)
-            with_traceparent(desired, traceparent(change_context(meta["uid"], meta["generation"])))
+            with_traceparent(desired, traceparent(made_afresh(meta["uid"], meta["generation"])))
 
 
 def federator_now(work: Work) -> None:
-    changetrace._change.cache_clear()
+    change_context.cache_clear()
     changetrace._traceparent_of.cache_clear()
     for wd, found in work[0::2]:
         change_of(wd)
@@ -131,19 +131,8 @@ def fleet_now(work: Work) -> None:
         registered_cells(MGR)
 
 
-def cpu_us_per_wd(run: Callable[[Work], None], work: Work, wds: int) -> float:
-    started = time.process_time()
-    run(work)
-    return (time.process_time() - started) * 1e6 / wds
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--wds", type=int, default=400)
-    parser.add_argument("--repeats", type=int, default=7)
-    parser.add_argument("--smoke", action="store_true", help="a quick run: 20 WDs, 1 repeat")
-    args = parser.parse_args()
-    wds, repeats = (20, 1) if args.smoke else (args.wds, args.repeats)
+    wds, repeats = sizes(__doc__)
     rep = report("bench_federator_pieces", {"wds": wds, "repeats": repeats, "reconciles_per_wd": 4})
     work = reconciles(wds)
     runs = {"federator afresh": federator_afresh, "federator now": federator_now,
@@ -152,7 +141,7 @@ def main() -> None:
     samples: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):  # alternating, so a busy moment of the machine falls on both
         for name, run in runs.items():
-            samples[name].append(cpu_us_per_wd(run, work, wds))
+            samples[name].append(cpu_ms_per_wd(run, work, wds) * 1000)  # in µs
     for who in ("federator", "fleet view", "projector"):
         before, after = median(samples[f"{who} afresh"]), median(samples[f"{who} now"])
         note = "create + update, 4 reconciles"

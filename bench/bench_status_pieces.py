@@ -101,19 +101,25 @@ def aggregates(work: list[tuple[dict[str, Any], Found]]) -> None:
         aggregate(wd, [CellReport(s, by_cell.get(s.cell), {}, spec_written=True) for s in shares], now=NOW)
 
 
-def cpu_ms_per_wd(run: Callable[[list[tuple[dict[str, Any], Found]]], None], work: Any, wds: int) -> float:
+def cpu_ms_per_wd(run: Callable[[Any], None], work: Any, wds: int) -> float:
+    """This process's CPU for `run(work)`, per WD, in milliseconds."""
     started = time.process_time()
     run(work)
     return (time.process_time() - started) * 1000 / wds
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def sizes(doc: str | None) -> tuple[int, int]:
+    """(WDs, repeats) from the command line of an in-process pieces benchmark."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--wds", type=int, default=400)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--smoke", action="store_true", help="a quick run: 20 WDs, 1 repeat")
     args = parser.parse_args()
-    wds, repeats = (20, 1) if args.smoke else (args.wds, args.repeats)
+    return (20, 1) if args.smoke else (args.wds, args.repeats)
+
+
+def main() -> None:
+    wds, repeats = sizes(__doc__)
     rep = report("bench_status_pieces", {"wds": wds, "repeats": repeats, "reconciles_per_wd": 4})
     work = reconciles(wds)
     samples: dict[str, list[float]] = {"afresh": [], "now": [], "aggregate": []}

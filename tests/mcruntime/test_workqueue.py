@@ -358,6 +358,14 @@ async def test_a_getter_whose_delay_ran_out_or_that_was_cancelled_leaves_the_lin
         assert await waiting == "now"
 
 
+async def taking(q: WorkQueue[str], got: list[str], n: int) -> None:
+    """A worker that takes `n` items into `got`, each done at once."""
+    while len(got) < n:
+        item = await q.get()
+        got.append(item)
+        q.done(item)
+
+
 async def test_waiting_makes_no_anyio_event_or_cancel_scope(monkeypatch: pytest.MonkeyPatch) -> None:
     """A worker's every wait is one asyncio future (and a loop timer while an item is
     delayed): an anyio Event and a `move_on_after` scope per wait cost ~1% of the
@@ -376,15 +384,9 @@ async def test_waiting_makes_no_anyio_event_or_cancel_scope(monkeypatch: pytest.
 
     got: list[str] = []
 
-    async def worker() -> None:
-        while len(got) < 6:
-            item = await q.get()
-            got.append(item)
-            q.done(item)
-
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(worker)
+            tg.start_soon(taking, q, got, 6)
             await anyio.wait_all_tasks_blocked()
             monkeypatch.setattr(anyio, "Event", event)
             monkeypatch.setattr(anyio, "move_on_after", move_on_after)
@@ -471,15 +473,9 @@ async def test_a_delayed_add_wakes_no_getter_whose_timer_already_covers_it() -> 
     q._notify = counting_notify  # type: ignore[method-assign]
     got: list[str] = []
 
-    async def worker() -> None:
-        while len(got) < 5:
-            item = await q.get()
-            got.append(item)
-            q.done(item)
-
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
-            tg.start_soon(worker)
+            tg.start_soon(taking, q, got, 5)
             await anyio.wait_all_tasks_blocked()
             q.add_after("first", 0.1)  # the worker waits with no timer: woken, it sets one
             assert wake_ups == 1
