@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 import yaml
+from harness import workload_deployment as fanout_wd
 
 from kubeplane.objectapi import APPLY_PATCH, MERGE_PATCH, WriteOptions
 from kubeplane.registry import ResourceType
@@ -105,30 +106,11 @@ def wd_type(plane: ControlPlane) -> ResourceType:
 
 
 def workload_deployment(i: int) -> dict[str, Any]:
-    """A downstream copy as the federation applies it (bench_fanout's WDs)."""
-    name = f"wd-{i}"
-    return {
-        "apiVersion": WD_API_VERSION,
-        "kind": "WorkloadDeployment",
-        "metadata": {"name": name, "labels": {"app": "bench", "compute.datumapis.com/project": "p-1"}},
-        "spec": {
-            "workloadRef": {"name": name, "uid": "00000000-0000-0000-0000-00000000b0b0"},
-            "placementName": "bench",
-            "cityCode": "DFW",
-            "replicas": 2,
-            "scaleSettings": {"minReplicas": 2},
-            "template": {
-                "metadata": {"labels": {"app": "bench"}},
-                "spec": {
-                    "runtime": {
-                        "resources": {"instanceType": "datumcloud/d1-standard-2"},
-                        "sandbox": {"containers": [{"name": "app", "image": "docker.io/library/nginx:1.27"}]},
-                    },
-                    "networkInterfaces": [{"network": {"name": "default"}}],
-                },
-            },
-        },
-    }
+    """A downstream copy as the federation applies it: bench_fanout's WD (`harness`), with
+    the labels a copy carries; a fresh object (the template is shared between calls)."""
+    body: dict[str, Any] = orjson.loads(orjson.dumps(fanout_wd(f"wd-{i}", "DFW", 2)))
+    body["metadata"]["labels"] = {"app": "bench", "compute.datumapis.com/project": "p-1"}
+    return body
 
 
 def wd_status_patch(i: int) -> tuple[str, dict[str, Any], str]:

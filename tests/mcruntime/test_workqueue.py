@@ -366,11 +366,8 @@ async def taking(q: WorkQueue[str], got: list[str], n: int) -> None:
         q.done(item)
 
 
-async def test_waiting_makes_no_anyio_event_or_cancel_scope(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A worker's every wait is one asyncio future (and a loop timer while an item is
-    delayed): an anyio Event and a `move_on_after` scope per wait cost ~1% of the
-    management manager's CPU."""
-    q = fast_queue()
+def count_anyio_waits(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """From now on, every anyio Event and `move_on_after` scope made, by name."""
     made: list[str] = []
     real_event, real_move_on_after = anyio.Event, anyio.move_on_after
 
@@ -382,14 +379,23 @@ async def test_waiting_makes_no_anyio_event_or_cancel_scope(monkeypatch: pytest.
         made.append("move_on_after")
         return real_move_on_after(delay, shield=shield)
 
+    monkeypatch.setattr(anyio, "Event", event)
+    monkeypatch.setattr(anyio, "move_on_after", move_on_after)
+    return made
+
+
+async def test_waiting_makes_no_anyio_event_or_cancel_scope(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's every wait is one asyncio future (and a loop timer while an item is
+    delayed): an anyio Event and a `move_on_after` scope per wait cost ~1% of the
+    management manager's CPU."""
+    q = fast_queue()
     got: list[str] = []
 
     with anyio.fail_after(5):
         async with anyio.create_task_group() as tg:
             tg.start_soon(taking, q, got, 6)
             await anyio.wait_all_tasks_blocked()
-            monkeypatch.setattr(anyio, "Event", event)
-            monkeypatch.setattr(anyio, "move_on_after", move_on_after)
+            made = count_anyio_waits(monkeypatch)
             for i in range(3):
                 q.add(f"now-{i}")
                 await anyio.wait_all_tasks_blocked()
@@ -415,19 +421,7 @@ async def test_waiting_behind_another_queue_makes_no_anyio_event_or_cancel_scope
     one asyncio future (and a loop timer for `within`), as for its own waits; an anyio
     Event and a `move_on_after` scope per wait each looked up the async library."""
     high, low = fast_queue(), fast_queue()
-    made: list[str] = []
-    real_event, real_move_on_after = anyio.Event, anyio.move_on_after
-
-    def event() -> anyio.Event:
-        made.append("Event")
-        return real_event()
-
-    def move_on_after(delay: float | None, shield: bool = False) -> anyio.CancelScope:
-        made.append("move_on_after")
-        return real_move_on_after(delay, shield=shield)
-
-    monkeypatch.setattr(anyio, "Event", event)
-    monkeypatch.setattr(anyio, "move_on_after", move_on_after)
+    made = count_anyio_waits(monkeypatch)
     got: list[str] = []
 
     async def getter() -> None:
