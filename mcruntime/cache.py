@@ -261,7 +261,7 @@ class InformerCache:
         contact = self.transport.contact
         if contact.reachable is False:
             raise ClusterNotReadyError(self.cluster, "unreachable", contact.last_error)
-        if not await informer.wait_for_sync(self.options.sync_wait):
+        if not await informer.wait_for_answer(self.options.sync_wait):
             if informer.access_error is not None:
                 raise informer.access_error
             state = "syncing" if self.transport.contact.reachable is not False else "unreachable"

@@ -259,6 +259,9 @@ class Informer:
         # fast with it instead of waiting for a sync that needs someone to grant access
         self.access_error: APIError | None = None
         self._synced = anyio.Event()
+        # set once a reader has an answer: synced, or the LIST refused for access (a read
+        # that began waiting before the refusal came back ends with it, not at its deadline)
+        self._answered = anyio.Event()
         self._current = False
         self._wake = anyio.Event()  # set by retry_now: ends a back-off sleep early
         self._unanswered = False  # the last failure got no answer from the server
@@ -330,6 +333,12 @@ class Informer:
             await self._synced.wait()
         return self._synced.is_set()
 
+    async def wait_for_answer(self, within: float | None = None) -> bool:
+        """Wait until synced or refused for access (`access_error`); True when synced."""
+        with anyio.move_on_after(within):
+            await self._answered.wait()
+        return self._synced.is_set()
+
     def add_indexer(self, name: str, func: IndexFunc) -> None:
         self.store.add_indexer(name, func)
 
@@ -395,6 +404,7 @@ class Informer:
                 except (APIError, TransportError) as exc:
                     if isinstance(exc, APIError) and exc.status in (401, 403):
                         self.access_error = exc
+                        self._answered.set()
                     self._failed(unanswered=isinstance(exc, TransportError))
                     self.stats.errors += 1
                     delay = self.backoff.next()
@@ -458,6 +468,7 @@ class Informer:
         self._set_current(True)
         if not self._synced.is_set():
             self._synced.set()
+            self._answered.set()
             for listener in self._listeners:
                 listener.push(_SYNC)
 

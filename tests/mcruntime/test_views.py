@@ -144,9 +144,12 @@ class RefusingServer:
     def __init__(self) -> None:
         self.url = ""
         self.requests = 0
+        self.answering = anyio.Event()  # the refusal is held back until this is set
+        self.answering.set()
 
     async def handle(self, request: web.Request) -> web.Response:
         self.requests += 1
+        await self.answering.wait()
         status = {
             "kind": "Status",
             "apiVersion": "v1",
@@ -176,11 +179,36 @@ async def test_a_forbidden_list_fails_reads_fast_with_that_error(refusing: Refus
     cluster = Cluster("locked", ConnectionConfig.insecure(refusing.url))
     async with cluster.started():
         cluster.cache.declare(View(NAMESPACES))
-        await eventually(lambda: refusing.requests >= 1, "the first LIST")
+        informer = cluster.cache.informers[0]
+        await eventually(lambda: informer.access_error is not None, "the first LIST refused")
         with anyio.fail_after(0.5), pytest.raises(APIError) as err:
             await cluster.client.get(NAMESPACES, "default")
         assert err.value.status == 403 and "cannot list" in err.value.message
         assert cluster.state.value == "syncing"
+
+
+async def test_a_read_waiting_for_the_first_list_ends_with_its_refusal(refusing: RefusingServer) -> None:
+    """A read that began while the first LIST was in flight raises the refusal when it comes
+    back, not after the read's whole wait for a sync (here 60 s)."""
+    refusing.answering = anyio.Event()
+    options = ClusterOptions(cache=CacheOptions(sync_wait=60.0))
+    cluster = Cluster("locked", ConnectionConfig.insecure(refusing.url), options=options)
+    async with cluster.started():
+        cluster.cache.declare(View(NAMESPACES))
+        await eventually(lambda: refusing.requests >= 1, "the first LIST in flight")
+        refusals: list[APIError] = []
+
+        async def read() -> None:
+            with pytest.raises(APIError) as err:
+                await cluster.client.get(NAMESPACES, "default")
+            refusals.append(err.value)
+
+        with anyio.fail_after(10):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read)
+                await anyio.wait_all_tasks_blocked()
+                refusing.answering.set()
+        assert [e.status for e in refusals] == [403]
 
 
 async def test_a_syncing_view_makes_reads_fail_fast_not_block(tmp_path: Any) -> None:
