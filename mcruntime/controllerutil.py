@@ -1,6 +1,7 @@
 """The controller author's kit (controller-runtime's `controllerutil`): finalizers, owner
 references, "apply only if the cached object differs" (saying what it did, like
-controller-runtime's `OperationResult`), the exact delete, and the one status write.
+controller-runtime's `OperationResult`), the exact delete, the one status write, and
+running one reconcile's independent writes at once (`concurrently`).
 
 Every helper makes at most one API request, and none when there is nothing to change:
 at steady state a controller built from these sends no request at all."""
@@ -10,10 +11,11 @@ from __future__ import annotations
 import enum
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import orjson
 
 from .client import Client, Preconditions
@@ -43,6 +45,15 @@ def finalizer_field_manager(finalizer: str) -> str:
     return f"finalizer/{finalizer}"[:128]
 
 
+def finalizer_wanted(obj: Mapping[str, Any], finalizer: str, *, annotations: Mapping[str, str] | None = None) -> bool:
+    """Whether `add_finalizer(obj, finalizer, annotations=...)` would write (pure: no
+    request): the finalizer is missing, or an annotation lacks its value."""
+    if not has_finalizer(obj, finalizer):
+        return True
+    current = get_str_map(obj, "metadata.annotations")
+    return any(current.get(k) != v for k, v in (annotations or {}).items())
+
+
 async def add_finalizer(
     client: Client,
     resource: Resource,
@@ -56,10 +67,9 @@ async def add_finalizer(
     value. Returns the object after the change (the server's answer) or `obj` unchanged.
     The apply carries `obj`'s uid, a precondition: an object deleted (or deleted and made
     again) since it was read is a 409 Conflict, never created anew by the apply."""
-    wanted = dict(annotations or {})
-    current = get_str_map(obj, "metadata.annotations")
-    if has_finalizer(obj, finalizer) and all(current.get(k) == v for k, v in wanted.items()):
+    if not finalizer_wanted(obj, finalizer, annotations=annotations):
         return dict(obj)
+    wanted = dict(annotations or {})
     intent: dict[str, Any] = {
         "apiVersion": resource.api_version,
         "kind": resource.kind,
@@ -278,6 +288,25 @@ async def apply_if_differs(
     return ApplyResult(applied, Operation.CREATED if cached is None else Operation.UPDATED)
 
 
+async def apply_decided(
+    client: Client,
+    resource: Resource,
+    desired: Mapping[str, Any],
+    *,
+    cached: Mapping[str, Any] | None,
+    field_manager: str | None = None,
+    force: bool = True,
+) -> ApplyResult:
+    """The write of `apply_if_differs` (the same body, with the intent's digest) for a caller
+    whose decision has compared already (`would_apply` said it differs, or nothing is
+    cached): one request, and the comparison is not made twice. `cached` is the object the
+    decision was made over; none means the apply creates the object."""
+    manager = field_manager or client.field_manager
+    body = _intent(desired, manager, "")[1]
+    applied = await client.apply(resource, body, field_manager=manager, force=force)
+    return ApplyResult(applied, Operation.CREATED if cached is None else Operation.UPDATED)
+
+
 # ---------------------------------------------------------------------- delete exactly
 async def delete_exact(client: Client, resource: Resource, obj: Mapping[str, Any]) -> None:
     """Delete exactly `obj` as it was read: its UID is the precondition, so a newer object
@@ -338,3 +367,28 @@ async def write_status(
         metadata["namespace"] = get_str(obj, "metadata.namespace", required=False)
     body = {"apiVersion": resource.api_version, "kind": resource.kind, "metadata": metadata, "status": dict(status)}
     return await client.apply(resource, body, field_manager=field_manager, force=True, subresource="status")
+
+
+# ---------------------------------------------------------------------- independent writes at once
+Call = Callable[[], Coroutine[Any, Any, object]]  # one write (or a helper making at most one)
+
+
+async def concurrently(calls: Sequence[Call]) -> None:
+    """Run `calls` at once and return when every one has: one reconcile's writes to
+    different objects (each cell's copy, the finalizer) cost one round trip, not one each.
+    The last call runs in the calling task, so a single call (the common case on an update:
+    one copy to rewrite) costs no task and no task group. A failure cancels the others and
+    is raised as itself; an ExceptionGroup only when several failed."""
+    if len(calls) <= 1:
+        for call in calls:
+            await call()
+        return
+    try:
+        async with anyio.create_task_group() as tg:
+            for call in calls[:-1]:
+                tg.start_soon(call)
+            await calls[-1]()
+    except ExceptionGroup as group:
+        if len(group.exceptions) == 1:
+            raise group.exceptions[0] from None
+        raise

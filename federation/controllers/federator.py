@@ -21,6 +21,7 @@ test_forged_labels_and_colliding_names_stay_in_their_project, test_a_registratio
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
@@ -405,17 +406,16 @@ class Federator:
         test_one_wds_copies_are_written_concurrently and
         test_a_wd_deleted_before_its_finalizer_leaves_no_copy."""
         known = referenced(wd)  # the template's references, walked once for every cell's copy
-        try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(self._claim, project, wd, get_str(ns, "metadata.name"))
-                if target is not None:
-                    for share in shares:
-                        tg.start_soon(self._place, project, ns, wd, target, share, known, by_cell.get(share.cell),
-                                      outcome)  # fmt: skip
-        except ExceptionGroup as group:  # an unexpected error: as itself, for the runtime's handling
-            if len(group.exceptions) == 1:
-                raise group.exceptions[0] from None
-            raise
+        cell_namespace = get_str(ns, "metadata.name")
+        writes: list[controllerutil.Call] = []
+        if controllerutil.finalizer_wanted(wd, Finalizer.FEDERATOR, annotations=_claim_annotations(cell_namespace)):
+            writes.append(functools.partial(self._claim, project, wd, cell_namespace))
+        if target is not None:
+            writes.extend(
+                functools.partial(self._place, project, ns, wd, target, share, known, by_cell.get(share.cell), outcome)
+                for share in shares
+            )
+        await controllerutil.concurrently(writes)
 
     async def _claim(self, project: Cluster, wd: Obj, cell_namespace: str) -> Obj:
         """The federator's finalizer and the `federation-namespace` annotation (the cell
@@ -423,10 +423,10 @@ class Federator:
         reconcile's `_downstream_namespace` intent) in one write; none when both are there.
         The answer is remembered for its watch event (`claims`) when it differs from `wd`
         by the claim alone: a state with anyone else's change in it is reconciled."""
+        claim = _claim_annotations(cell_namespace)
         answer = await controllerutil.add_finalizer(
-            project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR,
-            annotations={FEDERATION_NAMESPACE_ANNOTATION: cell_namespace},
-        )  # fmt: skip
+            project.client, WORKLOAD_DEPLOYMENTS, wd, Finalizer.FEDERATOR, annotations=claim
+        )
         if version_of(answer) != version_of(wd) and claimed_only(wd, answer):
             req = Request(project.name, get_str(wd, "metadata.namespace"), get_str(wd, "metadata.name"))
             self.claims.remember(req, wd, answer)
@@ -535,12 +535,12 @@ class Federator:
             await self._apply_namespace(cell, seen)
         elif isinstance(action, copyplacement.CreateCopy | copyplacement.UpdateCopy):
             body = copy_with_trace(seen.desired, wd, seen.copy, writes=True)  # the change's trace rides on a spec write
-            applied = await controllerutil.apply_if_differs(
+            # the decision compared the copy already (`_copy_state`): it is missing or differs
+            applied = await controllerutil.apply_decided(
                 cell.client, WORKLOAD_DEPLOYMENTS, body, cached=seen.copy, field_manager=FIELD_MANAGER
             )
             seen.copy, seen.created = applied.obj, applied.operation is Operation.CREATED
-            if applied.changed:
-                self.copy_writes.remember(_copy_request(cell, seen.desired), before, applied.obj)
+            self.copy_writes.remember(_copy_request(cell, seen.desired), before, applied.obj)
         elif isinstance(action, copyplacement.SetInitialReplicas):
             seen.copy = await self._initial_replicas(cell, seen.desired, share)
             self.copy_writes.remember(_copy_request(cell, seen.desired), before, seen.copy)
@@ -682,6 +682,11 @@ def _trace_outcome(shares: list[Share], outcome: Outcome) -> None:
 def _copy_request(cell: Cluster, desired: Obj) -> Request:
     """A copy's key in `copy_writes`: its cell, namespace and name (its watch event's)."""
     return Request(cell.name, get_str(desired, "metadata.namespace"), get_str(desired, "metadata.name"))
+
+
+def _claim_annotations(cell_namespace: str) -> dict[str, str]:
+    """What the claim writes beside the finalizer: the cell namespace of the WD's copies."""
+    return {FEDERATION_NAMESPACE_ANNOTATION: cell_namespace}
 
 
 def _namespace_key(cell_name: str, event: ObjectEvent) -> NamespaceKey:

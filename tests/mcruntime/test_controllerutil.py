@@ -131,6 +131,94 @@ async def test_a_finalizer_and_its_annotations_go_in_one_write_and_none_after(
     assert writes(apiserver) == before + 2
 
 
+@pytest.mark.parametrize(
+    ("finalizers", "annotations", "wanted"),
+    [
+        ([], {}, True),
+        (["example.com/guard"], {"example.com/where": "ns-1"}, False),
+        (["example.com/guard"], {}, True),  # claimed before the annotation was recorded
+        (["example.com/guard"], {"example.com/where": "ns-2"}, True),
+        (["example.com/other"], {"example.com/where": "ns-1"}, True),
+    ],
+)
+def test_finalizer_wanted_says_whether_add_finalizer_would_write(
+    finalizers: list[str], annotations: dict[str, str], wanted: bool
+) -> None:
+    obj = {"metadata": {"name": "g", "finalizers": finalizers, "annotations": annotations}}
+    note = {"example.com/where": "ns-1"}
+    assert controllerutil.finalizer_wanted(obj, "example.com/guard", annotations=note) is wanted
+
+
+async def test_apply_decided_writes_what_apply_if_differs_would_without_comparing(
+    apiserver: EmbeddedAPIServer, cluster: Cluster
+) -> None:
+    """The same body as `apply_if_differs` (so a later `apply_if_differs` of the same intent
+    finds nothing to do), one request, even when the cache already agrees (the caller decided)."""
+    cluster.cache.declare(View(CONFIGMAPS))
+    await cluster.cache.wait_for_sync(5)
+    desired = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d", "namespace": "default"},
+               "data": {"k": "v"}}  # fmt: skip
+    created = await controllerutil.apply_decided(cluster.client, CONFIGMAPS, desired, cached=None, field_manager="kit")
+    assert created.operation is controllerutil.Operation.CREATED and created.obj["data"] == {"k": "v"}
+    assert not controllerutil.would_apply(desired, created.obj, "kit"), "the intent's digest went with it"
+    before = writes(apiserver)
+    again = await controllerutil.apply_decided(cluster.client, CONFIGMAPS, desired, cached=created.obj,
+                                               field_manager="kit")  # fmt: skip
+    assert again.operation is controllerutil.Operation.UPDATED and writes(apiserver) == before + 1
+    await cached(cluster, "d")
+    unchanged = await controllerutil.apply_if_differs(cluster.client, CONFIGMAPS, desired, field_manager="kit")
+    assert unchanged.operation is controllerutil.Operation.UNCHANGED and writes(apiserver) == before + 1
+
+
+async def test_concurrently_runs_every_call_at_once_and_a_single_one_in_the_calling_task() -> None:
+    started = {name: anyio.Event() for name in "abc"}
+    tasks: dict[str, int] = {}
+
+    def waiting_for_all(name: str) -> controllerutil.Call:
+        async def call() -> None:
+            tasks[name] = anyio.get_current_task().id
+            started[name].set()
+            for event in started.values():  # each waits for the others: run one after another, none ends
+                await event.wait()
+
+        return call
+
+    with anyio.fail_after(5):
+        await controllerutil.concurrently([waiting_for_all(name) for name in "abc"])
+    assert len(set(tasks.values())) == 3
+    here = anyio.get_current_task().id
+    assert tasks["c"] == here, "the last call runs in the calling task"
+    alone: list[int] = []
+
+    async def single() -> None:
+        alone.append(anyio.get_current_task().id)
+
+    await controllerutil.concurrently([single])
+    await controllerutil.concurrently([])
+    assert alone == [here], "one call: no task of its own"
+
+
+async def test_concurrently_raises_a_single_failure_as_itself_and_cancels_the_rest() -> None:
+    cancelled: list[str] = []
+
+    async def fails() -> None:
+        raise APIError.not_found("configmaps", "x")
+
+    async def waits() -> None:
+        try:
+            await anyio.sleep_forever()
+        except anyio.get_cancelled_exc_class():
+            cancelled.append("waits")
+            raise
+
+    with anyio.fail_after(5), pytest.raises(APIError) as err:
+        await controllerutil.concurrently([waits, fails])
+    assert err.value.status == 404 and cancelled == ["waits"]
+    with anyio.fail_after(5), pytest.raises(ExceptionGroup) as group:
+        await controllerutil.concurrently([fails, fails])
+    assert len(group.value.exceptions) == 2
+
+
 def test_owner_references_come_from_live_objects() -> None:
     owner = {"apiVersion": "compute.datumapis.com/v1alpha", "kind": "WorkloadDeployment",
              "metadata": {"name": "web", "namespace": "ns", "uid": "u-1"}}  # fmt: skip
