@@ -20,7 +20,11 @@ manager is its own process: one management-mode `federation-manager run` and one
   resource's writes per WD (the projects' are the manager's alone, the cells' include
   the cell managers');
 - CPU-seconds per WD of the management manager, the cell managers and the API servers,
-  and of this process (its client, the echo cells, its watches).
+  and of this process (its client, the echo cells, its watches); and what all of those
+  but the operator used, over the machine's cores: the wall time the phase would take if
+  the operator cost nothing, on this machine, where the servers share the cores with it
+  (it is why a ratio to another operator's time has a floor here that no operator's own
+  CPU can move; the servers' part grows with the writes, which are ideal).
 
 Convergence is read from watches (`harness.Follower`: one per cell on the copies, one per
 project on the WDs), each event decoded once and counted into the phase's progress as it
@@ -64,6 +68,7 @@ import argparse
 import asyncio
 import functools
 import importlib.util
+import os
 import signal
 import sys
 import tempfile
@@ -642,6 +647,9 @@ def report_phase(rep: Report, p: Phase, wds: int, *, cells_cpu: bool = True) -> 
         rep.add(f"{p.name}: cell managers' CPU per WD", p.cpu_cells / wds * 1000, "ms")
     rep.add(f"{p.name}: API servers' CPU per WD", p.cpu_servers / wds * 1000, "ms")
     rep.add(f"{p.name}: the benchmark's own CPU per WD", p.cpu_benchmark / wds * 1000, "ms", "", "client, echo, watch")
+    cores = len(os.sched_getaffinity(0))
+    others = p.cpu_servers + p.cpu_cells + p.cpu_benchmark
+    rep.add(f"{p.name}: everything but the operator, CPU / {cores} cores", others / cores, "s", "", "a floor here")
 
 
 async def main(args: argparse.Namespace) -> None:
