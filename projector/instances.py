@@ -25,9 +25,9 @@ import logging
 from collections.abc import Hashable, Mapping
 from typing import NoReturn
 
-from federation.api.constants import Label
+from federation.api.constants import UPSTREAM_UID_ANNOTATION, Label
 from federation.api.resources import INSTANCES, NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, upstream_identity
+from federation.fleet.downstream import upstream_identity
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELL_NAMESPACES_SELECTOR,

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from federation.api.conditionjson import find_condition_json
-from federation.api.constants import Annotation
+from federation.api.constants import UPSTREAM_UID_ANNOTATION, Annotation
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.aggregate import (
     AVAILABLE,
@@ -39,14 +39,7 @@ from federation.fleet.aggregate import (
     copies_written,
 )
 from federation.fleet.changetrace import change_of, stage_attributes
-from federation.fleet.downstream import (
-    UPSTREAM_UID_ANNOTATION,
-    UnresolvedLocation,
-    cell_owns_replicas,
-    copy_spec,
-    current_ordinals,
-    own_copies,
-)
+from federation.fleet.downstream import UnresolvedLocation, cell_owns_replicas, copy_spec, current_ordinals, own_copies
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELL_NAMESPACES_SELECTOR,

@@ -244,6 +244,22 @@ class InstanceManagementPolicy(DocumentedStr):
     ORDERED_READY = "OrderedReady", "Create, replace and delete Instances one at a time, waiting for readiness."
 
 
+# The keys read or written on every event and reconcile, as plain strings made once, in one
+# home: on Python 3.11 an enum member's lookup (`Label.X`) is a Python-level class
+# attribute access, and these run per event. The same strings as the members.
+CLUSTER_ROLE_LABEL: Final = str(Label.CLUSTER_ROLE)
+CELL_ROLE: Final = str(ClusterRole.CELL)
+PROJECT_ROLE: Final = str(ClusterRole.PROJECT)
+CITY_LABEL: Final = str(Label.TOPOLOGY_CITY_CODE)
+LOCATION_LABEL: Final = str(Label.TOPOLOGY_LOCATION)
+SHARD_LABEL: Final = str(Label.SHARD)
+UPSTREAM_NAMESPACE_LABEL: Final = str(Label.UPSTREAM_NAMESPACE)
+UPSTREAM_CLUSTER_LABEL: Final = str(Label.UPSTREAM_CLUSTER_NAME)
+UPSTREAM_UID_ANNOTATION: Final = str(Annotation.UPSTREAM_UID)
+ORDINAL_START_ANNOTATION: Final = str(Annotation.ORDINAL_START)
+FEDERATION_NAMESPACE_ANNOTATION: Final = str(Annotation.FEDERATION_NAMESPACE)
+FEDERATOR_FINALIZER: Final = str(Finalizer.FEDERATOR)
+
 # Namespace of cluster registrations (ClusterProfiles and kubeconfig Secrets) in the
 # management cluster: where the overlays deploy the manager and `up` registers clusters.
 REGISTRATION_NAMESPACE: Final = "federation-system"

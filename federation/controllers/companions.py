@@ -28,8 +28,9 @@ from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from federation.api.constants import UPSTREAM_UID_ANNOTATION
 from federation.api.resources import NAMESPACES, WORKLOAD_DEPLOYMENTS
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, upstream_identity
+from federation.fleet.downstream import upstream_identity
 from federation.fleet.fleetview import (
     CELL_COPIES_SELECTOR,
     CELLS,

@@ -31,7 +31,12 @@ import anyio
 import orjson
 from opentelemetry import trace
 
-from federation.api.constants import Annotation, Finalizer, Label
+from federation.api.constants import (
+    FEDERATION_NAMESPACE_ANNOTATION,
+    UPSTREAM_CLUSTER_LABEL,
+    UPSTREAM_UID_ANNOTATION,
+    Finalizer,
+)
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.controllers import copyplacement
 from federation.controllers.deletion import (
@@ -44,7 +49,6 @@ from federation.controllers.deletion import (
 )
 from federation.fleet.changetrace import carried, change_of, copy_with_trace, stage_attributes, with_traceparent
 from federation.fleet.downstream import (
-    UPSTREAM_UID_ANNOTATION,
     UnresolvedLocation,
     cell_owns_replicas,
     downstream_copy,
@@ -95,10 +99,6 @@ from mcruntime.tracing import stage_span, tracer_for
 log = logging.getLogger(__name__)
 
 FIELD_MANAGER = "federator"
-# read or written on every reconcile, as plain strings (an enum member's lookup is a
-# Python-level class attribute access)
-UPSTREAM_CLUSTER_LABEL = str(Label.UPSTREAM_CLUSTER_NAME)
-FEDERATION_NAMESPACE_ANNOTATION = str(Annotation.FEDERATION_NAMESPACE)
 INITIAL_REPLICAS_MANAGER = "federator-initial-replicas"
 
 

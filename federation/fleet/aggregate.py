@@ -63,6 +63,7 @@ from typing import Any
 import orjson
 
 from federation.api.conditionjson import FALSE, TRUE, UNKNOWN, ConditionStatus, find_condition_json, set_condition_json
+from federation.api.constants import ORDINAL_START_ANNOTATION, UPSTREAM_UID_ANNOTATION
 from federation.api.naming import workload_deployment_selector
 from federation.api.reasons import (
     InstanceReadyReason,
@@ -71,7 +72,7 @@ from federation.api.reasons import (
     WorkloadDeploymentAvailableReason,
     WorkloadDeploymentCondition,
 )
-from federation.fleet.downstream import ORDINAL_START_ANNOTATION, UPSTREAM_UID_ANNOTATION, cell_owns_replicas
+from federation.fleet.downstream import cell_owns_replicas
 from federation.fleet.placement import Share, city_code, desired_replicas
 from federation.fleet.references import Referenced, expected_referenced_data
 from mcruntime.controllerutil import is_subset

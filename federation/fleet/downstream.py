@@ -45,7 +45,18 @@ from typing import Any
 import orjson
 
 from federation.api.clusternames import decode_upstream_cluster_name
-from federation.api.constants import API_VERSION, Annotation, Kind, Label
+from federation.api.constants import (
+    API_VERSION,
+    CITY_LABEL,
+    FEDERATION_NAMESPACE_ANNOTATION,
+    LOCATION_LABEL,
+    ORDINAL_START_ANNOTATION,
+    SHARD_LABEL,
+    UPSTREAM_CLUSTER_LABEL,
+    UPSTREAM_NAMESPACE_LABEL,
+    UPSTREAM_UID_ANNOTATION,
+    Kind,
+)
 from federation.api.naming import downstream_namespace_name
 from federation.fleet.locations import CityTarget, InvalidPlacementSpec, KnownLocation, resolve_city
 from federation.fleet.placement import CellInfo, PlacementError, Share, city_code, plan
@@ -53,26 +64,15 @@ from federation.fleet.references import EXPECTED_ANNOTATION, Referenced, expecte
 from mcruntime.fields import get_str, get_str_map, is_object
 from mcruntime.objects import LAST_APPLIED
 
-# on a downstream copy: UID of the project WD it was made from (DESIGN.md §2)
-UPSTREAM_UID_ANNOTATION = str(Annotation.UPSTREAM_UID)
-# the keys read on every copy and namespace event and written into every copy, as plain
-# strings: an enum member's lookup (`Label.X`) is a Python-level class attribute access
-ORDINAL_START_ANNOTATION = str(Annotation.ORDINAL_START)
-_CITY_LABEL = str(Label.TOPOLOGY_CITY_CODE)
-_LOCATION_LABEL = str(Label.TOPOLOGY_LOCATION)
-_SHARD_LABEL = str(Label.SHARD)
-_UPSTREAM_NAMESPACE_LABEL = str(Label.UPSTREAM_NAMESPACE)
-_UPSTREAM_CLUSTER_LABEL = str(Label.UPSTREAM_CLUSTER_NAME)
-
 # The project WD's annotations its copies do NOT carry (every other one does, e.g.
 # `compute.datumapis.com/suspended`), and why:
 NOT_FEDERATED_ANNOTATIONS: frozenset[str] = frozenset(
     {
         LAST_APPLIED,  # kubectl's record of the project object: client bookkeeping, large, meaningless in a cell
-        str(Annotation.FEDERATION_NAMESPACE),  # the project side's record of where the copies live
+        FEDERATION_NAMESPACE_ANNOTATION,  # the project side's record of where the copies live
         # the federator's own on the copy: a tenant writing them must not steer identity or ordinals
         UPSTREAM_UID_ANNOTATION,
-        str(Annotation.ORDINAL_START),
+        ORDINAL_START_ANNOTATION,
         EXPECTED_ANNOTATION,  # computed from the spec (`references.expected_referenced_data`), never the tenant's
     }
 )
@@ -151,8 +151,8 @@ def downstream_namespace(
         "metadata": {
             "name": downstream_namespace_name(uid),
             "labels": {
-                _UPSTREAM_CLUSTER_LABEL: upstream_cluster_label,
-                _UPSTREAM_NAMESPACE_LABEL: name,
+                UPSTREAM_CLUSTER_LABEL: upstream_cluster_label,
+                UPSTREAM_NAMESPACE_LABEL: name,
             },
         },
     }
@@ -206,12 +206,12 @@ def downstream_copy(
     what = f"WorkloadDeployment {project_cluster}/{get_str(wd, 'metadata.namespace', required=False)}/{name}"
     project_ns = _required(wd, "namespace", what)
     uid = _required(wd, "uid", what)
-    labels = {_CITY_LABEL: target.city_code, _UPSTREAM_NAMESPACE_LABEL: project_ns}
+    labels = {CITY_LABEL: target.city_code, UPSTREAM_NAMESPACE_LABEL: project_ns}
     if target.location is not None:
-        labels[_LOCATION_LABEL] = target.location
-    shard = get_str_map(wd, "metadata.labels").get(_SHARD_LABEL)
+        labels[LOCATION_LABEL] = target.location
+    shard = get_str_map(wd, "metadata.labels").get(SHARD_LABEL)
     if shard:  # sharded: the copy follows its WD's shard, whose cell caches select it
-        labels[_SHARD_LABEL] = shard
+        labels[SHARD_LABEL] = shard
     # the copy owns its spec (no alias of the WD's): copied as the JSON it is, in one C-speed
     # round trip, which the federator and the projector pay per copy per reconcile (a
     # `copy.deepcopy` walk was ~5% of the manager's CPU)
@@ -310,8 +310,8 @@ def upstream_identity(copy: Mapping[str, Any] | None, namespace: Mapping[str, An
     and uid empty). None when anything is missing, malformed or contradictory."""
     if namespace is None:
         return None
-    encoded = _string_at(namespace, "labels", _UPSTREAM_CLUSTER_LABEL)
-    project_ns = _string_at(namespace, "labels", _UPSTREAM_NAMESPACE_LABEL)
+    encoded = _string_at(namespace, "labels", UPSTREAM_CLUSTER_LABEL)
+    project_ns = _string_at(namespace, "labels", UPSTREAM_NAMESPACE_LABEL)
     if encoded is None or project_ns is None:
         return None
     try:
@@ -334,7 +334,7 @@ def copy_upstream(copy: Mapping[str, Any], served: UpstreamRef) -> UpstreamRef |
     name = get_str(copy, "metadata.name", required=False)
     if not name:
         return None
-    if _string_at(copy, "labels", _UPSTREAM_NAMESPACE_LABEL) != served.namespace:
+    if _string_at(copy, "labels", UPSTREAM_NAMESPACE_LABEL) != served.namespace:
         return None
     uid = _string_at(copy, "annotations", UPSTREAM_UID_ANNOTATION)
     if uid is None:

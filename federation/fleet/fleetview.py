@@ -11,7 +11,17 @@ from typing import Any
 
 import orjson
 
-from federation.api.constants import ClusterRole, Finalizer, Label
+from federation.api.constants import (
+    CELL_ROLE,
+    CITY_LABEL,
+    CLUSTER_ROLE_LABEL,
+    FEDERATOR_FINALIZER,
+    PROJECT_ROLE,
+    UPSTREAM_CLUSTER_LABEL,
+    UPSTREAM_NAMESPACE_LABEL,
+    ClusterRole,
+    Label,
+)
 from federation.api.resources import LOCATIONS, NAMESPACES, WORKLOAD_DEPLOYMENTS
 from federation.fleet.downstream import upstream_identity
 from federation.fleet.locations import KnownLocation, known_location
@@ -29,15 +39,9 @@ PROJECTS: ClusterFilter = engaged(f"{Label.CLUSTER_ROLE}={ClusterRole.PROJECT}")
 
 # The cache views of cell objects the management-mode controllers share (one view per
 # resource and cluster): federated copies, their namespaces, and the Instances in them.
-CELL_COPIES_SELECTOR = str(Label.UPSTREAM_NAMESPACE)  # present
-CELL_NAMESPACES_SELECTOR = str(Label.UPSTREAM_CLUSTER_NAME)  # present
+CELL_COPIES_SELECTOR = UPSTREAM_NAMESPACE_LABEL  # present
+CELL_NAMESPACES_SELECTOR = UPSTREAM_CLUSTER_LABEL  # present
 UPSTREAM_INDEX = "upstream"  # downstream namespaces by "<project>/<project namespace>"
-
-# read for every cluster on every reconcile and map (`cell_clusters`, `registered_cells`), as
-# plain strings: an enum member's lookup (`Label.X`) is a Python-level class attribute access
-_ROLE_LABEL, _CELL, _PROJECT = str(Label.CLUSTER_ROLE), str(ClusterRole.CELL), str(ClusterRole.PROJECT)
-_CITY_LABEL = str(Label.TOPOLOGY_CITY_CODE)
-_FEDERATOR_FINALIZER = str(Finalizer.FEDERATOR)
 
 # With --sharding, each shard's caches hold only the project WDs and Workloads, cell copies
 # and cell Instances labelled for it (`ShardingOptions.cache_selectors`); the sharder (on the
@@ -123,11 +127,11 @@ def namespace_upstream(ns: dict[str, Any]) -> list[str]:
 
 
 def is_cell(cluster: Cluster) -> bool:
-    return cluster.labels.get(_ROLE_LABEL) == _CELL
+    return cluster.labels.get(CLUSTER_ROLE_LABEL) == CELL_ROLE
 
 
 def is_project(cluster: Cluster) -> bool:
-    return cluster.labels.get(_ROLE_LABEL) == _PROJECT
+    return cluster.labels.get(CLUSTER_ROLE_LABEL) == PROJECT_ROLE
 
 
 def cell_clusters(mgr: Manager) -> Iterator[Cluster]:
@@ -145,7 +149,7 @@ def project_clusters(mgr: Manager) -> Iterator[Cluster]:
 def cell_info(cluster: Cluster) -> CellInfo:
     return CellInfo(
         name=cluster.name,
-        city_code=cluster.labels.get(_CITY_LABEL, ""),
+        city_code=cluster.labels.get(CITY_LABEL, ""),
         reachable=cluster.state is not ClusterState.UNREACHABLE,
     )
 
@@ -214,7 +218,7 @@ def _claimed_or_gone(mgr: Manager, project: str, namespace: str, name: str) -> b
     if cluster is None or cluster.cache.view_of(WORKLOAD_DEPLOYMENTS) is None:
         return True
     wd = cluster.cache.informer_of(WORKLOAD_DEPLOYMENTS).get(name, namespace=namespace)
-    return wd is None or _FEDERATOR_FINALIZER in (get_mapping(wd, "metadata").get("finalizers") or [])
+    return wd is None or FEDERATOR_FINALIZER in (get_mapping(wd, "metadata").get("finalizers") or [])
 
 
 def read_cell_copies(ctrl: Controller, *, alias: str = "") -> None:

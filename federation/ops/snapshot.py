@@ -37,7 +37,13 @@ from typing import Any
 import anyio
 
 from federation.api.clusterprofile import kubeconfig_secret_name
-from federation.api.constants import KUBECONFIG_SECRET_KEY, REGISTRATION_NAMESPACE, ClusterRole, Label
+from federation.api.constants import (
+    KUBECONFIG_SECRET_KEY,
+    REGISTRATION_NAMESPACE,
+    UPSTREAM_UID_ANNOTATION,
+    ClusterRole,
+    Label,
+)
 from federation.api.resources import (
     CLUSTER_PROFILES,
     INSTANCES,
@@ -47,7 +53,7 @@ from federation.api.resources import (
     WORKLOAD_DEPLOYMENTS,
     WORKLOADS,
 )
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, UpstreamRef, upstream_identity
+from federation.fleet.downstream import UpstreamRef, upstream_identity
 from federation.fleet.fleetview import CELL_COPIES_SELECTOR, CELL_NAMESPACES_SELECTOR
 from federation.fleet.locations import KnownLocation, known_location
 from federation.fleet.placement import CellInfo

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from federation.api.constants import API_VERSION, Annotation, Label
+from federation.api.constants import API_VERSION, UPSTREAM_UID_ANNOTATION, Annotation, Label
 from federation.fleet.downstream import (
-    UPSTREAM_UID_ANNOTATION,
     UnresolvedLocation,
     UpstreamRef,
     cell_owns_replicas,

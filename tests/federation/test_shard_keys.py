@@ -23,6 +23,7 @@ from federation.fleet.sharding import (
     wd_hash_key,
     workload_hash_key,
 )
+from tests.support import calls_to
 
 GROUP = "compute.datumapis.com"
 
@@ -130,14 +131,7 @@ def test_the_ring_view_answers_as_the_states_worked_out_afresh(
 
 
 def test_the_ring_view_works_the_states_out_once_per_change(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[float] = []
-    real = sharding.shard_states
-
-    def counted(leases: Any, now: float) -> Any:
-        calls.append(now)
-        return real(leases, now)
-
-    monkeypatch.setattr(sharding, "shard_states", counted)
+    calls = calls_to(monkeypatch, sharding, "shard_states")
     leases = [member("s0", "s0", 0, 15), member("s1", "s1", 10, 15)]
     view = RingView()
     for _ in range(100):  # every event and decision of a cold start, Leases unchanged

@@ -38,6 +38,7 @@ from kubeplane.jsondata import json_copy, unchanged
 from kubeplane.objectapi import APPLY_PATCH, MERGE_PATCH, WriteOptions
 from kubeplane.registry import ResourceType
 from kubeplane.server import ControlPlane
+from tests.support import calls_to
 
 Obj = dict[str, Any]
 
@@ -272,22 +273,8 @@ def test_unchanged_metadata_is_not_validated_again(monkeypatch: pytest.MonkeyPat
     or an old object not checked under this schema, runs them, with the same answers."""
     plane, rt = plane_with_gadgets()
     plane.api.create(rt, "default", gadget(), opts())
-    calls: list[Obj] = []
-    real = objectapi.validate_object_meta
-
-    def spy(meta: Obj, **kw: Any) -> list[Any]:
-        calls.append(meta)
-        return real(meta, **kw)
-
-    monkeypatch.setattr(objectapi, "validate_object_meta", spy)
-    compared: list[Obj] = []
-    real_compare = objectapi._meta_unchanged
-
-    def compare_spy(meta: Obj, old_meta: Obj) -> bool:
-        compared.append(meta)
-        return real_compare(meta, old_meta)
-
-    monkeypatch.setattr(objectapi, "_meta_unchanged", compare_spy)
+    calls = calls_to(monkeypatch, objectapi, "validate_object_meta")
+    compared = calls_to(monkeypatch, objectapi, "_meta_unchanged")
     plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": 1}}, opts("cell"), subresource="status")
     # (a status write's metadata is the stored object's, copied: not even compared with it)
     assert compared == []
@@ -404,17 +391,9 @@ def test_unchanged_values_skip_the_cel_rules_that_do_not_read_oldself(monkeypatc
     assert causes(exc.value) == [("spec", 'Invalid value: "object": medium holds at most 1 replica')]
 
 
-def count_evaluations(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The CEL evaluations (one activation each) the validator makes from now on."""
-    made: list[Any] = []
-    real = validator.Activation
-
-    def counted(env: dict[str, Any], limit: int) -> Any:
-        made.append(env)
-        return real(env, limit)
-
-    monkeypatch.setattr(validator, "Activation", counted)
-    return made
+def count_evaluations(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """The CEL evaluations (one activation each, its environment first) the validator makes from now on."""
+    return calls_to(monkeypatch, validator, "Activation")
 
 
 def test_a_rule_reading_oldself_that_passed_on_a_value_is_not_evaluated_again(
@@ -431,13 +410,13 @@ def test_a_rule_reading_oldself_that_passed_on_a_value_is_not_evaluated_again(
     made = count_evaluations(monkeypatch)
     status = {"status": {"ready": 1}}
     plane.api.patch(rt, "default", "g1", MERGE_PATCH, status, opts("cell"), subresource="status")
-    assert [set(env) for env in made] == [{"self", "oldSelf"}, {"self"}]  # spec.frozen's rule, then the status's
+    assert [set(env) for env, *_ in made] == [{"self", "oldSelf"}, {"self"}]  # spec.frozen's rule, then the status's
     made.clear()
     plane.api.patch(rt, "default", "g2", MERGE_PATCH, status, opts("cell"), subresource="status")
-    assert [set(env) for env in made] == [{"self"}]  # frozen "a" passed already: the status's rule only
+    assert [set(env) for env, *_ in made] == [{"self"}]  # frozen "a" passed already: the status's rule only
     made.clear()
     plane.api.patch(rt, "default", "g3", MERGE_PATCH, status, opts("cell"), subresource="status")
-    assert [set(env) for env in made] == [{"self", "oldSelf"}, {"self"}]  # frozen "b": not seen before
+    assert [set(env) for env, *_ in made] == [{"self", "oldSelf"}, {"self"}]  # frozen "b": not seen before
     made.clear()
     with pytest.raises(APIError) as exc:
         plane.api.patch(rt, "default", "g1", MERGE_PATCH, {"spec": {"frozen": "b"}}, opts())
@@ -469,7 +448,7 @@ def test_a_rule_reading_oldself_that_fails_on_an_unchanged_value_fails_every_tim
         with pytest.raises(APIError) as exc:
             plane.api.patch(rt, "default", "g", MERGE_PATCH, {"status": {"ready": ready}}, opts(), subresource="status")
         assert causes(exc.value) == [("spec.frozen", 'Invalid value: "string": frozen must change')]
-    assert sum(1 for env in made if "oldSelf" in env) == 2
+    assert sum(1 for env, *_ in made if "oldSelf" in env) == 2
 
 
 def test_a_ratcheted_rule_warns_on_every_write(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -679,20 +658,13 @@ def test_the_re2_memo_agrees_with_the_vm_on_any_text(pattern: str, text: str) ->
 
 
 def test_the_re2_memo_is_used_and_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[str] = []
-    real = regex.search
-
-    def counting(program: Any, text: str) -> bool:
-        calls.append(text)
-        return real(program, text)
-
-    monkeypatch.setattr(regex, "search", counting)
+    searched = calls_to(monkeypatch, regex, "search")
     matcher = regex.Matcher(QUANTITY)
     assert matcher.matches("500m") and matcher.matches("500m")
-    assert calls == ["500m"]
+    assert [text for _program, text in searched] == ["500m"]
     long_text = "1" * (regex.MEMO_TEXT_MAX + 1)
     assert matcher.matches(long_text) and matcher.matches(long_text)
-    assert calls.count(long_text) == 2  # long texts are not kept
+    assert [text for _program, text in searched].count(long_text) == 2  # long texts are not kept
     for i in range(regex.MEMO_ENTRIES + 10):
         matcher.matches(str(i))
     assert len(matcher._memo) <= regex.MEMO_ENTRIES
@@ -701,14 +673,8 @@ def test_the_re2_memo_is_used_and_bounded(monkeypatch: pytest.MonkeyPatch) -> No
 def test_a_stored_objects_members_come_from_the_write_that_stored_it(monkeypatch: pytest.MonkeyPatch) -> None:
     plane, rt = plane_with_gadgets()
     plane.api.create(rt, "default", gadget(), opts())
-    calls: list[Obj] = []
     real = fieldmanager.members
-
-    def counting(obj: Obj, sch: Obj | None, **kw: Any) -> dict[Any, Any]:
-        calls.append(obj)
-        return real(obj, sch, **kw)
-
-    monkeypatch.setattr(fieldmanager, "members", counting)
+    calls = calls_to(monkeypatch, fieldmanager, "members")
     entry = plane.api.patch(rt, "default", "g", MERGE_PATCH, {"spec": {"replicas": 3}}, opts("other"))
     # nothing walked whole: the stored object's members were remembered at its create, and the
     # new object's come from them, only spec walked again (members_since)
@@ -854,14 +820,7 @@ def test_a_changed_maps_unchanged_fields_keep_their_members(monkeypatch: pytest.
     new = copy.deepcopy(old)
     new["spec"]["x"] = 2
     old_m = fieldmanager.members(old, MEMBER_SCHEMA, has_status=True)
-    walked: list[Any] = []
-    real = fieldmanager._walk
-
-    def spy(value: Any, sch: Any, path: Any, out: Any) -> None:
-        walked.append(path)
-        real(value, sch, path, out)
-
-    monkeypatch.setattr(fieldmanager, "_walk", spy)
+    walked = calls_to(monkeypatch, fieldmanager, "_walk")
     since = fieldmanager.members_since(new, MEMBER_SCHEMA, old, old_m, has_status=True)
     assert walked == []  # (x is a scalar: its own member, no walk)
     assert since == fieldmanager.members(new, MEMBER_SCHEMA, has_status=True)

@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from federation.api.conditions import find_condition_json
+from federation.api.constants import UPSTREAM_UID_ANNOTATION
 from federation.fleet.aggregate import (
     CELL_UNREACHABLE,
     CellReport,
@@ -19,7 +20,7 @@ from federation.fleet.aggregate import (
     copies_written,
     same_json,
 )
-from federation.fleet.downstream import UPSTREAM_UID_ANNOTATION, copy_spec, downstream_copy, target_city
+from federation.fleet.downstream import copy_spec, downstream_copy, target_city
 from federation.fleet.placement import PlacementError, Share
 from mcruntime.controllerutil import is_subset
 

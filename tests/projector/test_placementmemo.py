@@ -13,6 +13,7 @@ from federation.fleet.downstream import UnresolvedLocation, target_city
 from federation.fleet.locations import KnownLocation
 from federation.fleet.placement import CellInfo, Share, plan, ranges_of
 from projector.placementmemo import PlacementMemo
+from tests.support import calls_to
 
 KEY = "api"
 
@@ -132,13 +133,7 @@ def test_a_templates_references_are_read_once_per_spec(monkeypatch: pytest.Monke
     from federation.fleet import references
     from projector import placementmemo
 
-    walked: list[int] = []
-
-    def counted(obj: Any) -> references.Referenced:
-        walked.append(1)
-        return references.referenced(obj)
-
-    monkeypatch.setattr(placementmemo, "referenced", counted)
+    walked = calls_to(monkeypatch, placementmemo, "referenced")
     volumes = [{"name": "cfg", "configMap": {"name": "settings"}}, {"name": "s", "secret": {"secretName": "db"}}]
     template = {"spec": {"volumes": volumes}}
     memo = PlacementMemo[str]()

@@ -5,6 +5,7 @@ from .crds import WIDGET_CRD, install_crd, install_project_crds
 from .fleet import Fleet, fleet
 from .manager import all_idle, cell_settings, controller, management_settings, record, running
 from .plane import Background, Plane, cluster_for, config_for, configmap, open_sockets
+from .spies import calls_to
 from .waiting import eventually
 
 __all__ = [
@@ -13,6 +14,7 @@ __all__ = [
     "Fleet",
     "Plane",
     "all_idle",
+    "calls_to",
     "cell_settings",
     "cluster_for",
     "config_for",
