@@ -17,8 +17,8 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -102,21 +102,40 @@ class Proc:
             raise RuntimeError(f"{self.name} exited with {self.proc.returncode}:\n{tail}")
 
 
-def spawn(name: str, args: Sequence[str], workdir: Path) -> Proc:
+# every process spawned and not yet stopped by `stopping_spawned`: a benchmark that fails
+# half-way (a manager that cannot bind its port, a check that raises) leaves none running
+_SPAWNED: list[Proc] = []
+
+
+def _spawn(name: str, command: Sequence[str], workdir: Path) -> Proc:
     log = workdir / f"{name}.log"
     with log.open("wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "federation.cli", *args], stdout=out, stderr=subprocess.STDOUT, cwd=REPO
-        )
-    return Proc(name, proc, log)
+        proc = subprocess.Popen(list(command), stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
+    spawned = Proc(name, proc, log)
+    _SPAWNED.append(spawned)
+    return spawned
+
+
+def spawn(name: str, args: Sequence[str], workdir: Path) -> Proc:
+    return _spawn(name, [sys.executable, "-m", "federation.cli", *args], workdir)
 
 
 def spawn_script(name: str, script: Path, args: Sequence[str], workdir: Path) -> Proc:
     """A Python program of the benchmarks' own (not the product) as its own process."""
-    log = workdir / f"{name}.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, str(script), *args], stdout=out, stderr=subprocess.STDOUT, cwd=REPO)
-    return Proc(name, proc, log)
+    return _spawn(name, [sys.executable, str(script), *args], workdir)
+
+
+@contextmanager
+def stopping_spawned() -> Iterator[None]:
+    """Every process spawned inside the block is stopped when it ends, however it ends: the
+    last spawned first (managers before the servers they talk to)."""
+    mark = len(_SPAWNED)
+    try:
+        yield
+    finally:
+        started, _SPAWNED[mark:] = _SPAWNED[mark:], []
+        for proc in reversed(started):
+            proc.stop()
 
 
 # ---------------------------------------------------------------------- API servers
@@ -161,10 +180,6 @@ class Fleet:
 
     async def start_all(self, names: Iterable[str]) -> None:
         await asyncio.gather(*(self.start(n) for n in names))
-
-    def stop(self) -> None:
-        for server in self.servers.values():
-            server.proc.stop()
 
     # -------------------------------------------------------------- raw requests
     async def request(
@@ -424,7 +439,8 @@ async def fleet(workdir: Path, *, projects: Sequence[str], cells: Sequence[tuple
             aiohttp.ClientSession(connector=connector, timeout=aiohttp.ClientTimeout(total=120))
         )
         f = Fleet(workdir, session)
-        stack.callback(f.stop)
+        # the servers, and every manager or operator the benchmark starts beside them
+        stack.enter_context(stopping_spawned())
         f.cities = dict(cells)
         for path in projects:
             f.projects[path.split("/")[-1]] = path

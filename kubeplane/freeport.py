@@ -6,7 +6,10 @@ in the range the kernel hands out for outgoing connections (net.ipv4.ip_local_po
 32768-60999 by default): on a machine busy with tests every connection takes one of those,
 and the port is often taken again before the process it was meant for binds it ("address
 already in use"). So the port is drawn from below that range, where only listeners that
-chose their port live, and checked by binding it."""
+chose their port live, and checked by binding it. A port is handed out once per process:
+the processes one benchmark or test starts get their ports before any of them binds, so a
+port drawn twice was bindable both times and went to two of them (a benchmark's management
+manager lost its metrics port to a cell manager's probe that way)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pathlib import Path
 
 LOCAL_PORT_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
 LOWEST = 10_000  # below: well-known and registered services' ports
+_handed_out: set[int] = set()
 
 
 def _ephemeral_range() -> tuple[int, int]:
@@ -40,8 +44,11 @@ def free_port() -> int:
     candidates = range(LOWEST, low) if low - LOWEST >= 1_000 else range(high + 1, 65_536)
     for _ in range(200 if candidates else 0):  # none: the kernel's range spans both ends
         port = random.choice(candidates)
-        if _bindable(port):
+        if port not in _handed_out and _bindable(port):
+            _handed_out.add(port)
             return port
     with socket.socket() as s:  # every draw taken: the kernel's choice, as before
         s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        port = int(s.getsockname()[1])
+    _handed_out.add(port)
+    return port

@@ -28,6 +28,25 @@ def kubectl(apiserver: EmbeddedAPIServer, tmp_path: Path) -> Kubectl:
     return Kubectl(apiserver.kubeconfig_path, tmp_path / "kubectl-cache")
 
 
+# ---------------------------------------------------------------------- the order tests start in
+# The suite is CPU-bound on CI's two cores: it ends when its longest test does, so the longest
+# start first (the fault matrix's scenarios, a minute or more each, then the other tests that
+# start processes) and the short ones fill the cores at the end. `--dist loadgroup` (Taskfile)
+# hands the tests out in this order, one at a time as a worker frees up (work stealing handed
+# each worker a third of the file order up front: every scenario in the first worker's third,
+# run one after another unless another worker, done with its own third, stole them late).
+
+
+def _start_rank(item: pytest.Item) -> int:
+    if item.get_closest_marker("chaos") is not None:
+        return 0
+    return 1 if item.get_closest_marker("slow") is not None else 2
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_start_rank)  # stable: the file order within each rank
+
+
 # ---------------------------------------------------------------------- the fault matrix's report
 # Each chaos scenario appends one row (tests/chaos/harness.py `record`); the controlling
 # process (not an xdist worker) starts the file empty and prints the table at the end.

@@ -41,3 +41,13 @@ def test_a_kernel_range_spanning_both_ends_falls_back_to_the_kernels_choice(
     port = freeport.free_port()
     with socket.socket() as s:
         s.bind(("127.0.0.1", port))
+
+
+def test_a_port_is_handed_out_once_though_nothing_bound_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the processes a benchmark starts get their ports before any binds: a port drawn again
+    # is still bindable, and two of them would fight for it ("address already in use")
+    (tmp_path / "range").write_text("11000\t60999\n")  # 1,000 ports to draw from
+    monkeypatch.setattr(freeport, "LOCAL_PORT_RANGE", tmp_path / "range")
+    monkeypatch.setattr(freeport, "_handed_out", set())
+    ports = [freeport.free_port() for _ in range(150)]  # drawn blind, a repeat is near certain (1 - 1e-5)
+    assert len(set(ports)) == len(ports)
