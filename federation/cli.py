@@ -15,8 +15,6 @@ from pathlib import Path
 
 import anyio
 
-from federation import settings as settings_module
-
 
 def _version() -> str:
     try:
@@ -38,11 +36,17 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+# the commands that start a long-running process: the CLI parsed for one of them lists the
+# other subcommands without their arguments (`build_parser`)
+PROCESS_COMMANDS = ("run", "apiserver")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole CLI; with `command="run"` the other subcommands are listed without their
-    arguments, so a manager process imports neither kubeplane (the embedded API server,
-    ~20 MiB) nor the inspection views."""
-    lean = command == "run"
+    """The whole CLI; with `command` "run" or "apiserver" the other subcommands are listed
+    without their arguments, so a manager process imports neither kubeplane (the embedded
+    API server, ~20 MiB) nor the inspection views, and an API server process not the views
+    (0.4 CPU-s of its 1.7 to start: the tests and the benchmarks start hundreds of them)."""
+    lean = command in PROCESS_COMMANDS
     parser = argparse.ArgumentParser(prog="federation-manager", description=__doc__)
     parser.add_argument("--version", action=_VersionAction)
     parser.add_argument(
@@ -55,7 +59,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     apiserver = sub.add_parser("apiserver", parents=[common], help="run one embedded Kubernetes API server")
-    if not lean:
+    if command != "run":
         from kubeplane import cli as apiserver_cli
 
         apiserver_cli.add_arguments(apiserver)
@@ -63,7 +67,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run", parents=[common], help="run the manager (settings: flags, FEDERATION_* environment, --config file)"
     )
-    settings_module.add_arguments(run)
+    if command != "apiserver":
+        from federation import settings as settings_module  # pydantic: a third of a server's start
+
+        settings_module.add_arguments(run)
     run.set_defaults(run=_run)
     # read-only operator commands over one read of the federation (federation/ops/inspection.py)
     if not lean:
@@ -135,7 +142,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     completion.set_defaults(run=_completion)
     from federation import clihelp
 
-    clihelp.finish(sub.choices, {a.dest: a.help or "" for a in sub._choices_actions})
+    # a process's CLI finishes its own command alone: the others are never parsed there
+    used = {name: p for name, p in sub.choices.items() if not lean or name == command}
+    clihelp.finish(used, {a.dest: a.help or "" for a in sub._choices_actions})
     return parser
 
 
@@ -208,6 +217,7 @@ async def _trace(args: argparse.Namespace) -> None:
 async def _run(args: argparse.Namespace) -> None:
     """Load the settings and run the manager (federation/app.py composes it)."""
     from federation import app
+    from federation import settings as settings_module
     from mcruntime import logs
     from mcruntime.errors import ConfigError
     from mcruntime.leaderelection import LeaderElectionLost

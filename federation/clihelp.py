@@ -12,7 +12,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .settings import ENV_PREFIX, ManagerSettings
+from .api.constants import ENV_PREFIX
 
 EXAMPLES: Mapping[str, str] = {
     "apiserver": "federation-manager apiserver --port 6443 --kubeconfig embedded.kubeconfig --data-dir ./embedded-data",
@@ -77,6 +77,8 @@ def _annotate(action: argparse.Action, default: Any) -> None:
 
 
 def _describe_settings_flags(parser: argparse.ArgumentParser) -> None:
+    from .settings import ManagerSettings  # pydantic: loaded by the processes that describe `run` only
+
     for action in _options(parser):
         section, _, field = action.dest.partition(".")
         info = ManagerSettings.model_fields.get(section) if not field else None

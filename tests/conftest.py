@@ -28,25 +28,6 @@ def kubectl(apiserver: EmbeddedAPIServer, tmp_path: Path) -> Kubectl:
     return Kubectl(apiserver.kubeconfig_path, tmp_path / "kubectl-cache")
 
 
-# ---------------------------------------------------------------------- the order tests start in
-# The suite is CPU-bound on CI's two cores: it ends when its longest test does, so the longest
-# start first (the fault matrix's scenarios, a minute or more each, then the other tests that
-# start processes) and the short ones fill the cores at the end. `--dist loadgroup` (Taskfile)
-# hands the tests out in this order, one at a time as a worker frees up (work stealing handed
-# each worker a third of the file order up front: every scenario in the first worker's third,
-# run one after another unless another worker, done with its own third, stole them late).
-
-
-def _start_rank(item: pytest.Item) -> int:
-    if item.get_closest_marker("chaos") is not None:
-        return 0
-    return 1 if item.get_closest_marker("slow") is not None else 2
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=_start_rank)  # stable: the file order within each rank
-
-
 # ---------------------------------------------------------------------- the fault matrix's report
 # Each chaos scenario appends one row (tests/chaos/harness.py `record`); the controlling
 # process (not an xdist worker) starts the file empty and prints the table at the end.
@@ -57,6 +38,10 @@ _REPORT_ENV = "CHAOS_REPORT"
 def pytest_configure(config: pytest.Config) -> None:
     if hasattr(config, "workerinput"):
         return  # a worker: the controller already chose the file, the environment carries it
+    if os.environ.get(_REPORT_ENV):
+        # a pytest run inside a test (the fast lane's collections): the run around it owns
+        # the file, and emptying it lost the rows of every scenario that had already run
+        return
     path = config.rootpath / ".pytest_cache" / "chaos-report.jsonl"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("")

@@ -22,9 +22,7 @@ from kubeplane.testing import Kubectl, kubectl_path
 from tests.support import eventually
 
 REPO = Path(__file__).resolve().parents[1]
-# one group: its tests share the module's built wheel and virtualenv, built once per worker
-pytestmark = [pytest.mark.package, pytest.mark.slow, pytest.mark.kubectl, pytest.mark.timeout(600),
-              pytest.mark.xdist_group("wheel")]  # fmt: skip
+pytestmark = [pytest.mark.package, pytest.mark.slow, pytest.mark.kubectl, pytest.mark.timeout(600)]
 BUILD_LEFTOVERS = (".git", ".venv", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", ".demo", "bench")
 
 

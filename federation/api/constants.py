@@ -263,3 +263,8 @@ FEDERATOR_FINALIZER: Final = str(Finalizer.FEDERATOR)
 # Namespace of cluster registrations (ClusterProfiles and kubeconfig Secrets) in the
 # management cluster: where the overlays deploy the manager and `up` registers clusters.
 REGISTRATION_NAMESPACE: Final = "federation-system"
+
+# The manager's environment variables: every flag's starts so (`run`'s settings and the
+# other subcommands' flags alike). Here, below both, so the CLI names them without loading
+# the settings (pydantic), which an API server process never needs.
+ENV_PREFIX: Final = "FEDERATION_"
