@@ -5,15 +5,17 @@ on the same machine as the reference ceiling.
 The server runs in its own process (`federation-manager apiserver`), the clients in this
 one, so on a 2-core machine each side has a core.
 
-It also reports the server's CPU per request (its process time over the phase, divided by the
-requests) for each write a federation manager and its cells make on a custom resource: a
-WorkloadDeployment (the compute CRD's schema, patterns and CEL rules) created, applied
-(server-side apply, creating and changing), merge-patched, and its status merge-patched and
-applied. CPU time, not wall time: it holds steady on a machine shared with other work.
+It also reports the CPU a server process takes to start (until it serves), and the server's
+CPU per request (its process time over the phase, divided by the requests) for each write a
+federation manager and its cells make on a custom resource: a WorkloadDeployment (the
+compute CRD's schema, patterns and CEL rules) created, applied (server-side apply, creating
+and changing), merge-patched, and its status merge-patched and applied. CPU time, not wall
+time: it holds steady on a machine shared with other work.
 
     python bench/bench_apiserver.py              # full run
     python bench/bench_apiserver.py --smoke      # a few seconds, checks it still runs
     python bench/bench_apiserver.py --crd-writes # only the CPU per custom-resource write
+    python bench/bench_apiserver.py --starts 9   # only the CPU of a process start, until it serves
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -420,6 +423,29 @@ async def crd_writes_only(n: int, concurrency: int) -> None:
     print_crd_costs(costs, n, concurrency)
 
 
+async def start_costs(starts: int) -> list[float]:
+    """The server process's CPU-seconds from its start until it serves /version, once per
+    start: the tests and the benchmarks start hundreds of these processes."""
+    costs = []
+    for _ in range(starts):
+        with tempfile.TemporaryDirectory() as tmp:
+            proc, url = start_embedded(Path(tmp) / "kubeconfig")
+            try:
+                await wait_ready(url, proc)
+                costs.append(cpu_seconds(proc.pid))
+            finally:
+                proc.terminate()
+                proc.communicate(timeout=15)
+    return costs
+
+
+def print_start_costs(costs: list[float]) -> None:
+    print(
+        f"API server process start until it serves: {statistics.median(costs):.2f} CPU-s "
+        f"(median of {len(costs)}; {min(costs):.2f}-{max(costs):.2f})"
+    )
+
+
 def print_crd_costs(costs: dict[str, float], n: int, concurrency: int) -> None:
     print(f"API server CPU per WorkloadDeployment write ({n} requests per kind, concurrency {concurrency}):")
     for label, ms in costs.items():
@@ -433,8 +459,12 @@ async def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--watchers", type=int, default=0, help="concurrent watches (default 50, smoke 5)")
     parser.add_argument("--crd-writes", action="store_true", help="only the server's CPU per custom-resource write")
+    parser.add_argument("--starts", type=int, default=0, help="only the CPU of this many process starts (default 5)")
     args = parser.parse_args()
     crd_n = 50 if args.smoke else 400
+    if args.starts:
+        print_start_costs(await start_costs(args.starts))
+        return
     if args.crd_writes:
         await crd_writes_only(args.objects or crd_n, min(args.concurrency, 16))
         return
@@ -458,6 +488,7 @@ async def main() -> None:
             if proc.returncode not in (0, -15):
                 print(err.decode(), file=sys.stderr)
         trivial = await trivial_creates(n, args.concurrency)
+    starts = await start_costs(2 if args.smoke else 5)
 
     print(
         f"embedded API server, {os.cpu_count()} cores, {n} objects (~0.6 KB ConfigMaps), "
@@ -476,6 +507,7 @@ async def main() -> None:
         f"vs the {TARGET_CREATES:.0f}/s target: {raw['create'] / TARGET_CREATES:.2f}x"
     )
     print_crd_costs(crd_costs, crd_n, min(args.concurrency, 16))
+    print_start_costs(starts)
 
 
 if __name__ == "__main__":

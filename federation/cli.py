@@ -276,9 +276,22 @@ def lean_libraries() -> None:
     os.environ.setdefault("FROZENLIST_NO_EXTENSIONS", "1")
 
 
+def subcommand(arguments: Sequence[str]) -> str | None:
+    """The subcommand named on a command line, before the whole CLI is built for it: the first
+    word that is neither an option nor the value of the one top-level option that takes one
+    (`federation-manager --log-level WARNING apiserver ...`)."""
+    words = iter(arguments)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    command = next((a for a in arguments if not a.startswith("-")), None)
+    command = subcommand(arguments)
     if command == "run":
         lean_libraries()
     parser = build_parser(command)

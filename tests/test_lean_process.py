@@ -219,3 +219,21 @@ async def test_an_api_server_process_loads_neither_the_views_nor_the_settings(tm
     modules = imported(log.read_text())
     assert "kubeplane.server" in modules
     assert among(modules, "federation.ops", "federation.settings", "pydantic", "mcruntime", "kubernetes_asyncio") == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "command"),
+    [
+        (["run", "--enable-cell-controllers"], "run"),
+        (["--log-level", "WARNING", "apiserver", "--port", "0"], "apiserver"),
+        (["--log-level=DEBUG", "run"], "run"),
+        (["--version"], None),
+        (["--log-level", "INFO"], None),
+        ([], None),
+        (["status", "-o", "wide"], "status"),
+    ],
+)
+def test_the_subcommand_is_found_past_the_top_level_options(argv: list[str], command: str | None) -> None:
+    """A process builds the CLI for its own subcommand: `--log-level WARNING` before it (as
+    the benchmarks start API servers) is an option and its value, not the subcommand."""
+    assert cli.subcommand(argv) == command
