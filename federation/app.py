@@ -27,9 +27,10 @@ from mcruntime.leaderelection import LeaderElectionConfig
 from mcruntime.manager import Manager
 from mcruntime.transport import Transport
 
+from .api.constants import CELL_ROLE, CLUSTER_ROLE_LABEL, SHARD_RING_LABEL
 from .features import POD_RUNTIME, QUOTA_GATE
 from .fleet.options import ManagementOptions
-from .settings import CLUSTER_ROLE_LABEL, SHARD_ID_RULE, SHARD_RING_LABEL, ManagerSettings, valid_shard_id
+from .settings import SHARD_ID_RULE, ManagerSettings, valid_shard_id
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace import TracerProvider as SdkTracerProvider
@@ -207,7 +208,7 @@ def build_manager(
 def sharded_cluster_options(sharding: ShardingOptions, labels: Mapping[str, str]) -> ClusterOptions:
     """An engaged cluster's options on a shard: its caches narrowed to the shard's label,
     a cell's (by its role label) Instances too."""
-    cell = labels.get(CLUSTER_ROLE_LABEL) == "cell"  # ClusterRole.CELL, without loading the API here
+    cell = labels.get(CLUSTER_ROLE_LABEL) == CELL_ROLE
     return ClusterOptions(cache=CacheOptions(label_selectors=sharding.cache_selectors(cell=cell)))
 
 

@@ -22,11 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from .api.constants import ENV_PREFIX, REGISTRATION_NAMESPACE
+from .api.constants import CLUSTER_ROLE_LABEL, ENV_PREFIX, REGISTRATION_NAMESPACE
 from .features import FeatureGates, describe_known
 
-CLUSTER_ROLE_LABEL = "compute.datumapis.com/cluster-role"
-SHARD_RING_LABEL = "sharding.compute.datumapis.com/ring"  # Label.SHARD_RING, without loading the API here
 KUBECONFIG_SECRET_ANNOTATION = "compute.datumapis.com/kubeconfig-secret"
 IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 

@@ -248,6 +248,7 @@ class InstanceManagementPolicy(DocumentedStr):
 # home: on Python 3.11 an enum member's lookup (`Label.X`) is a Python-level class
 # attribute access, and these run per event. The same strings as the members.
 CLUSTER_ROLE_LABEL: Final = str(Label.CLUSTER_ROLE)
+SHARD_RING_LABEL: Final = str(Label.SHARD_RING)
 CELL_ROLE: Final = str(ClusterRole.CELL)
 PROJECT_ROLE: Final = str(ClusterRole.PROJECT)
 CITY_LABEL: Final = str(Label.TOPOLOGY_CITY_CODE)

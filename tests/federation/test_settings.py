@@ -145,13 +145,6 @@ def test_errors_name_the_environment_variable_the_user_set(monkeypatch: pytest.M
         parse("--workers=0")
 
 
-def test_the_ring_label_settings_name_is_the_apis() -> None:
-    from federation.api.constants import Label
-    from federation.settings import SHARD_RING_LABEL
-
-    assert str(Label.SHARD_RING) == SHARD_RING_LABEL
-
-
 def test_sharding_flags_and_their_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = parse("--enable-management-controllers", "--sharding", "--shard-id=shard-a")
     assert settings.sharding and settings.effective_shard_id() == "shard-a"
