@@ -459,7 +459,7 @@ async def main() -> None:
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--watchers", type=int, default=0, help="concurrent watches (default 50, smoke 5)")
     parser.add_argument("--crd-writes", action="store_true", help="only the server's CPU per custom-resource write")
-    parser.add_argument("--starts", type=int, default=0, help="only the CPU of this many process starts (default 5)")
+    parser.add_argument("--starts", type=int, default=0, help="only the CPU of N process starts (a full run: 5)")
     args = parser.parse_args()
     crd_n = 50 if args.smoke else 400
     if args.starts:

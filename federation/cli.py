@@ -42,11 +42,16 @@ PROCESS_COMMANDS = ("run", "apiserver")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole CLI; with `command` "run" or "apiserver" the other subcommands are listed
-    without their arguments, so a manager process imports neither kubeplane (the embedded
-    API server, ~20 MiB) nor the inspection views, and an API server process not the views
-    (0.4 CPU-s of its 1.7 to start: the tests and the benchmarks start hundreds of them)."""
+    """The whole CLI; with `command` "run" or "apiserver" only that subcommand gets its
+    arguments (the others are listed without them), so a manager process imports neither
+    kubeplane (the embedded API server, ~20 MiB) nor the inspection views, and an API server
+    process neither the views nor `run`'s settings (pydantic): ~1 CPU-s of the ~1.5 a server
+    took to start, and the tests and the benchmarks start hundreds of them."""
     lean = command in PROCESS_COMMANDS
+
+    def wanted(name: str) -> bool:
+        return not lean or name == command
+
     parser = argparse.ArgumentParser(prog="federation-manager", description=__doc__)
     parser.add_argument("--version", action=_VersionAction)
     parser.add_argument(
@@ -59,7 +64,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     apiserver = sub.add_parser("apiserver", parents=[common], help="run one embedded Kubernetes API server")
-    if command != "run":
+    if wanted("apiserver"):
         from kubeplane import cli as apiserver_cli
 
         apiserver_cli.add_arguments(apiserver)
@@ -67,8 +72,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     run = sub.add_parser(
         "run", parents=[common], help="run the manager (settings: flags, FEDERATION_* environment, --config file)"
     )
-    if command != "apiserver":
-        from federation import settings as settings_module  # pydantic: a third of a server's start
+    if wanted("run"):
+        from federation import settings as settings_module  # pydantic
 
         settings_module.add_arguments(run)
     run.set_defaults(run=_run)
@@ -143,7 +148,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     from federation import clihelp
 
     # a process's CLI finishes its own command alone: the others are never parsed there
-    used = {name: p for name, p in sub.choices.items() if not lean or name == command}
+    used = {name: p for name, p in sub.choices.items() if wanted(name)}
     clihelp.finish(used, {a.dest: a.help or "" for a in sub._choices_actions})
     return parser
 

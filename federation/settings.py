@@ -22,10 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from .api.constants import CLUSTER_ROLE_LABEL, ENV_PREFIX, REGISTRATION_NAMESPACE
+from .api.constants import CLUSTER_ROLE_LABEL, ENV_PREFIX, REGISTRATION_NAMESPACE, Annotation
 from .features import FeatureGates, describe_known
 
-KUBECONFIG_SECRET_ANNOTATION = "compute.datumapis.com/kubeconfig-secret"
 IN_CLUSTER_NAMESPACE_FILE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -57,7 +56,7 @@ class RegistrationSettings(BaseModel):
     label_selector: str = Field(
         f"{CLUSTER_ROLE_LABEL} in (cell,project)", description="which ClusterProfiles / Secrets register clusters"
     )
-    kubeconfig_secret_annotation: str = KUBECONFIG_SECRET_ANNOTATION
+    kubeconfig_secret_annotation: str = str(Annotation.KUBECONFIG_SECRET)
     poll_interval: float = Field(2.0, gt=0, description="rescan period of the kubeconfig directory, seconds")
 
     @field_validator("kubeconfig_dir", mode="before")

@@ -198,8 +198,8 @@ def test_the_generated_client_still_loads_in_full_when_a_tool_asks_for_it() -> N
 async def test_an_api_server_process_loads_neither_the_views_nor_the_settings(tmp_path: Path) -> None:
     """`federation-manager apiserver` builds the CLI for itself alone: neither the inspection
     views (`status`, `plan`, `check`), nor `run`'s settings (pydantic), nor the runtime. The
-    tests and the benchmarks start hundreds of these processes; with them it took 1.4 CPU-s
-    to serve, without them 0.4."""
+    tests and the benchmarks start hundreds of these processes; with them it took ~1.5 CPU-s
+    to serve, without them ~0.5 (bench/bench_apiserver.py --starts)."""
     kubeconfig, log = tmp_path / "kubeconfig", tmp_path / "importtime.log"
     with log.open("wb") as err:
         proc = await asyncio.create_subprocess_exec(
