@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -272,15 +271,6 @@ async def _up(args: argparse.Namespace) -> None:
         raise SystemExit(f"federation-manager up: cannot use{where}: {exc.strerror or exc}") from None
 
 
-def lean_libraries() -> None:
-    """A manager process (`run`) uses frozenlist's pure-Python `FrozenList` (its own,
-    documented switch): aiohttp keeps only its signal lists in one, never on a request's
-    path, and the compiled one is C++, whose runtime (libstdc++) adds ~1.1 MiB to the
-    process (issue 22, "a small process"; tests/test_lean_process.py). Set before aiohttp
-    is first imported; an explicit FROZENLIST_NO_EXTENSIONS in the environment wins."""
-    os.environ.setdefault("FROZENLIST_NO_EXTENSIONS", "1")
-
-
 def subcommand(arguments: Sequence[str]) -> str | None:
     """The subcommand named on a command line, before the whole CLI is built for it: the first
     word that is neither an option nor the value of the one top-level option that takes one
@@ -296,10 +286,7 @@ def subcommand(arguments: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
-    command = subcommand(arguments)
-    if command == "run":
-        lean_libraries()
-    parser = build_parser(command)
+    parser = build_parser(subcommand(arguments))
     args = parser.parse_args(arguments)
     if args.log_level is None:
         # `up` prints its own progress; the controllers' INFO lines would drown it

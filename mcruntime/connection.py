@@ -2,7 +2,7 @@
 
 Loading is kubernetes-asyncio's job (kubeconfig files and dicts, contexts, in-cluster
 service accounts, exec credential plugins, OIDC/GCP auth providers); this module turns
-its result into what the lean aiohttp transport needs, and keeps the credentials fresh:
+its result into what the runtime's transport (`transport.py`) needs, and keeps the credentials fresh:
 an exec plugin is re-run when its token nears expiry or when the server answers 401."""
 
 from __future__ import annotations

@@ -1,35 +1,23 @@
 """The manager's HTTP endpoints: /healthz and /readyz (named checks, like
 controller-runtime's healthz package; `?verbose` lists each check) and /metrics
-(Prometheus text from the OpenTelemetry Prometheus reader's registry).
-
-Served by aiohttp's low-level server (`aiohttp.web_server.Server`) with one table of GET
-routes: `aiohttp.web` (applications, the URL dispatcher, static files, runners) would add
-~1.2 MiB to every manager process for three fixed paths (issue 22, "a small process";
-tests/test_lean_process.py)."""
+(Prometheus text from the OpenTelemetry Prometheus reader's registry), served by the
+runtime's own small GET server (`routeserver.py`: aiohttp's would cost every manager
+process ~12 MiB; issue 22, "a small process")."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 
-import anyio
-import anyio.abc
-from aiohttp.web_request import BaseRequest
-from aiohttp.web_response import Response
-from aiohttp.web_server import Server
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from .routeserver import Reply, Request, Route, RouteServer
 
 log = logging.getLogger(__name__)
 
 CheckResult = bool | tuple[bool, str]
 Check = Callable[[], CheckResult]
 """A named check: pass/fail, optionally with a detail shown by `?verbose`."""
-Handler = Callable[[BaseRequest], Awaitable[Response]]
-
-# the methods every route answers (HEAD: the GET answer without its body, as aiohttp's router does)
-METHODS = ("GET", "HEAD")
-SHUTDOWN_TIMEOUT = 1.0  # seconds in-flight probe and scrape requests get when the manager stops
 
 
 def parse_bind_address(address: str) -> tuple[str, int] | None:
@@ -49,8 +37,8 @@ def parse_bind_address(address: str) -> tuple[str, int] | None:
     return (host.strip("[]") or "0.0.0.0", number)
 
 
-def _checks_handler(kind: str, checks: Mapping[str, Check]) -> Handler:
-    async def handle(request: BaseRequest) -> Response:
+def _checks_route(kind: str, checks: Mapping[str, Check]) -> Route:
+    def handle(request: Request) -> Reply:
         failed: list[str] = []
         lines: list[str] = []
         for name, check in checks.items():
@@ -65,54 +53,20 @@ def _checks_handler(kind: str, checks: Mapping[str, Check]) -> Handler:
             if not ok:
                 failed.append(name)
         if failed:
-            body = "\n".join(lines) + f"\n{kind} check failed\n"
-            return Response(status=500, text=body)
-        body = "\n".join(lines) + f"\n{kind} check passed\n" if "verbose" in request.query else "ok"
-        return Response(text=body)
+            return Reply.text(500, "\n".join(lines) + f"\n{kind} check failed\n")
+        return Reply.text(200, "\n".join(lines) + f"\n{kind} check passed\n" if "verbose" in request.query else "ok")
 
     return handle
 
 
-class EndpointServer:
-    """One HTTP server on one bind address, serving the GET routes it is given."""
-
-    def __init__(self, name: str, bind: tuple[str, int]) -> None:
-        self.name = name
-        self.bind = bind
-        self.routes: dict[str, Handler] = {}
-        self.port: int | None = None
+class EndpointServer(RouteServer):
+    """One HTTP server on one bind address, serving the check and metrics routes it is given."""
 
     def add_checks(self, path: str, kind: str, checks: Mapping[str, Check]) -> None:
-        self.routes[path] = _checks_handler(kind, checks)
+        self.routes[path] = _checks_route(kind, checks)
 
     def add_metrics(self, registry: CollectorRegistry) -> None:
-        async def metrics(_request: BaseRequest) -> Response:
-            body = generate_latest(registry)
-            return Response(body=body, headers={"Content-Type": CONTENT_TYPE_LATEST})
+        def metrics(_request: Request) -> Reply:
+            return Reply(200, generate_latest(registry), content_type=CONTENT_TYPE_LATEST)
 
         self.routes["/metrics"] = metrics
-
-    async def _dispatch(self, request: BaseRequest) -> Response:
-        handler = self.routes.get(request.path)
-        if handler is None:
-            return Response(status=404, text="404: Not Found")
-        if request.method not in METHODS:
-            return Response(status=405, text="405: Method Not Allowed", headers={"Allow": ",".join(METHODS)})
-        return await handler(request)
-
-    async def run(self, *, task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
-        server = Server(self._dispatch, access_log=None)
-        listener = await asyncio.get_running_loop().create_server(
-            server, self.bind[0], self.bind[1], reuse_address=True
-        )
-        try:
-            self.port = int(listener.sockets[0].getsockname()[1])
-            log.info("%s endpoint listening on %s:%s", self.name, self.bind[0], self.port)
-            task_status.started(self.port)
-            await anyio.sleep_forever()
-        finally:
-            with anyio.CancelScope(shield=True):
-                # as aiohttp's runners stop: no new connections, then open ones closed
-                listener.close()
-                server.pre_shutdown()
-                await server.shutdown(SHUTDOWN_TIMEOUT)

@@ -9,10 +9,16 @@ both packages are registered here as *deferred* packages first: their submodules
 normally, and the package's own `__init__` runs only if something asks it for a name it
 does not have yet (a tool that does use the generated client gets all of it then, as usual).
 
+Likewise `kube_config` imports its OpenID Connect token refresher (`config.openid`), which
+imports aiohttp (~12 MiB, its client and SSL contexts) for the one request a kubeconfig
+with an `oidc` auth-provider makes to refresh its token: that module is registered here with
+a stand-in `OpenIDRequestor` that loads it (and aiohttp) when the first one is made.
+
 The rest of the runtime imports kubernetes-asyncio through this module only."""
 
 from __future__ import annotations
 
+import importlib.machinery
 import importlib.util
 import sys
 import types
@@ -63,6 +69,35 @@ class _ApiClientOnDemand:
         return ApiClient(*args, **kwargs)
 
 
+class _OpenIDRequestorOnDemand:
+    """Stands in for `kubernetes_asyncio.config.openid.OpenIDRequestor` in `kube_config`'s
+    namespace: the first instance runs the real module (and imports aiohttp)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        module = sys.modules[_OPENID]
+        if module.OpenIDRequestor is cls:
+            assert module.__spec__ is not None and module.__spec__.loader is not None
+            module.__spec__.loader.exec_module(module)  # defines the real class over the stand-in
+        return module.OpenIDRequestor(*args, **kwargs)
+
+
+def _defer_openid() -> None:
+    """Register `config.openid` with the stand-in only, before `kube_config` imports it."""
+    if _OPENID in sys.modules:
+        return
+    # found on its package's path: `find_spec(_OPENID)` would import the package, whose
+    # `__init__` imports `kube_config` and with it the real module
+    package = importlib.util.find_spec(_OPENID.rpartition(".")[0])
+    path = package.submodule_search_locations if package is not None else None
+    spec = importlib.machinery.PathFinder.find_spec(_OPENID, path) if path is not None else None
+    if spec is None or spec.loader is None:
+        raise ImportError(f"{_OPENID} is not installed")
+    module = importlib.util.module_from_spec(spec)
+    module.OpenIDRequestor = _OpenIDRequestorOnDemand  # type: ignore[attr-defined]
+    sys.modules[_OPENID] = module
+
+
+_OPENID = "kubernetes_asyncio.config.openid"
 _defer("kubernetes_asyncio")
 _client = _defer("kubernetes_asyncio.client")
 # `Configuration` imports urllib3 (~2 MiB) only to name it: its one use, basic-auth headers
@@ -74,6 +109,7 @@ if "ApiClient" not in _client.__dict__:
     _client.Configuration = Configuration  # type: ignore[attr-defined]
     _client.ApiClient = _ApiClientOnDemand  # type: ignore[attr-defined]
 
+_defer_openid()
 from kubernetes_asyncio.config.config_exception import ConfigException  # noqa: E402
 from kubernetes_asyncio.config.incluster_config import (  # noqa: E402
     SERVICE_CERT_FILENAME,
