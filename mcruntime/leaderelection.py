@@ -4,7 +4,10 @@
   holder has not renewed for `lease_duration` — measured on *our* clock from when we
   last saw the record change, so clock skew between replicas cannot shorten a lease;
 - the leader renews every `retry_period`; if it cannot renew within `renew_deadline`
-  it has lost the lease and must stop acting as leader at once;
+  it has lost the lease and must stop acting as leader at once. A renewal is one
+  update onto the Lease as the holder last wrote it (client-go's fast path for the
+  leader, while its own view of the lease is valid); only when that fails (someone else
+  wrote it since: a conflict) does it read the Lease and decide as a candidate would;
 - on shutdown the leader releases the lease (empty holder, 1 s duration) so the next
   leader need not wait out the lease.
 
@@ -121,7 +124,7 @@ class LeaderElector:
         self.connection = connection  # renew from a dedicated thread, with a client of its own
         self._observed: dict[str, Any] | None = None  # the lease spec last seen
         self._observed_at = 0.0  # monotonic time it last changed
-        self._lease_rv: str | None = None
+        self._last_lease: dict[str, Any] | None = None  # as last read or written (the fast path's base)
         self.is_leader = False
         self.last_renew = 0.0  # monotonic time of our last successful renewal
         self.transitions_seen = 0
@@ -131,6 +134,10 @@ class LeaderElector:
         cfg = self.config
         client = client or self.client
         now = _now()
+        # 1. the holder's fast path: renew onto the Lease as last seen, without reading it first
+        if self._holds_valid_lease() and await self._renew_as_last_seen(client, now):
+            return True
+        # 2. read (or create) the Lease and decide as a candidate
         lease: dict[str, Any] | None
         try:
             lease = await client.get_live(LEASES, cfg.name, namespace=cfg.namespace)
@@ -164,26 +171,53 @@ class LeaderElector:
         if holder != cfg.identity:
             new_spec["acquireTime"] = _micro_time(now)
             new_spec["leaseTransitions"] = int(str(spec.get("leaseTransitions") or 0)) + (1 if holder else 0)
-        new_spec["holderIdentity"] = cfg.identity
-        new_spec["leaseDurationSeconds"] = int(max(1, round(cfg.lease_duration)))
-        new_spec["renewTime"] = _micro_time(now)
-        body = {
-            "metadata": {
-                "name": cfg.name,
-                "namespace": cfg.namespace,
-                "resourceVersion": get_str(lease, "metadata.resourceVersion"),
-                **self._labels(lease),
-            },
-            "spec": new_spec,
-        }
         try:
-            updated = await client.update(LEASES, body)
+            updated = await client.update(LEASES, self._renewal(lease, new_spec, now))
         except APIError as exc:
             if is_conflict(exc):
                 return False
             raise
         self._observe(updated)
         return True
+
+    def _holds_valid_lease(self) -> bool:
+        """This candidate holds the Lease as it last saw it, and that view has not expired
+        (client-go's `IsLeader() && isLeaseValid(now)`)."""
+        return (
+            self._last_lease is not None
+            and self.holder == self.config.identity
+            and self._observed_at + self.config.lease_duration > time.monotonic()
+        )
+
+    async def _renew_as_last_seen(self, client: Client, now: datetime.datetime) -> bool:
+        """One update onto the Lease as this holder last wrote or read it (its
+        resourceVersion): True if it took. Any failure (a conflict: someone else wrote it
+        since; an error) leaves the decision to a fresh read, as client-go's fast path does."""
+        assert self._last_lease is not None and self._observed is not None
+        try:
+            updated = await client.update(LEASES, self._renewal(self._last_lease, dict(self._observed), now))
+        except (APIError, TransportError) as exc:
+            log.info("leader election %s/%s: renewal onto the Lease as last seen failed (%s); reading it",
+                     self.config.namespace, self.config.name, exc)  # fmt: skip
+            return False
+        self._observe(updated)
+        return True
+
+    def _renewal(self, lease: dict[str, Any], spec: dict[str, Any], now: datetime.datetime) -> dict[str, Any]:
+        """The update that makes `lease` (with `spec`, its acquire time and transitions
+        already decided) held by this candidate and renewed `now`, guarded by its resourceVersion."""
+        spec["holderIdentity"] = self.config.identity
+        spec["leaseDurationSeconds"] = int(max(1, round(self.config.lease_duration)))
+        spec["renewTime"] = _micro_time(now)
+        return {
+            "metadata": {
+                "name": self.config.name,
+                "namespace": self.config.namespace,
+                "resourceVersion": get_str(lease, "metadata.resourceVersion"),
+                **self._labels(lease),
+            },
+            "spec": spec,
+        }
 
     def _labels(self, lease: dict[str, Any] | None) -> dict[str, Any]:
         """The Lease's labels with ours merged in (an update replaces the whole object)."""
@@ -192,11 +226,11 @@ class LeaderElector:
         return {"labels": labels} if labels else {}
 
     def _observe(self, lease: dict[str, Any]) -> None:
+        self._last_lease = lease
         spec = lease.get("spec") or {}
         if spec != self._observed:
             self._observed = dict(spec)
             self._observed_at = time.monotonic()
-        self._lease_rv = get_str(lease, "metadata.resourceVersion", required=False) or None
 
     async def _attempt(self, client: Client | None = None) -> bool:
         try:
@@ -321,10 +355,11 @@ class LeaderElector:
                     },
                     "spec": spec,
                 }
-                await self.client.update(LEASES, body)
+                released = await self.client.update(LEASES, body)
         except (APIError, TransportError, TimeoutError) as exc:
             log.warning("leader election %s/%s: release failed: %s", cfg.namespace, cfg.name, exc)
             return False
+        self._observe(released)  # no longer the holder: a renewal reads the Lease first
         log.info("leader election %s/%s: released", cfg.namespace, cfg.name)
         return True
 

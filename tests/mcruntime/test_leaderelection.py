@@ -142,3 +142,57 @@ async def test_only_one_of_two_simultaneous_candidates_acquires(apiserver: Embed
 def test_inconsistent_timings_are_refused() -> None:
     with pytest.raises(ValueError, match="lease_duration > renew_deadline > retry_period"):
         LeaderElectionConfig(namespace="d", name="n", identity="i", lease_duration=5, renew_deadline=10)
+
+
+async def test_the_holder_renews_with_one_update_and_reads_the_lease_only_after_a_conflict(
+    apiserver: EmbeddedAPIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """client-go's fast path for the leader: a renewal is one update onto the Lease as the
+    holder last saw it, no read first. When someone else wrote the Lease since (a conflict),
+    the holder reads it and decides as a candidate: still its own, renewed; held by another
+    and not expired, not renewed."""
+    cluster = cluster_for(apiserver, "a")
+    async with cluster.started():
+        client, calls = cluster.client, []
+        get_live, update = client.get_live, client.update
+
+        async def counted_get(*args: Any, **kwargs: Any) -> Any:
+            calls.append("get")
+            return await get_live(*args, **kwargs)
+
+        async def counted_update(*args: Any, **kwargs: Any) -> Any:
+            calls.append("update")
+            return await update(*args, **kwargs)
+
+        monkeypatch.setattr(client, "get_live", counted_get)
+        monkeypatch.setattr(client, "update", counted_update)
+        elector = LeaderElector(client, election("a"))
+        assert await elector.try_acquire_or_renew()  # acquired: read (not found), created
+        calls.clear()
+        for _ in range(3):
+            assert await elector.try_acquire_or_renew()
+        assert calls == ["update"] * 3, "each renewal is one write"
+        plane = Plane(apiserver)
+        lease = plane.get("leases", "default", "manager-lock", group="coordination.k8s.io")
+        assert lease["spec"]["holderIdentity"] == "a" and lease["spec"]["leaseTransitions"] == 0
+
+        # a label written by someone else: the renewal conflicts, reads, and renews
+        lease["metadata"].setdefault("labels", {})["team"] = "platform"
+        plane.update("leases", lease, group="coordination.k8s.io")
+        calls.clear()
+        assert await elector.try_acquire_or_renew()
+        assert calls == ["update", "get", "update"]
+        lease = plane.get("leases", "default", "manager-lock", group="coordination.k8s.io")
+        assert lease["metadata"]["labels"]["team"] == "platform" and lease["spec"]["holderIdentity"] == "a"
+
+        # another candidate holds it now (as after a's lease lapsed): not renewed over it
+        lease["spec"].update(holderIdentity="b", leaseTransitions=1)
+        plane.update("leases", lease, group="coordination.k8s.io")
+        calls.clear()
+        assert not await elector.try_acquire_or_renew()
+        assert calls == ["update", "get"]
+        lease = plane.get("leases", "default", "manager-lock", group="coordination.k8s.io")
+        assert lease["spec"]["holderIdentity"] == "b"
+        calls.clear()
+        assert not await elector.try_acquire_or_renew()
+        assert calls == ["get"], "no longer the holder: a candidate reads before it writes"
