@@ -14,8 +14,11 @@ for what is not HTTP/1.1, 414 for a target over `MAX_TARGET` bytes; an `Upgrade`
 (the request answered, then the connection closed); keep-alive and
 pipelined requests answered in order; a connection with no complete request for
 `idle_timeout` seconds is closed (an idle keep-alive, or a client that never finishes its
-request). Routes are plain functions: every answer is computed and written at once, so
-stopping needs no grace period (closing a transport flushes what it was given)."""
+request). Flow control: while the client does not take what was written, nothing more is
+read, and a connection with more than `MAX_UNSENT` bytes of answers waiting (requests
+pipelined in one read, never read back) is dropped. Routes are plain functions: every
+answer is computed and written at once, so stopping needs no grace period (closing a
+transport flushes what it was given)."""
 
 from __future__ import annotations
 
@@ -35,6 +38,10 @@ log = logging.getLogger(__name__)
 
 METHODS = ("GET", "HEAD")
 MAX_TARGET = 8192  # bytes of a request target (path and query); longer: 414
+# answers written but not yet taken by a client that pipelines requests without reading
+# them: past this the connection is dropped (one read of pipelined `GET /metrics` could
+# otherwise queue thousands of whole scrapes in memory)
+MAX_UNSENT = 4 * 1024 * 1024
 IDLE_TIMEOUT = 60.0  # seconds a connection may go without a complete request
 TEXT = "text/plain; charset=utf-8"
 
@@ -120,6 +127,14 @@ class _Connection(asyncio.Protocol):
             log.debug("%s endpoint: a request that is not HTTP/1.1: %s", self._server.name, exc)
             self._reply(Reply.text(400, "400: Bad Request"), head=False, close=True)
 
+    def pause_writing(self) -> None:
+        if self._transport is not None:
+            self._transport.pause_reading()  # no new requests until the answers are taken
+
+    def resume_writing(self) -> None:
+        if self._transport is not None and not self._closing:
+            self._transport.resume_reading()
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._server.connections.discard(self)
         if self._timer is not None:
@@ -154,7 +169,12 @@ class _Connection(asyncio.Protocol):
     def _reply(self, reply: Reply, *, head: bool, close: bool) -> None:
         assert self._transport is not None
         self._transport.write(encode(reply, head=head, close=close))
-        if close:
+        if self._transport.get_write_buffer_size() > MAX_UNSENT:
+            log.warning("%s endpoint: a client left over %d bytes of answers unread; dropping it",
+                        self._server.name, MAX_UNSENT)  # fmt: skip
+            self._closing = True
+            self._transport.abort()
+        elif close:
             self.close()
 
     def _arm(self) -> None:

@@ -2,7 +2,8 @@
 (mcruntime/routeserver.py): the answers aiohttp's router gave before (GET and HEAD per
 route, 405 with Allow for another method, 404 for another path), check results, the
 Prometheus text and a clean stop; and, on the wire, keep-alive, pipelining, HTTP/1.0, what
-is not HTTP (400), an over-long target (414) and idle connections closed."""
+is not HTTP (400), an over-long target (414), idle connections closed and a client that
+never reads its answers dropped."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter
 
 from mcruntime.health import EndpointServer, parse_bind_address
-from mcruntime.routeserver import MAX_TARGET
+from mcruntime.routeserver import MAX_TARGET, MAX_UNSENT, Request
+from tests.support import eventually
 
 
 async def test_routes_methods_and_unknown_paths() -> None:
@@ -132,6 +134,25 @@ async def test_an_idle_connection_is_closed() -> None:
             assert statuses(received) == (["200"] if sent.endswith(b"\r\n\r\n") else [])
         await anyio.sleep(0.05)
         assert server.connections == set()
+        tg.cancel_scope.cancel()
+
+
+async def test_a_client_that_pipelines_without_reading_is_dropped() -> None:
+    """Requests pipelined in one read, their answers never read back: the connection is
+    dropped once more than MAX_UNSENT bytes of answers wait, not held in memory."""
+    registry = CollectorRegistry()
+    for i in range(300):
+        Counter(f"probe_series_{i}", "a series " * 20, ["name"], registry=registry).labels(name="x" * 100).inc()
+    server = EndpointServer("probe", ("127.0.0.1", 0))
+    server.add_metrics(registry)
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(server.run)
+        scrape = server.routes["/metrics"](Request("GET", "/metrics", {})).body
+        requests = 2 * MAX_UNSENT // len(scrape) + 50  # answers past the limit and the socket buffers
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            await eventually(lambda: len(server.connections) == 1, "the server to take the connection")
+            sock.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * requests)
+            await eventually(lambda: not server.connections, "the unread connection dropped", within=10.0)
         tg.cancel_scope.cancel()
 
 
