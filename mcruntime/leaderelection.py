@@ -209,6 +209,11 @@ class LeaderElector:
         spec["holderIdentity"] = self.config.identity
         spec["leaseDurationSeconds"] = int(max(1, round(self.config.lease_duration)))
         spec["renewTime"] = _micro_time(now)
+        return self._guarded_update(lease, spec)
+
+    def _guarded_update(self, lease: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any]:
+        """The whole Lease with `spec`, onto `lease`'s resourceVersion (a conflict if it
+        changed since), its labels kept and ours merged in."""
         return {
             "metadata": {
                 "name": self.config.name,
@@ -346,16 +351,7 @@ class LeaderElector:
                     return False
                 now = _micro_time(_now())
                 spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=now, acquireTime=now)
-                body = {
-                    "metadata": {
-                        "name": cfg.name,
-                        "namespace": cfg.namespace,
-                        "resourceVersion": get_str(lease, "metadata.resourceVersion"),
-                        **self._labels(lease),
-                    },
-                    "spec": spec,
-                }
-                released = await self.client.update(LEASES, body)
+                released = await self.client.update(LEASES, self._guarded_update(lease, spec))
         except (APIError, TransportError, TimeoutError) as exc:
             log.warning("leader election %s/%s: release failed: %s", cfg.namespace, cfg.name, exc)
             return False

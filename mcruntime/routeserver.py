@@ -83,7 +83,7 @@ def encode(reply: Reply, *, head: bool, close: bool) -> bytes:
 
 
 def answer(routes: Mapping[str, Route], method: str, target: bytes) -> Reply:
-    """The reply to one request: its route's, or 404 / 405 / 400."""
+    """The reply to one request: its route's (500 if it raises), or 404 / 405 / 400."""
     try:
         url = httptools.parse_url(target)
     except httptools.HttpParserInvalidURLError:
@@ -95,7 +95,11 @@ def answer(routes: Mapping[str, Route], method: str, target: bytes) -> Reply:
     if method not in METHODS:
         return Reply(405, b"405: Method Not Allowed", headers=(("Allow", ",".join(METHODS)),))
     query = parse_qs((url.query or b"").decode("latin-1"), keep_blank_values=True)
-    return route(Request(method, path, query))
+    try:
+        return route(Request(method, path, query))
+    except Exception:  # the server's edge: a failing route is a 500 (logged), the connection serves on
+        log.exception("route %s failed", path)
+        return Reply.text(500, "500: Internal Server Error")
 
 
 class _Connection(asyncio.Protocol):

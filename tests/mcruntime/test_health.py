@@ -16,7 +16,7 @@ import pytest
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter
 
 from mcruntime.health import EndpointServer, parse_bind_address
-from mcruntime.routeserver import MAX_TARGET, MAX_UNSENT, Request
+from mcruntime.routeserver import MAX_TARGET, MAX_UNSENT, Reply, Request
 from tests.support import eventually
 
 
@@ -65,6 +65,24 @@ async def test_a_check_that_raises_fails_without_a_trace() -> None:
         port = await tg.start(server.run)
         async with aiohttp.ClientSession() as http, http.get(f"http://127.0.0.1:{port}/readyz?verbose") as resp:
             assert resp.status == 500 and await resp.text() == "[-]broken failed\nreadyz check failed\n"
+        tg.cancel_scope.cancel()
+
+
+async def test_a_route_that_raises_answers_500_and_the_connection_serves_on() -> None:
+    def broken(_request: Request) -> Reply:
+        raise RuntimeError("the registry broke")
+
+    server = EndpointServer("probe", ("127.0.0.1", 0))
+    server.add_checks("/healthz", "healthz", {"ping": lambda: True})
+    server.routes["/metrics"] = broken
+    async with anyio.create_task_group() as tg:
+        port = await tg.start(server.run)
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://127.0.0.1:{port}/metrics") as resp:
+                assert (resp.status, await resp.text()) == (500, "500: Internal Server Error")
+            async with http.get(f"http://127.0.0.1:{port}/healthz") as resp:
+                assert (resp.status, await resp.text()) == (200, "ok")
+            assert len(server.connections) == 1
         tg.cancel_scope.cancel()
 
 
