@@ -38,3 +38,12 @@ def test_the_kind_path_says_what_it_needs_when_it_cannot_run(tmp_path: Path) -> 
                             timeout=60, check=False)  # fmt: skip
     assert result.returncode == 2
     assert "e2e:kind:" in result.stderr and ("is not installed" in result.stderr or "Docker" in result.stderr)
+
+
+def test_the_benchmark_table_names_every_benchmark() -> None:
+    """Every bench/bench_*.py has its row (`--only NAME`, or `/ NAME` in a shared row), so a
+    user finds what each one measures and how to run it."""
+    table = README.split("## Benchmarks", 1)[1].split("\n## ", 1)[0]
+    named = set(re.findall(r"--only ([a-z_]+)`", table)) | set(re.findall(r"` / `([a-z_]+)`", table))
+    benchmarks = {p.stem.removeprefix("bench_") for p in (REPO / "bench").glob("bench_*.py")}
+    assert benchmarks - named == set(), f"benchmarks the README's table does not name: {sorted(benchmarks - named)}"
