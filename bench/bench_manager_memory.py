@@ -74,8 +74,8 @@ async def fill(f: Fleet, projects: list[str], total: int) -> bytes:
     return b"\n".join(lines)
 
 
-async def run_manager(f: Fleet, session: aiohttp.ClientSession, expected: int) -> tuple[float, int, float]:
-    """(seconds until every engaged cluster is ready, RSS once idle, CPU-seconds until idle)."""
+async def run_manager(f: Fleet, session: aiohttp.ClientSession, expected: int) -> tuple[float, int, int, float]:
+    """(seconds until every engaged cluster is ready, RSS then, RSS once idle, CPU-seconds until idle)."""
     mgr = management(f, "--workers=8")
     started = time.monotonic()
     await mgr.wait_ready(session)
@@ -87,6 +87,7 @@ async def run_manager(f: Fleet, session: aiohttp.ClientSession, expected: int) -
         mgr.proc.check_alive()
         await asyncio.sleep(0.05)
     synced = time.monotonic() - started
+    synced_rss = rss_bytes(mgr.pid)
     print(f"  ({expected} clusters synced after {synced:.1f} s; waiting until idle)", file=sys.stderr, flush=True)
     # idle: the projector's first status writes done, queues empty
     last, stable = -1.0, 0
@@ -99,7 +100,7 @@ async def run_manager(f: Fleet, session: aiohttp.ClientSession, expected: int) -
     rss = rss_bytes(mgr.pid)
     cpu = cpu_seconds(mgr.pid)
     mgr.proc.stop()
-    return synced, rss, cpu
+    return synced, synced_rss, rss, cpu
 
 
 async def measure(n: int, rep: Report) -> None:
@@ -109,9 +110,9 @@ async def measure(n: int, rep: Report) -> None:
             fleet(Path(tmp), projects=[f"bench/{p}" for p in projects], cells=()) as f,
             aiohttp.ClientSession() as session,
         ):
-            _, empty_rss, empty_cpu = await run_manager(f, session, PROJECTS)
+            _, _, empty_rss, empty_cpu = await run_manager(f, session, PROJECTS)
             dump = await fill(f, projects, n)
-            synced, rss, cpu = await run_manager(f, session, PROJECTS)
+            synced, synced_rss, rss, cpu = await run_manager(f, session, PROJECTS)
             data = Path(tmp) / "objects.jsonl"
             data.write_bytes(dump)
             out = await asyncio.to_thread(
@@ -139,6 +140,13 @@ async def measure(n: int, rep: Report) -> None:
                 "B",
                 "<= 4096 B" if n >= 100_000 else "",
                 f"{per_object / json_per:.2f}x the object's JSON",
+            )
+            rep.add(
+                f"{n:,} objects: of it, when the caches had synced",
+                (synced_rss - empty_rss) / n,
+                "B",
+                "",
+                "before the first reconciles: the caches alone, and what their sync left",
             )
             rep.add(
                 f"{n:,} objects: plain dict per object (baseline)",
