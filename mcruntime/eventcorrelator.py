@@ -28,7 +28,8 @@ BURST = 25
 REFILL_SECONDS = 300.0
 
 
-@dataclass(frozen=True)
+# slots: up to `cache_size` of each are kept per recorder
+@dataclass(frozen=True, slots=True)
 class ObjectRef:
     kind: str
     namespace: str
@@ -36,7 +37,7 @@ class ObjectRef:
     uid: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SeriesKey:
     """What makes two Events one series (the message is deliberately not part of it)."""
 
@@ -69,7 +70,7 @@ class Throttled:
 Decision = Create | Count | Throttled
 
 
-@dataclass
+@dataclass(slots=True)
 class _Series:
     name: str
     namespace: str

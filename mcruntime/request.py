@@ -4,6 +4,7 @@ a cluster name is refused rather than routed to some default cluster."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,11 @@ class Request:
     _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        # one string object per distinct namespace and name, however many requests (and the
+        # controllers' per-object memos keyed by them) name it: each event and each read of
+        # the cache decodes fresh strings, and a memo kept every WD's own copies of them
+        object.__setattr__(self, "namespace", sys.intern(self.namespace))
+        object.__setattr__(self, "name", sys.intern(self.name))
         object.__setattr__(self, "_hash", hash((self.cluster, self.namespace, self.name)))
 
     def __hash__(self) -> int:

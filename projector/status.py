@@ -131,7 +131,10 @@ class StatusProjector:
             raise TemporaryError(f"project namespace {req.namespace} is not cached yet")
         # 4. desired status from the pure functions (plan, aggregate)
         found = [(cell.name, copy) for cell, copy in await find_copies(self.mgr, req.cluster, req.namespace, req.name)]
-        self.copies_read[req] = _versions(found)
+        if read := _versions(found):
+            self.copies_read[req] = read
+        else:  # nothing read: no entry (an unplaced WD would keep an empty one for its lifetime)
+            self.copies_read.pop(req, None)
         copies = own_copies(wd, found)
         target, shares, unplaced = self._placement(req, wd, found)
         reports, deadline = self._reports(wd, target, shares, copies)

@@ -56,7 +56,7 @@ def known_location(obj: Mapping[str, Any]) -> KnownLocation:
 # ------------------------------------------------------------------ results
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # remembered per WD (PlacementMemo)
 class CityTarget:
     """A WorkloadDeployment's resolved target: the city whose cells serve it, and the
     Location it was named by (None for a `spec.cityCode` deployment)."""

@@ -32,7 +32,7 @@ MAX_VERSIONS = 8  # per copy: versions whose event came and that no projection r
 Key = tuple[str, str, str]  # (project cluster, namespace, WD name)
 
 
-@dataclass
+@dataclass(slots=True)  # one per WD for its lifetime
 class _Change:
     generation: int
     started: float

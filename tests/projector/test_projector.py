@@ -168,7 +168,7 @@ async def test_projections_follow_scale_down_and_deletion(tmp_path: Path) -> Non
 
 
 async def test_no_cell_for_the_city(tmp_path: Path) -> None:
-    async with federation(tmp_path) as (f, _mgr):
+    async with federation(tmp_path) as (f, mgr):
         WDs(f, "web").create(workload_deployment("api", "NRT", 2))
 
         def nowhere() -> bool:
@@ -185,6 +185,11 @@ async def test_no_cell_for_the_city(tmp_path: Path) -> None:
 
         await eventually(warned, "a NoMatchingLocation Event on the WD (as on a Workload placement)")
         assert "no registered cell serves city NRT" in warned()[0]["message"]
+        # an unplaced WD read no copy: the projector keeps no copy versions for it (an
+        # empty entry per unplaced WD, for its lifetime, was ~100 B of every one)
+        projector = next(w.handler for w in controller(mgr, "status-projector").watches
+                         if isinstance(w.handler, CopyEvents)).projector  # fmt: skip
+        assert Request("web", "default", "api") not in projector.copies_read
 
 
 @pytest.mark.parametrize("project", ["web"])
