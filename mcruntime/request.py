@@ -27,8 +27,12 @@ class Request:
         # one string object per distinct namespace and name, however many requests (and the
         # controllers' per-object memos keyed by them) name it: each event and each read of
         # the cache decodes fresh strings, and a memo kept every WD's own copies of them
-        object.__setattr__(self, "namespace", sys.intern(self.namespace))
-        object.__setattr__(self, "name", sys.intern(self.name))
+        # (only a plain str can be interned: a value of another type, which the typed callers
+        # never pass, is kept as it is rather than failing here)
+        if type(self.namespace) is str:
+            object.__setattr__(self, "namespace", sys.intern(self.namespace))
+        if type(self.name) is str:
+            object.__setattr__(self, "name", sys.intern(self.name))
         object.__setattr__(self, "_hash", hash((self.cluster, self.namespace, self.name)))
 
     def __hash__(self) -> int:
